@@ -1,0 +1,122 @@
+"""The typed configuration schema: one small dataclass per component.
+
+Hydra composes YAML presets (``configs/``) over these dataclasses, so an unknown key or a value of
+the wrong type fails before any work starts. Each component receives only its own config
+(``DataConfig`` for the data module, ``ModelConfig`` for the network ...), never the whole tree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass
+class DataConfig:
+    """Where the images come from and how they are split and batched."""
+
+    name: str = "cifar10"  # cifar10 | cifar100: picks the torchvision data set and the class count
+    root: str = "data"  # torchvision download / decoded-tensor cache directory
+    source: Optional[str] = None  # local image-folder tree or tar(.gz) of one; overrides torchvision
+    download: bool = True  # let torchvision download into `root` when the files are missing
+    num_classes: int = 10
+    holdout_size: int = 5000  # fixed validation split taken from the training set
+    train_size: Optional[int] = None  # nested training subset of the rest; None = all of it
+    data_seed: int = 0  # fixes the holdout split and the nesting order of training subsets
+    batch_size: int = 128
+    eval_batch_size: int = 500
+    augment: bool = True  # random crop (4-pixel padding) + horizontal flip, batched on device
+
+
+@dataclass
+class ModelConfig:
+    """Which registered architecture to build and how wide."""
+
+    arch: str = "resnet18"  # resnet18 | resnet34 | vgg16 | vgg19 (see stir.models.names())
+    width: int = 64  # channels of the first stage; 64 is the standard network
+
+
+@dataclass
+class AttackConfig:
+    """PGD in an l_p ball around clean images in [0, 1]."""
+
+    norm: str = "l2"
+    eps: float = 1.0
+    steps: int = 10
+    # None: 2.5 * eps / steps (Madry et al.); torchattacks' own default (2 * eps / steps) is not used.
+    step_size: Optional[float] = None
+    random_start: bool = True
+
+    @property
+    def alpha(self) -> float:
+        return self.step_size if self.step_size is not None else 2.5 * self.eps / self.steps
+
+
+@dataclass
+class LossConfig:
+    """The training objective: vanilla | at | trades | mart."""
+
+    name: str = "vanilla"
+    beta: float = 1.0  # TRADES / MART regulariser weight (STIR paper, appendix B)
+
+
+@dataclass
+class OptimConfig:
+    """SGD with momentum and weight decay, one-cycle / cosine schedule."""
+
+    lr: float = 0.1
+    momentum: float = 0.9
+    weight_decay: float = 5e-4
+    nesterov: bool = True
+    schedule: str = "cosine"  # cosine | onecycle | constant
+    warmup_epochs: float = 0.0
+
+
+@dataclass
+class TrainerConfig:
+    """Arguments passed to ``lightning.Trainer`` (plus when to measure robustness)."""
+
+    max_epochs: int = 100
+    accelerator: str = "auto"
+    devices: Any = "auto"
+    num_nodes: int = 1
+    strategy: str = "auto"
+    precision: str = "32-true"
+    sync_batchnorm: bool = False
+    deterministic: bool = False
+    limit_train_batches: Optional[float] = None
+    log_every_n_steps: int = 50
+    enable_progress_bar: bool = True
+    robust_val_every_n_epochs: int = 5  # 0 disables robust validation during training
+    robust_val_size: int = 500  # validation images attacked for robust accuracy
+    robust_test_size: int = 1000  # test images attacked at the end of training
+
+
+@dataclass
+class WandbConfig:
+    mode: str = "offline"  # offline | online | disabled
+    project: str = "stir"
+    entity: Optional[str] = None
+
+
+@dataclass
+class LoggerConfig:
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    csv: bool = True  # CSV log beside the W&B run: the ground truth for tests and scripts
+
+
+@dataclass
+class TrainConfig:
+    """Everything ``python train.py`` reads."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    attack: AttackConfig = field(default_factory=AttackConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    seed: int = 0
+    runs_dir: str = "runs"
+    run_dir: Optional[str] = None  # None: runs_dir/<data>/<arch>[_w<width>]/<loss>[...]/seed<seed>
+    init_from: Optional[str] = None  # warm start (a model update) from a checkpoint or run folder
+    retrain: bool = False  # train again even if the run folder holds a finished run

@@ -1,0 +1,94 @@
+"""The one optimisation loop behind every attack and inversion in stir.
+
+    x_0 = geometry.init(origin)
+    for t in range(steps):
+        g_t = d objective(x_t) / d x_t          (per example; no weight gradients)
+        x_{t+1} = geometry.step(x_t, g_t)       (descend, then project)
+
+The objective is an explicit argument: ``objective(x, index) -> (b,)`` returns one loss per
+example to MINIMISE (an attack passes the negated loss it wants to raise); ``index`` holds the rows
+of the full batch that ``x`` contains, so an objective can pick per-example targets. Optionally the
+loop keeps each example's best iterate and stops examples that meet ``stop`` (they are dropped
+from later forward passes, which is where early stopping saves work).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+from torch import Tensor
+
+from stir.descent.geometry import Geometry
+
+Objective = Callable[[Tensor, Tensor], Tensor]  # (x (b, ...), index (b,)) -> loss (b,)
+StopRule = Callable[[Tensor, Tensor], Tensor]  # (loss (b,), index (b,)) -> done mask (b,)
+
+
+@dataclass
+class DescentResult:
+    """What one run of the loop returns; every field is per example of the batch (B rows)."""
+
+    x: Tensor  # (B, ...) the best iterate when keep_best, else the last one
+    loss: Tensor  # (B,) objective at x
+    steps: Tensor  # (B,) gradient steps taken (fewer than `steps` for examples stopped early)
+    evaluations: int  # per-example objective evaluations spent, summed over the batch
+    history: Tensor  # (T + 1, B) objective of each evaluated iterate, NaN once an example stopped
+
+
+def descend(
+    objective: Objective,
+    origin: Tensor,
+    geometry: Geometry,
+    steps: int,
+    *,
+    keep_best: bool = False,
+    stop: Optional[StopRule] = None,
+    generator: Optional[torch.Generator] = None,
+    x_init: Optional[Tensor] = None,
+) -> DescentResult:
+    """Minimise ``objective`` per example from ``origin`` (B, ...) under ``geometry``.
+
+    ``x_init`` overrides the geometry's starting point (e.g. a noise seed for an inversion).
+    The final iterate is evaluated once more without gradient so that ``loss`` is always the
+    objective at the returned ``x``. The objective's models should be frozen (``stir.models.frozen``).
+    """
+    start, state = geometry.init(origin, generator)
+    x = (start if x_init is None else x_init).detach().clone()
+    batch = x.shape[0]
+    all_rows = torch.arange(batch, device=x.device)
+    best_x, best_loss = x.clone(), torch.full((batch,), float("inf"), device=x.device)
+    steps_taken = torch.zeros(batch, dtype=torch.long, device=x.device)
+    history = torch.full((steps + 1, batch), float("nan"), device=x.device)
+    active = all_rows
+    evaluations = 0
+
+    for t in range(steps + 1):
+        final = t == steps
+        xa = x[active].requires_grad_(not final)
+        with torch.set_grad_enabled(not final):
+            loss = objective(xa, active)  # (b_active,)
+        evaluations += len(active)
+        loss_d = loss.detach().float()
+        history[t, active] = loss_d
+        if keep_best:
+            better = loss_d < best_loss[active]
+            rows = active[better]
+            best_loss[rows] = loss_d[better]
+            best_x[rows] = xa.detach()[better]
+        else:
+            best_loss[active] = loss_d
+            best_x[active] = xa.detach()
+        if final:
+            break
+        (grad,) = torch.autograd.grad(loss.sum(), xa)
+        with torch.no_grad():
+            done = stop(loss_d, active) if stop is not None else torch.zeros_like(loss_d, dtype=torch.bool)
+            move = ~done
+            moving = active[move]
+            x[moving] = geometry.step(xa.detach()[move], grad[move], origin, state, moving)
+            steps_taken[moving] += 1
+        active = moving
+        if len(active) == 0:
+            break
+    return DescentResult(x=best_x, loss=best_loss, steps=steps_taken, evaluations=evaluations, history=history)

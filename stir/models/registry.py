@@ -1,0 +1,87 @@
+"""A registry of architectures, each listing its named feature taps.
+
+Every registered network is a plain ``nn.Module`` whose ``forward`` takes images in [0, 1] and
+returns logits; ``taps`` lists, in depth order, the points where a representation can be read
+(``stir.models.taps.representation`` reads them). Builders receive only the model's own config.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, Sequence, Tuple
+
+from torch import nn
+
+from stir.config.schema import ModelConfig
+
+
+@dataclass(frozen=True)
+class Tap:
+    """One named point inside a network where its representation can be read.
+
+    ``module`` is the dotted path (as in ``named_modules()``) of the module whose output is the
+    representation; ``channels`` and ``stride`` give its shape for a 32x32 input:
+    (n, channels, 32 // stride, 32 // stride), or (n, channels) when ``stride`` is 0 (a vector).
+    """
+
+    name: str
+    module: str
+    channels: int
+    stride: int
+
+    def dim(self, image_size: int = 32) -> int:
+        """Flattened dimension d of the (n, d) representation for square inputs of this size."""
+        if self.stride == 0:
+            return self.channels
+        side = image_size // self.stride
+        return self.channels * side * side
+
+
+class Network(nn.Module):
+    """Base class of registered networks: ``taps`` in depth order, ``forward`` returns logits."""
+
+    taps: Tuple[Tap, ...] = ()
+
+    def tap(self, name: str) -> Tap:
+        for t in self.taps:
+            if t.name == name:
+                return t
+        raise ValueError(
+            f"unknown tap {name!r} for {type(self).__name__}; valid taps: {[t.name for t in self.taps]}"
+        )
+
+
+# (num_classes, mean, std) -> network; mean/std are the data set's channel statistics.
+Builder = Callable[[ModelConfig, int, Sequence[float], Sequence[float]], Network]
+_REGISTRY: Dict[str, Builder] = {}
+
+
+def register(name: str) -> Callable[[Builder], Builder]:
+    def wrap(builder: Builder) -> Builder:
+        if name in _REGISTRY:
+            raise ValueError(f"architecture {name!r} is registered twice")
+        _REGISTRY[name] = builder
+        return builder
+
+    return wrap
+
+
+def names() -> list[str]:
+    """Names of every registered architecture, sorted."""
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def build(cfg: ModelConfig, num_classes: int, mean: Sequence[float], std: Sequence[float]) -> Network:
+    """Build the architecture ``cfg.arch`` at width ``cfg.width`` for ``num_classes`` classes."""
+    _load_builtin()
+    if cfg.arch not in _REGISTRY:
+        raise ValueError(f"unknown architecture model.arch={cfg.arch!r}; choose one of {names()}")
+    if cfg.width < 1:
+        raise ValueError(f"model.width must be a positive channel count, got {cfg.width}")
+    return _REGISTRY[cfg.arch](cfg, num_classes, mean, std)
+
+
+def _load_builtin() -> None:
+    # The built-in families register themselves when imported; importing here, not at package
+    # import, keeps `import stir.models.registry` free of side effects.
+    from stir.models import resnet, vgg  # noqa: F401

@@ -1,0 +1,75 @@
+"""CIFAR ResNet18/34 (He et al. 2016), the variant with a 3x3 stem and no max-pool.
+
+Taps: ``stem``, every residual block (``layer1.0`` ... ``layer4.1``), ``penultimate`` (global
+average pool, (n, 8 * width)) and ``logits``.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from torch import Tensor, nn
+
+from stir.config.schema import ModelConfig
+from stir.models.normalize import Normalize
+from stir.models.registry import Network, Tap, register
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, c_in: int, c_out: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.relu = nn.ReLU()
+        self.shortcut = nn.Sequential()
+        if stride != 1 or c_in != c_out:
+            self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+
+    def forward(self, x: Tensor) -> Tensor:
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + self.shortcut(x))
+
+
+class GlobalAvgPool(nn.Module):
+    """(b, c, h, w) -> (b, c). A mean, not adaptive_avg_pool2d, whose CUDA backward is not deterministic."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.mean(dim=(2, 3))
+
+
+class ResNet(Network):
+    def __init__(self, blocks: Sequence[int], width: int, num_classes: int, mean, std):
+        super().__init__()
+        self.normalize = Normalize(mean, std)
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
+        taps = [Tap("stem", "stem", width, 1)]
+        c_in, stride_total = width, 1
+        for i, n_blocks in enumerate(blocks):
+            c_out, stride = width * 2**i, 1 if i == 0 else 2
+            stride_total *= stride
+            layer = []
+            for j in range(n_blocks):
+                layer.append(BasicBlock(c_in, c_out, stride if j == 0 else 1))
+                c_in = c_out
+                taps.append(Tap(f"layer{i + 1}.{j}", f"layer{i + 1}.{j}", c_out, stride_total))
+            self.add_module(f"layer{i + 1}", nn.Sequential(*layer))
+        self.pool = GlobalAvgPool()
+        self.fc = nn.Linear(c_in, num_classes)
+        self.taps = tuple(taps) + (Tap("penultimate", "pool", c_in, 0), Tap("logits", "fc", num_classes, 0))
+
+    def forward(self, x: Tensor) -> Tensor:  # (b, 3, h, w) in [0, 1] -> (b, num_classes)
+        x = self.stem(self.normalize(x))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(self.pool(x))
+
+
+@register("resnet18")
+def resnet18(cfg: ModelConfig, num_classes: int, mean, std) -> ResNet:
+    return ResNet((2, 2, 2, 2), cfg.width, num_classes, mean, std)
+
+
+@register("resnet34")
+def resnet34(cfg: ModelConfig, num_classes: int, mean, std) -> ResNet:
+    return ResNet((3, 4, 6, 3), cfg.width, num_classes, mean, std)
