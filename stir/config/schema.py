@@ -111,7 +111,9 @@ class TrainConfig:
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     loss: LossConfig = field(default_factory=LossConfig)
-    attack: AttackConfig = field(default_factory=AttackConfig)
+    attack: AttackConfig = field(default_factory=AttackConfig)  # the training attack (AT, TRADES, MART)
+    # Robust accuracy is always measured with PGD-l2 at eps=1.0 (20 steps), whatever the training attack.
+    eval_attack: AttackConfig = field(default_factory=lambda: AttackConfig(eps=1.0, steps=20))
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)

@@ -1,0 +1,91 @@
+"""Batched, on-device augmentation (random crop with zero padding + horizontal flip) and uint8 -> float.
+
+Everything here is a pure function of a whole batch: no per-image Python loop, no host round trip,
+so it runs where the batch already is (the LightningModule's ``on_after_batch_transfer`` or
+``training_step``). Equivalent, image by image, to torchvision's ``RandomCrop(32, padding=4)``
+followed by ``RandomHorizontalFlip()``.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+
+def sample_crop_flip(
+    batch: int, padding: int, device: torch.device | str, generator: Optional[torch.Generator] = None,
+    flip: bool = True,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Random parameters for ``batch`` images: (top (b,), left (b,)) in [0, 2*padding], flip (b,) bool.
+
+    Drawn in this order from ``generator`` (on the generator's own device, then moved to ``device``)
+    or, when None, from the global RNG of ``device``.
+    """
+    gen_device = generator.device if generator is not None else torch.device(device)
+    top = torch.randint(0, 2 * padding + 1, (batch,), generator=generator, device=gen_device)
+    left = torch.randint(0, 2 * padding + 1, (batch,), generator=generator, device=gen_device)
+    if flip:
+        flips = torch.randint(0, 2, (batch,), generator=generator, device=gen_device).bool()
+    else:
+        flips = torch.zeros(batch, dtype=torch.bool, device=gen_device)
+    return top.to(device), left.to(device), flips.to(device)
+
+
+def crop_flip(x: Tensor, top: Tensor, left: Tensor, flip: Tensor, padding: int) -> Tensor:
+    """Zero-pad each image by ``padding``, cut the (h, w) window at (top, left), mirror it where ``flip``.
+
+    Args:
+        x: (b, c, h, w), any dtype.
+        top, left: (b,) int64 window offsets into the padded image, in [0, 2 * padding].
+        flip: (b,) bool.
+
+    Returns:
+        (b, c, h, w), same dtype and device as ``x``.
+    """
+    b, c, h, w = x.shape
+    padded = F.pad(x, (padding, padding, padding, padding)) if padding else x  # (b, c, h+2p, w+2p), zeros
+    rows = top[:, None] + torch.arange(h, device=x.device)  # (b, h)
+    cols = left[:, None] + torch.arange(w, device=x.device)  # (b, w)
+    # A flipped crop reads the same window right to left: flip the column indices, not the pixels.
+    cols = torch.where(flip[:, None], cols.flip(1), cols)  # (b, w)
+    # One gather for the whole batch: index shapes broadcast to (b, c, h, w).
+    return padded[
+        torch.arange(b, device=x.device)[:, None, None, None],
+        torch.arange(c, device=x.device)[None, :, None, None],
+        rows[:, None, :, None],
+        cols[:, None, None, :],
+    ]
+
+
+def augment_batch(
+    x: Tensor, generator: Optional[torch.Generator] = None, *, padding: int = 4, flip: bool = True
+) -> Tensor:
+    """Random crop (``padding`` pixels of zeros each side) and random horizontal flip of a batch.
+
+    Args:
+        x: (b, 3, h, w) uint8 or float images, on any device.
+        generator: optional torch.Generator for reproducible draws (may live on another device).
+        padding: crop padding; 0 disables cropping.
+        flip: whether to flip each image with probability 1/2.
+
+    Returns:
+        (b, 3, h, w) tensor of ``x``'s dtype and device (a new tensor; ``x`` is not modified).
+    """
+    if x.dim() != 4:
+        raise ValueError(f"augment_batch expects (b, c, h, w), got shape {tuple(x.shape)}")
+    top, left, flips = sample_crop_flip(x.shape[0], padding, x.device, generator, flip)
+    return crop_flip(x, top, left, flips, padding)
+
+
+def to_float(x: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+    """uint8 images in [0, 255] -> ``dtype`` in [0, 1] (the models' input; they normalise inside).
+
+    Floating inputs are taken to be in [0, 1] already and only cast.
+    """
+    if x.dtype == torch.uint8:
+        return x.to(dtype).div_(255.0)
+    if x.is_floating_point():
+        return x.to(dtype)
+    raise TypeError(f"to_float expects uint8 or floating images, got {x.dtype}")

@@ -1,0 +1,143 @@
+"""``StirDataModule``: the in-memory data set, split and served as uint8 batches to Lightning.
+
+Batches are ``(images (b, 3, H, W) uint8, labels (b,) int64)`` on the CPU; Lightning moves them to
+the device, where the LightningModule augments (:func:`stir.data.augment_batch`, training only) and
+converts (:func:`stir.data.to_float`). Keeping uint8 until then moves 4x fewer bytes to the device.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+import lightning as L
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader, TensorDataset
+
+from stir.config.schema import DataConfig
+from stir.data.dataset import Dataset
+from stir.data.load import load_dataset
+from stir.data.splits import sample_indices, split_indices
+
+log = logging.getLogger(__name__)
+
+SPLIT_NAMES = ("train", "holdout", "test")
+
+
+class StirDataModule(L.LightningDataModule):
+    """CIFAR (or an image-folder source) held in memory, with a fixed holdout and nested training subsets.
+
+    Args:
+        cfg: the data configuration.
+        shuffle_seed: seeds the training loader's shuffling generator. None: ``torch.initial_seed()``
+            when the loader is built, i.e. the seed ``lightning.seed_everything`` set, so the batch
+            order follows the run's seed while ``cfg.data_seed`` fixes only which images are used.
+            (Under DDP Lightning swaps in a DistributedSampler, which shuffles with its own seed.)
+    """
+
+    def __init__(self, cfg: DataConfig, shuffle_seed: Optional[int] = None) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.shuffle_seed = shuffle_seed
+        self._data: Optional[Dataset] = None  # whole data set, kept only between prepare_data and setup
+        self._splits: Optional[dict[str, tuple[Tensor, Tensor]]] = None  # split -> (images, labels)
+        self._train_idx: Optional[Tensor] = None
+        self._holdout_idx: Optional[Tensor] = None
+        self._classes: tuple[str, ...] = ()
+
+    # ---------------------------------------------------------------- Lightning hooks
+    def prepare_data(self) -> None:
+        """Download / decode and cache once (Lightning calls this on one process per node)."""
+        if self._splits is None and self._data is None:
+            self._data = load_dataset(self.cfg)
+
+    def setup(self, stage: Optional[str] = None) -> None:
+        """Load (from the cache when there is one) and split; later calls do nothing."""
+        if self._splits is not None:
+            return
+        data = self._data if self._data is not None else load_dataset(self.cfg)
+        self._data = None  # the splits below are copies: drop the full training tensor (~150 MB)
+        holdout_idx, train_idx = split_indices(
+            data.train_images.shape[0], self.cfg.holdout_size, self.cfg.train_size, self.cfg.data_seed
+        )
+        self._holdout_idx, self._train_idx, self._classes = holdout_idx, train_idx, data.classes
+        self._splits = {
+            "train": (data.train_images[train_idx], data.train_labels[train_idx]),  # (n_train, 3, H, W)
+            "holdout": (data.train_images[holdout_idx], data.train_labels[holdout_idx]),
+            "test": (data.test_images, data.test_labels),
+        }
+        log.info("data %s: %d train (seed %d), %d holdout, %d test images, %d classes", self.cfg.name,
+                 len(train_idx), self.cfg.data_seed, len(holdout_idx), len(data.test_labels), len(data.classes))
+
+    def train_dataloader(self) -> DataLoader:
+        seed = self.shuffle_seed if self.shuffle_seed is not None else torch.initial_seed()
+        return self._loader("train", self.cfg.batch_size, shuffle=True, generator=torch.Generator().manual_seed(seed))
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("holdout", self.cfg.eval_batch_size, shuffle=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", self.cfg.eval_batch_size, shuffle=False)
+
+    def _loader(self, split: str, batch_size: int, shuffle: bool, generator: Optional[torch.Generator] = None) -> DataLoader:
+        images, labels = self.split_tensors(split)
+        # num_workers=0: the data is already decoded in memory; worker processes would only copy it.
+        return DataLoader(TensorDataset(images, labels), batch_size=batch_size, shuffle=shuffle, generator=generator,
+                          num_workers=0, pin_memory=torch.cuda.is_available())
+
+    # ---------------------------------------------------------------- for evaluation code
+    def split_tensors(self, split: str) -> tuple[Tensor, Tensor]:
+        """(images (n, 3, H, W) uint8, labels (n,) int64) of 'train' (the subset), 'holdout' or 'test'."""
+        splits = self._require_setup()
+        if split not in splits:
+            raise ValueError(f"unknown split {split!r}; choose one of: {', '.join(SPLIT_NAMES)}")
+        return splits[split]
+
+    def sample_images(self, split: str, n: int, seed: int) -> tuple[Tensor, Tensor]:
+        """``n`` distinct images of a split, chosen by ``seed`` (a smaller ``n`` gives a prefix).
+
+        Returns (images (n, 3, H, W) uint8, labels (n,) int64) on the CPU. ValueError if ``n`` is
+        larger than the split.
+        """
+        images, labels = self.split_tensors(split)
+        try:
+            idx = sample_indices(n, images.shape[0], seed)
+        except ValueError:
+            raise ValueError(f"cannot sample n={n} images from the {split!r} split of {images.shape[0]} images "
+                             f"(data.holdout_size={self.cfg.holdout_size}, data.train_size={self.cfg.train_size})") from None
+        return images[idx], labels[idx]
+
+    # ---------------------------------------------------------------- properties
+    def _require_setup(self) -> dict[str, tuple[Tensor, Tensor]]:
+        if self._splits is None:
+            raise RuntimeError("StirDataModule.setup() has not run yet")
+        return self._splits
+
+    @property
+    def num_classes(self) -> int:
+        self._require_setup()
+        return len(self._classes)
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        self._require_setup()
+        return self._classes
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        """(3, H, W)."""
+        return tuple(self._require_setup()["test"][0].shape[1:])  # type: ignore[return-value]
+
+    @property
+    def train_indices(self) -> Tensor:
+        """(train_size,) int64: the training subset's indices into the full training set (provenance)."""
+        self._require_setup()
+        assert self._train_idx is not None
+        return self._train_idx
+
+    @property
+    def holdout_indices(self) -> Tensor:
+        """(holdout_size,) int64: the holdout's indices into the full training set."""
+        self._require_setup()
+        assert self._holdout_idx is not None
+        return self._holdout_idx

@@ -1,0 +1,64 @@
+"""Bad configuration fails before any work, naming the key and the valid choices."""
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ValidationError
+
+from conftest import REPO
+from stir.config import ConfigError
+from stir.config.schema import TrainConfig
+from stir.config.store import register_configs, train_config
+
+
+def composed(*overrides: str):
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
+        return compose(config_name="train", overrides=list(overrides))
+
+
+def test_defaults_are_resnet18_vanilla_cifar10_seed0():
+    cfg = train_config(composed())
+    assert isinstance(cfg, TrainConfig)
+    assert (cfg.model.arch, cfg.loss.name, cfg.data.name, cfg.seed, cfg.loss.beta) == ("resnet18", "vanilla", "cifar10", 0, 1.0)
+    assert cfg.attack.alpha == pytest.approx(0.25)  # 2.5 * eps / steps
+
+
+def test_groups_and_keys_compose():
+    cfg = train_config(composed("data=cifar100", "model=vgg19", "loss=trades", "loss.beta=6.0", "attack.steps=1", "profile=cpu"))
+    assert (cfg.data.num_classes, cfg.model.arch, cfg.model.width, cfg.loss.beta, cfg.attack.steps) == (100, "vgg19", 16, 6.0, 1)
+    assert cfg.data.train_size == 5000
+
+
+def test_unknown_key_names_the_key():
+    with pytest.raises(ConfigCompositionException, match="foo"):
+        composed("foo=1")
+    with pytest.raises(ConfigCompositionException, match="widht"):
+        composed("model.widht=16")
+
+
+def test_wrong_type_names_the_key():
+    with pytest.raises(ConfigCompositionException) as err:
+        composed("seed=abc")
+    assert "seed" in str(err.value) + str(err.value.__cause__)
+    assert isinstance(err.value.__cause__, ValidationError)
+
+
+def test_unknown_group_choice_lists_the_choices():
+    with pytest.raises(ConfigCompositionException, match=r"(?s)model/resnet99.*resnet18.*vgg19"):
+        composed("model=resnet99")
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("loss.name=fgsm", r"loss.name='fgsm' is not a valid choice; choose one of \['vanilla', 'at', 'trades', 'mart'\]"),
+        ("model.arch=alexnet", r"model.arch='alexnet'.*resnet18"),
+        ("attack.norm=l1", r"attack.norm='l1'.*\['l2'\]"),
+        ("logger.wandb.mode=cloud", r"logger.wandb.mode='cloud'.*offline"),
+        ("attack.eps=-1", r"attack.eps=-1.0 must be > 0"),
+        ("data.num_classes=7", r"data.num_classes=7 but data.name=cifar10 has 10"),
+    ],
+)
+def test_invalid_values_name_key_and_choices(override, message):
+    with pytest.raises(ConfigError, match=message):
+        train_config(composed(override))

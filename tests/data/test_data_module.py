@@ -1,0 +1,52 @@
+"""StirDataModule on tiny synthetic CIFAR-10 files: setup, loaders, properties, sampling."""
+import pytest
+import torch
+
+from stir.config.schema import DataConfig
+from stir.data import StirDataModule, split_indices
+from stir.data import synthetic
+
+
+@pytest.fixture
+def cfg(tmp_path):
+    synthetic.write_cifar10_python(tmp_path, n_train=60, n_test=20)
+    return DataConfig(root=str(tmp_path), download=False, holdout_size=10, train_size=30, batch_size=8,
+                      eval_batch_size=7, data_seed=4)
+
+
+def test_setup_and_loaders(cfg):
+    dm = StirDataModule(cfg, shuffle_seed=0)
+    with pytest.raises(RuntimeError, match="setup"):
+        dm.num_classes
+    dm.prepare_data()
+    dm.setup("fit")
+    dm.setup("test")  # idempotent
+    assert dm.num_classes == 10 and dm.image_shape == (3, 32, 32) and dm.classes[0] == "airplane"
+    holdout, train = split_indices(60, 10, 30, 4)
+    assert torch.equal(dm.train_indices, train) and torch.equal(dm.holdout_indices, holdout)
+    written = synthetic.make_dataset(10, 60, 20)
+    for loader, size, bs in ((dm.train_dataloader(), 30, 8), (dm.val_dataloader(), 10, 7), (dm.test_dataloader(), 20, 7)):
+        x, y = next(iter(loader))
+        assert x.shape == (bs, 3, 32, 32) and x.dtype == torch.uint8 and y.dtype == torch.int64
+        assert len(loader.dataset) == size
+    x, y = dm.split_tensors("train")
+    assert torch.equal(x, written.train_images[train]) and torch.equal(y, written.train_labels[train])
+    # The seeded shuffle repeats for the same seed.
+    again = StirDataModule(cfg, shuffle_seed=0)
+    again.setup()
+    assert torch.equal(next(iter(dm.train_dataloader()))[1], next(iter(again.train_dataloader()))[1])
+
+
+def test_sample_images(cfg):
+    dm = StirDataModule(cfg)
+    dm.setup()
+    a, la = dm.sample_images("test", 5, seed=1)
+    b, lb = dm.sample_images("test", 5, seed=1)
+    c, _ = dm.sample_images("test", 5, seed=2)
+    assert a.shape == (5, 3, 32, 32) and a.dtype == torch.uint8 and torch.equal(a, b) and torch.equal(la, lb)
+    assert not torch.equal(a, c)
+    assert dm.sample_images("holdout", 10, seed=0)[0].shape[0] == 10
+    with pytest.raises(ValueError, match="n=31 .* 'train' split of 30"):
+        dm.sample_images("train", 31, seed=0)
+    with pytest.raises(ValueError, match="unknown split"):
+        dm.sample_images("val", 1, seed=0)
