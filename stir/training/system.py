@@ -1,0 +1,117 @@
+"""The LightningModule: a plain network trained with one objective, checked clean and under attack."""
+from __future__ import annotations
+
+import math
+
+import lightning as L
+import torch
+from torch import Tensor, nn
+
+from stir.attacks import robust_accuracy
+from stir.config.schema import AttackConfig, LossConfig, OptimConfig
+from stir.data import augment_batch, to_float
+from stir.training.losses import get_loss
+
+
+def accuracy(logits: Tensor, labels: Tensor) -> Tensor:
+    """Fraction of rows of logits (b, C) whose argmax is the label (b,)."""
+    return (logits.argmax(dim=1) == labels).float().mean()
+
+
+class RobustClassifier(L.LightningModule):
+    """System = network + objective (vanilla / AT / TRADES / MART) + SGD + robust evaluation.
+
+    Batches arrive as uint8 images (b, 3, h, w) on the training device; augmentation runs there,
+    on the whole batch. Robust accuracy uses PGD-l2 (``eval_attack``) on the first
+    ``robust_val_size`` held-out images every ``robust_val_every`` epochs, and on the first
+    ``robust_test_size`` test images.
+    """
+
+    def __init__(
+        self,
+        network: nn.Module,
+        loss: LossConfig,
+        attack: AttackConfig,
+        eval_attack: AttackConfig,
+        optim: OptimConfig,
+        augment: bool = True,
+        robust_val_every: int = 5,
+        robust_val_size: int = 500,
+        robust_test_size: int = 1000,
+    ):
+        super().__init__()
+        self.network = network
+        self.loss_cfg, self.attack_cfg, self.eval_attack, self.optim_cfg = loss, attack, eval_attack, optim
+        self.objective = get_loss(loss.name)
+        self.augment = augment
+        self.robust_val_every, self.robust_val_size, self.robust_test_size = robust_val_every, robust_val_size, robust_test_size
+
+    def forward(self, x: Tensor) -> Tensor:  # (b, 3, h, w) in [0, 1] -> logits (b, C)
+        return self.network(x)
+
+    def training_step(self, batch, batch_idx: int) -> Tensor:
+        images, labels = batch  # (b, 3, h, w) uint8, (b,)
+        x = to_float(augment_batch(images) if self.augment else images)
+        out = self.objective(self.network, x, labels, self.loss_cfg, self.attack_cfg)
+        b = len(labels)
+        self.log("train/loss", out.loss, prog_bar=True, batch_size=b)
+        for name, value in out.extra.items():
+            self.log(f"train/{name}", value, batch_size=b)
+        # Accuracy from the forwards the objective already made (AT makes no clean forward).
+        if out.logits_clean is not None:
+            self.log("train/acc", accuracy(out.logits_clean.detach(), labels), prog_bar=True, batch_size=b)
+        if out.logits_adv is not None:
+            self.log("train/adv_acc", accuracy(out.logits_adv.detach(), labels), batch_size=b)
+        return out.loss
+
+    def _evaluate(self, batch, batch_idx: int, stage: str, robust_size: int) -> None:
+        images, labels = batch
+        x = to_float(images)
+        b = len(labels)
+        self.log(f"{stage}/acc", accuracy(self.network(x), labels), prog_bar=True, batch_size=b, sync_dist=True)
+        # Robust accuracy on the first `robust_size` images of the (unshuffled) split.
+        start = batch_idx * self._eval_batch_size(stage)
+        k = min(b, robust_size - start)
+        if k > 0:  # the attack turns gradients on itself (evaluation loops run under no_grad)
+            acc = robust_accuracy(self.network, x[:k], labels[:k], self.eval_attack)
+            self.log(f"{stage}/robust_acc", acc, prog_bar=True, batch_size=k, sync_dist=True)
+
+    def _eval_batch_size(self, stage: str) -> int:
+        loader = self.trainer.val_dataloaders if stage == "val" else self.trainer.test_dataloaders
+        return loader.batch_size
+
+    def validation_step(self, batch, batch_idx: int) -> None:
+        epoch = self.current_epoch + 1
+        due = self.robust_val_every > 0 and (epoch % self.robust_val_every == 0 or epoch == self.trainer.max_epochs)
+        self._evaluate(batch, batch_idx, "val", self.robust_val_size if due else 0)
+
+    def test_step(self, batch, batch_idx: int) -> None:
+        self._evaluate(batch, batch_idx, "test", self.robust_test_size)
+
+    def configure_optimizers(self):
+        cfg = self.optim_cfg
+        # No weight decay on batch-norm parameters and biases (1-d tensors), the usual CIFAR recipe.
+        decay = [p for p in self.network.parameters() if p.ndim > 1]
+        no_decay = [p for p in self.network.parameters() if p.ndim <= 1]
+        optimizer = torch.optim.SGD(
+            [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov and cfg.momentum > 0,
+        )
+        total = max(1, int(self.trainer.estimated_stepping_batches))
+        warmup = int(cfg.warmup_epochs * total / max(1, self.trainer.max_epochs))
+        schedule = {"cosine": _cosine, "onecycle": _onecycle, "constant": lambda t, total, warmup: 1.0}[cfg.schedule]
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: schedule(t, total, warmup))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+def _cosine(t: int, total: int, warmup: int) -> float:
+    """Linear warm-up, then cosine decay to 0 over the remaining steps (a factor on the base lr)."""
+    if t < warmup:
+        return (t + 1) / warmup
+    return 0.5 * (1 + math.cos(math.pi * min(1.0, (t - warmup) / max(1, total - warmup))))
+
+
+def _onecycle(t: int, total: int, warmup: int) -> float:
+    """Triangular one-cycle: up for the first 30% (or the warm-up), then linearly down to 0."""
+    peak = warmup if warmup > 0 else max(1, int(0.3 * total))
+    return (t + 1) / peak if t < peak else max(0.0, (total - t) / max(1, total - peak))

@@ -1,0 +1,66 @@
+"""Build the Lightning Trainer and its loggers (CSV always, W&B offline by default) for a run folder."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import List
+
+import lightning as L
+from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
+
+from stir.config.schema import LoggerConfig, TrainerConfig
+
+
+def build_loggers(cfg: LoggerConfig, run_dir: Path, run_name: str) -> List[Logger]:
+    """CSV (the ground truth, one version folder per attempt) and W&B unless disabled.
+
+    The W&B run id is derived from the run folder, so a resumed attempt continues the same run
+    once synced (``wandb sync <run_dir>/wandb/offline-run-*``).
+    """
+    loggers: List[Logger] = []
+    if cfg.csv:
+        loggers.append(CSVLogger(save_dir=str(run_dir), name="csv"))
+    if cfg.wandb.mode != "disabled":
+        run_id = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:16]
+        loggers.append(
+            WandbLogger(
+                name=run_name, save_dir=str(run_dir), project=cfg.wandb.project, entity=cfg.wandb.entity,
+                offline=cfg.wandb.mode == "offline", id=run_id, resume="allow",
+            )
+        )
+    return loggers
+
+
+def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L.Trainer:
+    """A Trainer that checkpoints every epoch to ``run_dir/last.ckpt`` (written atomically by Lightning).
+
+    ``inference_mode=False``: robust validation and testing run attacks, which need gradients.
+    """
+    # monitor=None + save_top_k=1 keeps exactly one checkpoint, the latest, under a fixed name.
+    # (save_last with save_top_k=0 writes last.ckpt only when training ends: nothing to resume from.)
+    checkpoint = ModelCheckpoint(
+        dirpath=str(run_dir), filename="last", monitor=None, save_top_k=1, every_n_epochs=1,
+        enable_version_counter=False,
+    )
+    callbacks = [checkpoint]
+    if loggers:
+        callbacks.append(LearningRateMonitor(logging_interval="epoch"))
+    return L.Trainer(
+        max_epochs=cfg.max_epochs,
+        accelerator=cfg.accelerator,
+        devices=cfg.devices,
+        num_nodes=cfg.num_nodes,
+        strategy=cfg.strategy,
+        precision=cfg.precision,
+        sync_batchnorm=cfg.sync_batchnorm,
+        deterministic=cfg.deterministic,
+        limit_train_batches=cfg.limit_train_batches,
+        log_every_n_steps=cfg.log_every_n_steps,
+        enable_progress_bar=cfg.enable_progress_bar,
+        logger=loggers or False,
+        callbacks=callbacks,
+        default_root_dir=str(run_dir),
+        inference_mode=False,
+        num_sanity_val_steps=0,
+    )

@@ -1,0 +1,131 @@
+"""train.py end to end on tiny data, through the real Hydra entry point and Lightning Trainer."""
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import REPO, run_entry_point, tiny_train_args
+from stir.provenance import file_sha256
+from stir.training.runs import load_state_dict
+
+
+def read_csv(run: Path) -> list:
+    rows = []
+    for f in sorted(run.glob("csv/version_*/metrics.csv")):
+        rows += list(csv.DictReader(open(f)))
+    return rows
+
+
+@pytest.mark.parametrize(
+    "loss, model, expected",
+    [
+        ("vanilla", "resnet18", "cifar10/resnet18-w4/vanilla/seed0"),
+        ("at", "vgg16", "cifar10/vgg16-w4/at-it2/seed0"),
+        ("trades", "resnet34", "cifar10/resnet34-w4/trades-it2/seed0"),
+        ("mart", "vgg19", "cifar10/vgg19-w4/mart-it2/seed0"),
+    ],
+)
+def test_every_loss_and_family_trains_into_its_run_folder(loss, model, expected, cifar10_root, tmp_path, monkeypatch):
+    run_entry_point("train", tiny_train_args(cifar10_root, tmp_path, f"loss={loss}", f"model={model}"), monkeypatch)
+    run = tmp_path / expected
+    assert {"config.yaml", "last.ckpt", "weights.pt", "metrics.json"} <= {p.name for p in run.iterdir()}
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert 0 <= metrics["test/acc"] <= 1 and 0 <= metrics["test/robust_acc"] <= 1
+    assert metrics["config"]["loss"]["name"] == loss and metrics["seed"] == 0
+    assert metrics["versions"]["torch"] == torch.__version__
+    assert metrics["weights_sha256"] == file_sha256(run / "weights.pt")
+    logged = {k for row in read_csv(run) for k, v in row.items() if v}
+    assert {"train/loss", "val/acc", "val/robust_acc", "test/acc", "test/robust_acc"} <= logged
+
+
+def test_cifar100_and_seed_and_train_size(cifar100_root, tmp_path, monkeypatch):
+    args = tiny_train_args(cifar100_root, tmp_path, "data=cifar100", "seed=3", "data.train_size=100")
+    run_entry_point("train", args, monkeypatch)
+    run = tmp_path / "cifar100/resnet18-w4/vanilla-n100/seed3"
+    state = load_state_dict(str(run))
+    assert state["fc.weight"].shape == (100, 32)
+    assert json.loads((run / "metrics.json").read_text())["train_indices_count"] == 100
+
+
+def test_finished_run_is_skipped_and_a_different_recipe_is_refused(cifar10_root, tmp_path, monkeypatch, capfd):
+    args = tiny_train_args(cifar10_root, tmp_path)
+    run_entry_point("train", args, monkeypatch)
+    metrics = tmp_path / "cifar10/resnet18-w4/vanilla/seed0/metrics.json"
+    stamp = metrics.stat().st_mtime_ns
+    capfd.readouterr()
+    run_entry_point("train", args, monkeypatch)
+    assert metrics.stat().st_mtime_ns == stamp and "is finished; skipping" in "".join(capfd.readouterr())
+    (tmp_path / "cifar10/resnet18-w4/vanilla/seed0/metrics.json").unlink()  # pretend it never finished
+    with pytest.raises(ValueError, match=r"different recipe \(optim.lr: 0.1 -> 0.05\).*retrain=true"):
+        run_entry_point("train", args + ["optim.lr=0.05"], monkeypatch)
+    run_entry_point("train", args + ["optim.lr=0.05", "retrain=true"], monkeypatch)
+    assert metrics.is_file()
+    assert list(tmp_path.glob("cifar10/resnet18-w4/vanilla/seed0.replaced-*/config.yaml"))  # old run kept
+
+
+def test_init_from_warm_starts_a_model_update(cifar10_root, tmp_path, monkeypatch):
+    run_entry_point("train", tiny_train_args(cifar10_root, tmp_path, "data.train_size=60"), monkeypatch)
+    parent = tmp_path / "cifar10/resnet18-w4/vanilla-n60/seed0"
+    args = tiny_train_args(cifar10_root, tmp_path, "data.train_size=120", f"init_from={parent}")
+    run_entry_point("train", args, monkeypatch)
+    sha = file_sha256(parent / "weights.pt")
+    (child,) = tmp_path.glob(f"cifar10/resnet18-w4/vanilla-n120-from{sha[:8]}/seed0")
+    assert json.loads((child / "metrics.json").read_text())["init_from_sha256"] == sha
+
+
+def test_a_killed_run_resumes_from_its_last_checkpoint(cifar10_root, tmp_path):
+    """SIGKILL after the first epoch's checkpoint; the same command then finishes the run."""
+    args = tiny_train_args(cifar10_root, tmp_path, "trainer.max_epochs=40", "trainer.robust_val_every_n_epochs=0")
+    cmd = [sys.executable, str(REPO / "train.py"), *args]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    run = tmp_path / "cifar10/resnet18-w4/vanilla/seed0"
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 240
+    while not (run / "last.ckpt").exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert (run / "last.ckpt").exists() and not (run / "metrics.json").exists()
+    killed_at = torch.load(run / "last.ckpt", weights_only=False)["epoch"]
+    assert killed_at < 39
+
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resuming from" in done.stderr + done.stdout
+    assert json.loads((run / "metrics.json").read_text())["epochs"] == 40
+    assert len(list(run.glob("csv/version_*"))) == 2  # the first attempt's log is kept
+    epochs = sorted({int(float(r["epoch"])) for r in read_csv(run) if r.get("val/acc")})
+    assert epochs == list(range(40))  # every epoch validated exactly once across the two attempts
+
+
+def test_the_command_line_logs_to_offline_wandb_and_csv(cifar10_root, tmp_path):
+    """`python train.py ...` as a user runs it: the offline W&B run and the CSV log hold the metrics."""
+    args = [a for a in tiny_train_args(cifar10_root, tmp_path) if not a.startswith("logger.wandb.mode")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_SILENT": "true"}
+    done = subprocess.run([sys.executable, str(REPO / "train.py"), *args, "logger.wandb.mode=offline"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = tmp_path / "cifar10/resnet18-w4/vanilla/seed0"
+    (wandb_file,) = run.glob("wandb/offline-run-*/run-*.wandb")
+    blob = wandb_file.read_bytes()
+    rows = read_csv(run)
+    test_acc = next(r["test/acc"] for r in rows if r.get("test/acc"))
+    # History items are stored as (key, JSON value) strings inside the binary record log.
+    for key in (b"train/loss", b"val/acc", b"val/robust_acc", b"test/acc", b"test/robust_acc"):
+        assert key in blob, key
+    assert json.dumps(float(test_acc)).encode() in blob
+
+
+def test_bad_override_fails_on_the_command_line_before_any_work(tmp_path):
+    done = subprocess.run([sys.executable, str(REPO / "train.py"), "model=resnet99", f"runs_dir={tmp_path}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "resnet99" in done.stderr and "resnet18" in done.stderr
+    assert not (tmp_path / "cifar10").exists()

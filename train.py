@@ -1,0 +1,26 @@
+"""python train.py [data=cifar10|cifar100] [model=resnet18|...] [loss=vanilla|at|trades|mart] [key=value ...]
+
+Trains one recipe into its run folder (runs/<data>/<arch>/<loss>/seed<seed>/); see README.md.
+"""
+import logging
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from stir.config.store import register_configs, train_config
+from stir.training.pipeline import train
+
+log = logging.getLogger("train")
+register_configs()
+
+
+@hydra.main(config_path=str(Path(__file__).resolve().parent / "configs"), config_name="train", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    config = train_config(cfg)  # typed and validated before any work
+    run_dir = train(config)
+    log.info("run folder: %s", run_dir)
+
+
+if __name__ == "__main__":
+    main()
