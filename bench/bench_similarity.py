@@ -1,0 +1,227 @@
+"""Benchmark of stir.similarity against the textbook n x n formulas, in one run.
+
+Measures ``linear_cka``, ``linear_cka_debiased`` and ``procrustes`` on random
+float32 representations x, y (n, d) at (n, d) = (2000, 512), (10000, 512) and
+(1000, 65536) (a flattened early ResNet feature map), against a plain
+implementation of the textbook formula with an explicit centring matrix
+H = I - 11^T/n, computed in the input dtype, the way the published STIR code
+computes CKA (three HSIC calls, each building and centring both Gram matrices).
+
+Each (measure, implementation, n, d) case runs in a fresh subprocess, so its
+peak memory is its own: reported as the growth of the process's peak RSS
+(``resource.getrusage(...).ru_maxrss``) over the peak after the inputs were
+built and a tiny warm-up call ran (on CUDA: ``torch.cuda.max_memory_allocated``
+over the inputs). Time is the best of ``--repeats`` calls (fewer once the calls
+of a case have taken 20 s). Baselines that would take minutes or not fit in memory
+are skipped and say so; ``--full`` runs the slow ones anyway.
+
+    python bench/bench_similarity.py            # ~3 min on 2 CPU cores
+    python bench/bench_similarity.py --quick    # small sizes, a smoke test
+    python bench/bench_similarity.py --device cuda
+
+The table goes to stdout and, with the raw figures, to bench/out/bench_similarity.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "out"
+MEASURES = ("linear_cka", "linear_cka_debiased", "procrustes")
+SIZES = ((2000, 512), (10000, 512), (1000, 65536))
+QUICK_SIZES = ((500, 64), (1000, 64), (200, 4096))
+
+
+# ---------------------------------------------------------------- textbook baselines
+
+
+def _centering(k, h):
+    return h @ k @ h
+
+
+def baseline_linear_cka(x, y):
+    """Textbook linear CKA: HSIC(K, L) = sum(HKH * HLH), three HSIC calls, explicit H."""
+    import torch
+
+    n = x.shape[0]
+    h = torch.eye(n, dtype=x.dtype, device=x.device) - torch.ones(n, n, dtype=x.dtype, device=x.device) / n
+
+    def hsic(a, b):
+        return torch.sum(_centering(a @ a.T, h) * _centering(b @ b.T, h))
+
+    return hsic(x, y) / (torch.sqrt(hsic(x, x)) * torch.sqrt(hsic(y, y)))
+
+
+def baseline_linear_cka_debiased(x, y):
+    """Textbook Song et al. unbiased HSIC with explicit zero-diagonal Grams and tr(K~ L~) as a matrix product."""
+    import torch
+
+    n = x.shape[0]
+    ones = torch.ones(n, 1, dtype=x.dtype, device=x.device)
+
+    def hsic(a, b):
+        k, l = a @ a.T, b @ b.T
+        k = k - torch.diag(torch.diag(k))
+        l = l - torch.diag(torch.diag(l))
+        t1 = torch.trace(k @ l)
+        t2 = (ones.T @ k @ ones) * (ones.T @ l @ ones) / ((n - 1) * (n - 2))
+        t3 = 2.0 / (n - 2) * (ones.T @ k @ l @ ones)
+        return (t1 + t2 - t3).squeeze() / (n * (n - 3))
+
+    return hsic(x, y) / torch.sqrt(hsic(x, x) * hsic(y, y))
+
+
+def baseline_procrustes(x, y):
+    """Textbook Procrustes similarity: explicit H centring, unit Frobenius norm, full SVD nuclear norm."""
+    import torch
+
+    n = x.shape[0]
+    h = torch.eye(n, dtype=x.dtype, device=x.device) - torch.ones(n, n, dtype=x.dtype, device=x.device) / n
+    xc, yc = h @ x, h @ y
+    xc, yc = xc / torch.linalg.norm(xc), yc / torch.linalg.norm(yc)
+    return torch.linalg.matrix_norm(xc.T @ yc, ord="nuc")
+
+
+BASELINES = {
+    "linear_cka": baseline_linear_cka,
+    "linear_cka_debiased": baseline_linear_cka_debiased,
+    "procrustes": baseline_procrustes,
+}
+
+
+def baseline_skip_reason(measure: str, n: int, d: int) -> str | None:
+    """Why the baseline is skipped at this size (None: run it)."""
+    if measure == "procrustes" and d * d * 4 > 4 * 2**30:
+        return f"needs the {d}x{d} cross matrix ({d * d * 4 / 2**30:.0f} GiB float32) and its SVD"
+    if measure in ("linear_cka", "linear_cka_debiased") and n >= 5000:
+        # Six n x n x n products (centring or tr(K~ L~)): ~1e13 flops at n = 10000.
+        return f"O(n^3) with n={n}: six {n}x{n} matrix products, minutes on CPU"
+    return None
+
+
+# ---------------------------------------------------------------- one case, in a child process
+
+
+def _inputs(n: int, d: int, device: str):
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(n, d, generator=g)
+    y = torch.randn(n, d, generator=g).add_(x, alpha=0.5)  # related, float32; in place: no temporaries
+    return x.to(device), y.to(device)
+
+
+def run_case(measure: str, impl: str, n: int, d: int, repeats: int, device: str, threads: int) -> dict:
+    import torch
+
+    import stir.similarity as sim
+
+    if threads > 0:
+        torch.set_num_threads(threads)
+
+    fn = sim.get(measure) if impl == "ours" else BASELINES[measure]
+    x, y = _inputs(n, d, device)
+    fn(x[:64, :32], y[:64, :32])  # warm-up: lazy BLAS/LAPACK initialisation is not timed
+    cuda = device.startswith("cuda")
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        mem0 = torch.cuda.memory_allocated()
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    times, value = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        value = float(fn(x, y))
+        if cuda:
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+        if sum(times) > 20.0:  # slow case: fewer repeats
+            break
+    if cuda:
+        peak_mib = (torch.cuda.max_memory_allocated() - mem0) / 2**20
+    else:
+        peak_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
+    return {"seconds": min(times), "value": value, "peak_extra_mib": peak_mib, "runs": len(times)}
+
+
+def _child(args: argparse.Namespace) -> None:
+    measure, impl, n, d = args.case.split(",")
+    result = run_case(measure, impl, int(n), int(d), args.repeats, args.device, args.threads)
+    sys.stdout.write(json.dumps(result) + "\n")
+
+
+def _spawn(measure: str, impl: str, n: int, d: int, args: argparse.Namespace) -> dict:
+    cmd = [sys.executable, __file__, "--case", f"{measure},{impl},{n},{d}", "--repeats", str(args.repeats),
+           "--device", args.device, "--threads", str(args.threads)]
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else f"exit {proc.returncode}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- driver
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    parser.add_argument("--full", action="store_true", help="also run baselines skipped as too slow")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads per case (0: torch's default)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case:
+        _child(args)
+        return
+
+    sizes = QUICK_SIZES if args.quick else SIZES
+    rows, records = [], []
+    columns = ["measure", "n", "d", "ours (s)", "baseline (s)", "speedup", "ours peak extra MiB",
+               "baseline peak extra MiB", "\\|value diff\\|"]
+    rows.append("| " + " | ".join(columns) + " |")
+    rows.append("|" + "---|" * 9)
+    for n, d in sizes:
+        for measure in MEASURES:
+            ours = _spawn(measure, "ours", n, d, args)
+            skip = None if args.full else baseline_skip_reason(measure, n, d)
+            base = {"skipped": skip} if skip else _spawn(measure, "baseline", n, d, args)
+            records.append({"measure": measure, "n": n, "d": d, "ours": ours, "baseline": base})
+            o_s = f"{ours['seconds']:.3f}" if "seconds" in ours else f"error: {ours.get('error')}"
+            o_m = f"{ours['peak_extra_mib']:.0f}" if "seconds" in ours else "-"
+            if "seconds" in base:
+                b_s, b_m = f"{base['seconds']:.3f}", f"{base['peak_extra_mib']:.0f}"
+                speed = f"{base['seconds'] / ours['seconds']:.1f}x" if "seconds" in ours else "-"
+                diff = f"{abs(base['value'] - ours['value']):.1e}" if "seconds" in ours else "-"
+            else:
+                b_s = "skipped: " + base["skipped"] if "skipped" in base else f"error: {base.get('error')}"
+                b_m, speed, diff = "-", "-", "-"
+            rows.append(f"| {measure} | {n} | {d} | {o_s} | {b_s} | {speed} | {o_m} | {b_m} | {diff} |")
+            sys.stdout.write(rows[-1] + "\n")
+            sys.stdout.flush()
+
+    import torch
+
+    machine = (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
+        f"{args.threads or torch.get_num_threads()} threads, device {args.device}"
+    )
+    sys.stdout.write("\n" + machine + "\n\n" + "\n".join(rows) + "\n")
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "bench_similarity.json").write_text(json.dumps({"machine": machine, "results": records}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

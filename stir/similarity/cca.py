@@ -1,0 +1,172 @@
+"""CCA family: mean canonical correlation, Yanai's R^2_CCA, SVCCA, PWCCA.
+
+Canonical correlations of centred X, Y are the singular values of Qx^T Qy,
+where Qx, Qy are orthonormal bases of the column spaces of Xc, Yc (left
+singular vectors). Working with orthonormal bases instead of inverting
+covariance matrices keeps nearly collinear columns stable, and the numerical
+rank is explicit: singular values below ``rtol * s_max`` are dropped, with
+``rtol = max(n, d) * eps(float64)`` unless given.
+
+Decision for d >= n: after centring, the data live in an (n-1)-dimensional
+space. If a side has numerical rank n - 1 (always the case for generic data
+with d >= n - 1), its columns span every centred direction and every canonical
+correlation is 1 whatever the other side is. The CCA measures then raise a
+ValueError that says so and suggests svcca or fewer features, instead of
+returning that trivial 1. Rank-deficient wide inputs (collinear columns) are
+handled on their numerical rank.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ._checks import check_pair
+from ._linalg import F64, centred, orthonormal_basis
+
+__all__ = ["cca", "cca_squared", "pwcca", "svcca"]
+
+
+def _require_nontrivial(rank: int, n: int, d: int, side: str, measure: str, hint: str) -> None:
+    if rank >= n - 1:
+        raise ValueError(
+            f"{measure}: centred {side} has numerical rank {rank} >= n - 1 = {n - 1} (n={n}, d={d}); its "
+            "columns span every centred direction, so every canonical correlation is trivially 1. "
+            f"{hint}"
+        )
+
+
+_HINT = "Use svcca (which keeps only the leading principal components), reduce d, or use more samples than features."
+
+
+def _bases(x: Tensor, y: Tensor, rtol: float | None, measure: str) -> tuple[Tensor, Tensor, Tensor]:
+    """Centred x (n, d1) and orthonormal bases Qx (n, rx), Qy (n, ry); raises if trivial."""
+    n = x.shape[0]
+    xc, yc = centred(x), centred(y)
+    qx, _ = orthonormal_basis(xc, rtol)
+    qy, _ = orthonormal_basis(yc, rtol)
+    _require_nontrivial(qx.shape[1], n, x.shape[1], "x", measure, _HINT)
+    _require_nontrivial(qy.shape[1], n, y.shape[1], "y", measure, _HINT)
+    return xc, qx, qy
+
+
+def _correlations(qx: Tensor, qy: Tensor) -> Tensor:
+    """Canonical correlations rho (min(rx, ry),), descending, clamped to [0, 1]."""
+    return torch.linalg.svdvals(qx.T @ qy).clamp(0.0, 1.0)
+
+
+def cca(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
+    r"""Mean canonical correlation (the rho-bar of Raghu et al. 2017; Kornblith et al. 2019, eq. 2).
+
+    ::
+
+        rho_i = sigma_i(Qx^T Qy),  Qx, Qy orthonormal bases of the centred column spaces
+        CCA(X, Y) = (1/m) sum_{i=1}^{m} rho_i,  m = min(rank Xc, rank Yc)
+
+    Ranks are numerical ranks with relative tolerance ``rtol`` (default
+    max(n, d) * eps(float64)). Raises ValueError when a side has rank n - 1
+    (e.g. d >= n): CCA would be trivially 1 (see module docstring).
+
+    Shapes: x (n, d1), y (n, d2), n >= 2 -> 0-d float64 tensor.
+    Invariant to: any invertible linear map of either side, translations
+    (hence also orthogonal maps and isotropic scaling).
+    Range: [0, 1]; 1 for identical representations. Symmetric.
+    """
+    check_pair(x, y, measure="cca")
+    _, qx, qy = _bases(x, y, rtol, "cca")
+    return _correlations(qx, qy).mean()
+
+
+def cca_squared(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
+    r"""Mean squared canonical correlation, Yanai's R^2_CCA (Kornblith et al. 2019, eq. 3).
+
+    ::
+
+        R^2_CCA(X, Y) = (1/m) sum_i rho_i^2 = ||Qy^T Qx||_F^2 / m,  m = min(rank Xc, rank Yc)
+
+    Ranks, tolerance and the d >= n error as in :func:`cca`.
+
+    Shapes: x (n, d1), y (n, d2), n >= 2 -> 0-d float64 tensor.
+    Invariant to: any invertible linear map of either side, translations.
+    Range: [0, 1]; 1 for identical representations. Symmetric.
+    """
+    check_pair(x, y, measure="cca_squared")
+    _, qx, qy = _bases(x, y, rtol, "cca_squared")
+    return _correlations(qx, qy).square().mean()
+
+
+def _leading_components(xc: Tensor, threshold: float, rtol: float | None) -> Tensor:
+    """Left singular vectors (n, k) of the fewest leading PCs explaining >= threshold of the variance."""
+    u, s = orthonormal_basis(xc, rtol)  # (n, r), (r,)
+    var = s.square()
+    explained = torch.cumsum(var, 0) / var.sum()  # (r,), increasing to 1
+    # First index whose cumulative fraction reaches the threshold; the 1e-12 slack
+    # absorbs rounding when the threshold is hit exactly (e.g. threshold = 1).
+    k = int(torch.searchsorted(explained, torch.tensor([threshold - 1e-12], dtype=F64, device=xc.device))) + 1
+    return u[:, : min(k, u.shape[1])]
+
+
+def svcca(x: Tensor, y: Tensor, *, threshold: float = 0.99, rtol: float | None = None) -> Tensor:
+    r"""SVCCA (Raghu et al., NeurIPS 2017): PCA on each side, then mean canonical correlation.
+
+    Each centred side keeps its k leading principal components, k the smallest
+    number whose variance sum_{i<=k} s_i^2 / sum_i s_i^2 reaches ``threshold``
+    (default 0.99), counting only the numerical rank (``rtol`` as in
+    :func:`cca`). The canonical correlations of the kept PC scores U_k S_k are
+    the singular values of Ux_k^T Uy_k::
+
+        SVCCA(X, Y) = (1/m) sum_i sigma_i(Ux_k^T Uy_k),  m = min(kx, ky)
+
+    Raises ValueError if a side keeps n - 1 components (then trivially 1;
+    lower the threshold). Note that kx + ky > n - 1 forces some correlations to
+    1, so keep n well above the kept dimensions.
+
+    Shapes: x (n, d1), y (n, d2), n >= 2 -> 0-d float64 tensor.
+    Invariant to: orthogonal transforms, isotropic scaling, translations.
+    Not invariant to general invertible linear maps (they change the PCA).
+    Range: [0, 1]; 1 for identical representations. Symmetric.
+    """
+    measure = "svcca"
+    check_pair(x, y, measure=measure)
+    if not 0 < threshold <= 1:
+        raise ValueError(f"{measure}: threshold is a fraction of variance in (0, 1], got {threshold}")
+    n = x.shape[0]
+    ux = _leading_components(centred(x), threshold, rtol)
+    uy = _leading_components(centred(y), threshold, rtol)
+    for side, u, d in (("x", ux, x.shape[1]), ("y", uy, y.shape[1])):
+        if u.shape[1] >= n - 1:
+            raise ValueError(
+                f"{measure}: {side} needs {u.shape[1]} principal components to explain {threshold:.4g} of its "
+                f"variance, which span every centred direction (n - 1 = {n - 1}, d={d}), so every canonical "
+                "correlation is trivially 1. Lower the threshold or use more samples."
+            )
+    return _correlations(ux, uy).mean()
+
+
+def pwcca(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
+    r"""Projection-weighted CCA (Morcos, Raghu & Bengio, NeurIPS 2018, eq. in section 2.2).
+
+    ::
+
+        Qx^T Qy = A diag(rho) B^T                      (SVD; rho the canonical correlations)
+        h_i = Qx a_i                                    (unit-norm canonical variates of x, (n,))
+        alpha_i = sum_j |<h_i, xc_j>|                   (xc_j the j-th centred neuron of x, (n,))
+        PWCCA(X, Y) = sum_i alpha_i rho_i / sum_i alpha_i
+
+    The weights always come from the canonical variates of x, as in the paper
+    (not from whichever side has fewer neurons), with the whitening included
+    (h_i are orthonormal). Ranks, tolerance and the d >= n error as in :func:`cca`.
+
+    Asymmetric: pwcca(x, y) != pwcca(y, x) in general.
+    Shapes: x (n, d1), y (n, d2), n >= 2 -> 0-d float64 tensor.
+    Invariant to: invertible linear maps of y; translations; isotropic scaling,
+    permutations and sign flips of x's neurons. Not invariant to general
+    orthogonal or invertible maps of x (the L1 weights see individual neurons).
+    Range: [0, 1]; 1 for identical representations.
+    """
+    check_pair(x, y, measure="pwcca")
+    xc, qx, qy = _bases(x, y, rtol, "pwcca")
+    a, rho, _ = torch.linalg.svd(qx.T @ qy, full_matrices=False)  # a (rx, m), rho (m,)
+    h = qx @ a  # (n, m) canonical variates of x, orthonormal columns
+    alpha = (xc.T @ h).abs().sum(dim=0)  # (m,): sum over neurons j of |<h_i, xc_j>|
+    return (alpha * rho.clamp(0.0, 1.0)).sum() / alpha.sum()
