@@ -1,5 +1,11 @@
 """One descent loop for attacks and inversions, with pluggable step geometries."""
-from stir.descent.geometry import FixedLengthStep, Geometry, L2Ball, LinfBall
+from stir.descent.geometry import (
+    Adam, Constant, Cosine, Exponential, FixedLengthStep, Geometry, InverseTime, L2Ball, LinfBall, Schedule,
+    ScheduledLengthStep,
+)
 from stir.descent.loop import DescentResult, Objective, descend
 
-__all__ = ["DescentResult", "FixedLengthStep", "Geometry", "L2Ball", "LinfBall", "Objective", "descend"]
+__all__ = [
+    "Adam", "Constant", "Cosine", "DescentResult", "Exponential", "FixedLengthStep", "Geometry", "InverseTime",
+    "L2Ball", "LinfBall", "Objective", "Schedule", "ScheduledLengthStep", "descend",
+]

@@ -95,3 +95,112 @@ class FixedLengthStep:
 
     def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor) -> Tensor:
         return (x - self.step_size * grad / _per_example_norm(grad).clamp_min(_TINY)).clamp(0, 1)
+
+
+class Schedule(Protocol):
+    """A step schedule: (b,) step counts t >= 1 (the current step included) -> (b,) float32 factors."""
+
+    def __call__(self, t: Tensor) -> Tensor: ...
+
+
+@dataclass(frozen=True)
+class Constant:
+    """factor(t) = 1."""
+
+    def __call__(self, t: Tensor) -> Tensor:
+        return torch.ones_like(t, dtype=torch.float32)
+
+
+@dataclass(frozen=True)
+class Cosine:
+    """factor(t) = 0.5 * (1 + cos(pi * (t - 1) / horizon)): from 1 at step 1 to 0 at ``horizon``."""
+
+    horizon: int
+
+    def __call__(self, t: Tensor) -> Tensor:
+        frac = ((t - 1).to(torch.float32) / max(self.horizon, 1)).clamp(0, 1)
+        return 0.5 * (1 + torch.cos(torch.pi * frac))
+
+
+@dataclass(frozen=True)
+class InverseTime:
+    """factor(t) = 1 / (1 + (t - 1) / tau): no horizon, so the first steps never depend on the budget."""
+
+    tau: float
+
+    def __call__(self, t: Tensor) -> Tensor:
+        return 1.0 / (1.0 + (t - 1).to(torch.float32) / self.tau)
+
+
+@dataclass(frozen=True)
+class Exponential:
+    """factor(t) = 0.5 ** ((t - 1) / half_life)."""
+
+    half_life: float
+
+    def __call__(self, t: Tensor) -> Tensor:
+        return 0.5 ** ((t - 1).to(torch.float32) / self.half_life)
+
+
+@dataclass(frozen=True)
+class Adam:
+    """Per-example Adam (Kingma & Ba 2015) with a step schedule, kept in [0, 1].
+
+        g_t = grad                         (or grad / ||grad||_2 per example with ``normalize``)
+        m_t = b1 m_{t-1} + (1 - b1) g_t,   v_t = b2 v_{t-1} + (1 - b2) g_t^2
+        x  <- clamp(x - lr * schedule(t) * m_hat / (sqrt(v_hat) + eps), 0, 1)
+        m_hat = m_t / (1 - b1^t),   v_hat = v_t / (1 - b2^t)
+
+    ``lr`` is roughly the first step per pixel. State rows: moments ``m``, ``v`` (B, ...) and the
+    step count ``t`` (B,) of each example, so an example's schedule follows its own steps.
+    ``normalize=True`` feeds the per-example unit gradient to the moments (then the step does not
+    depend on the loss scale even through ``eps``).
+    """
+
+    lr: float
+    schedule: Schedule = Constant()
+    betas: Tuple[float, float] = (0.9, 0.99)
+    eps: float = 1e-8
+    normalize: bool = False
+
+    def init(self, origin: Tensor, generator: Optional[torch.Generator]) -> Tuple[Tensor, State]:
+        state = {
+            "m": torch.zeros_like(origin),
+            "v": torch.zeros_like(origin),
+            "t": torch.zeros(origin.shape[0], dtype=torch.long, device=origin.device),
+        }
+        return origin.clamp(0, 1), state
+
+    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor) -> Tensor:
+        b1, b2 = self.betas
+        g = grad / _per_example_norm(grad).clamp_min(_TINY) if self.normalize else grad
+        t = state["t"][index] + 1  # (b,)
+        m = b1 * state["m"][index] + (1 - b1) * g
+        v = b2 * state["v"][index] + (1 - b2) * g * g
+        state["t"][index], state["m"][index], state["v"][index] = t, m, v
+        shape = (-1, *([1] * (x.dim() - 1)))  # (b,) -> (b, 1, ..., 1)
+        tf = t.to(x.dtype)
+        m_hat = m / (1 - b1**tf).view(shape)
+        v_hat = v / (1 - b2**tf).view(shape)
+        lr = self.lr * self.schedule(t).to(x.dtype)
+        return (x - lr.view(shape) * m_hat / (v_hat.sqrt() + self.eps)).clamp(0, 1)
+
+
+@dataclass(frozen=True)
+class ScheduledLengthStep:
+    """``FixedLengthStep`` with a step schedule: x <- clamp(x - s * schedule(t) * g / ||g||_2, 0, 1).
+
+    State: the step count ``t`` (B,) of each example.
+    """
+
+    step_size: float
+    schedule: Schedule = Constant()
+
+    def init(self, origin: Tensor, generator: Optional[torch.Generator]) -> Tuple[Tensor, State]:
+        return origin.clamp(0, 1), {"t": torch.zeros(origin.shape[0], dtype=torch.long, device=origin.device)}
+
+    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor) -> Tensor:
+        t = state["t"][index] + 1
+        state["t"][index] = t
+        s = (self.step_size * self.schedule(t)).to(x.dtype).view(-1, *([1] * (x.dim() - 1)))
+        return (x - s * grad / _per_example_norm(grad).clamp_min(_TINY)).clamp(0, 1)

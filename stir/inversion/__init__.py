@@ -1,0 +1,46 @@
+"""The inversion engine: identically represented inputs (IRIs) for STIR, fast, batched, cached.
+
+Public API:
+    invert(m1, images, tap, cfg=None, *, m2=None, tap2=None) -> InversionResult     arbitrary IRIs
+    invert_adversarial(m1, m2, images, tap1, tap2=None, cfg=None) -> InversionResult  controversial stimuli
+    InversionConfig                   settings (mode fast | faithful, tolerance, seeds, cache ...)
+    InversionResult                   x_prime, residual, m2_distance, l2_to_original, steps, ...
+    make_seed(kind, images, generator), SEED_KINDS                    seed images
+    relative_distance(model, tap, x_prime, images)                    ||m(x') - m(x)|| / ||m(x)||
+    model_fingerprint(model)                                          content hash of a model
+    InversionPredictor, PredictionFiles, merge_predictions            multi-device via Lightning
+"""
+from stir.inversion.cache import model_fingerprint
+from stir.inversion.config import InversionConfig
+from stir.inversion.engine import InversionResult, Problem, concat_results, invert, invert_adversarial, solve
+from stir.inversion.objectives import relative_distance
+from stir.inversion.seeds import SEED_KINDS, make_seed, seed_generator
+
+__all__ = [
+    "InversionConfig",
+    "InversionPredictor",
+    "InversionResult",
+    "PredictionFiles",
+    "Problem",
+    "SEED_KINDS",
+    "concat_results",
+    "invert",
+    "invert_adversarial",
+    "make_seed",
+    "merge_predictions",
+    "model_fingerprint",
+    "relative_distance",
+    "seed_generator",
+    "solve",
+]
+
+_LAZY = {"InversionPredictor", "PredictionFiles", "merge_predictions"}  # need lightning: import on first use
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from stir.inversion import predictor
+
+        return getattr(predictor, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+

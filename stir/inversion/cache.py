@@ -1,0 +1,150 @@
+"""On-disk cache of finished inversions, keyed by a content hash of everything that fixes the result.
+
+An arbitrary IRI depends only on (m1, tap, X, seed, settings), so measuring N target models against
+one reference reuses one inversion, and a matrix over N models costs N inversions, not N^2.
+
+Key = sha256 over (JSON of):
+    ALGORITHM_VERSION                        bumped whenever the engine's algorithm changes
+    for each model that shapes x':           ``model_fingerprint`` (class + every parameter and
+                                             buffer, bytes in a canonical order) and its tap
+                                             (m1 for arbitrary IRIs; m1 and m2 for adversarial ones)
+    the images                               dtype, shape and bytes
+    the settings that can change x'          see ``result_settings``
+
+Not in the key: ``batch_size`` (every image is optimised independently: models are in eval mode and
+early stopping is per image), ``channels_last`` and the device; these change x' only at the level
+of floating-point rounding. ``cache_dir``, ``progress`` and ``warn_below`` do not touch x'.
+
+An entry is one file ``<cache_dir>/<key>.pt``, written to a temporary file in the same folder and
+renamed into place (``stir.atomic``), so a killed inversion leaves no entry. An entry that fails to
+load or to validate (truncated, corrupt, wrong shapes, another key) is logged, deleted and
+recomputed, never trusted.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from stir.atomic import torch_save
+from stir.inversion.config import InversionConfig
+
+log = logging.getLogger(__name__)
+
+ALGORITHM_VERSION = 1  # bump when the inversion algorithm (objective, geometry, measurement) changes
+
+# Settings that never change x' (see the module docstring), and those only one mode reads.
+_NEVER = {"batch_size", "cache_dir", "progress", "warn_below", "channels_last"}
+_FAST_ONLY = {"lr", "betas", "schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance"}
+_FAITHFUL_ONLY = {"step_size"}
+_EARLY_STOP = {"stop_fraction", "tolerance"}  # read by the fast mode only while it stops early
+
+
+def _update_tensor(h: "hashlib._Hash", t: Tensor) -> None:
+    t = t.detach().cpu().contiguous()
+    h.update(f"{t.dtype}|{tuple(t.shape)}|".encode())
+    h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())  # raw bytes of any dtype (bf16 too)
+
+
+def tensor_digest(t: Tensor) -> str:
+    """sha256 hex digest of a tensor's dtype, shape and bytes (device-independent)."""
+    h = hashlib.sha256()
+    _update_tensor(h, t)
+    return h.hexdigest()
+
+
+def model_fingerprint(model: nn.Module) -> str:
+    """sha256 hex digest identifying a model: its class and every parameter and buffer.
+
+    The state dict is hashed in sorted key order (name, dtype, shape, bytes), so two models with
+    equal weights and running statistics have the same fingerprint, on any device.
+    """
+    h = hashlib.sha256()
+    cls = type(model)
+    h.update(f"{cls.__module__}.{cls.__qualname__}\n".encode())
+    for name, value in sorted(model.state_dict().items()):
+        h.update(f"{name}\n".encode())
+        _update_tensor(h, value)
+    return h.hexdigest()
+
+
+def result_settings(cfg: InversionConfig, adversarial: bool, precision: str) -> Dict[str, Any]:
+    """The config values that can change x', as a JSON-able dict.
+
+    ``precision`` is the resolved one ("32" | "bf16" | "16": "auto" depends on the device).
+    Every field not excluded explicitly is in, so a new setting is keyed by default.
+    """
+    skip = set(_NEVER)
+    skip |= _FAITHFUL_ONLY if cfg.mode == "fast" else _FAST_ONLY
+    if cfg.mode == "fast" and (adversarial or not cfg.early_stop):
+        skip |= _EARLY_STOP  # no early stop: the tolerance only classifies, it is applied after loading
+    if not adversarial:
+        skip.add("adversarial_weight")
+    settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in skip}
+    settings.update(precision=precision, steps=cfg.num_steps, adversarial=adversarial)  # resolved values
+    return settings
+
+
+def cache_key(models: Sequence[Tuple[nn.Module, str]], images: Tensor, settings: Dict[str, Any]) -> str:
+    """sha256 hex key of (algorithm version, each (model, tap), images, settings)."""
+    blob = {
+        "version": ALGORITHM_VERSION,
+        "models": [[model_fingerprint(m), tap] for m, tap in models],
+        "images": tensor_digest(images),
+        "settings": settings,
+    }
+    return hashlib.sha256(json.dumps(blob, sort_keys=True, default=list).encode()).hexdigest()
+
+
+def entry_path(cache_dir: str, key: str) -> Path:
+    return Path(cache_dir) / f"{key}.pt"
+
+
+# Per-image tensors an entry holds and their expected shapes given n images of shape s.
+def _expected_shapes(n: int, image_shape: Tuple[int, ...], steps: int) -> Dict[str, Tuple[int, ...]]:
+    return {
+        "x_prime": (n, *image_shape),
+        "residual": (n,),
+        "l2_to_original": (n,),
+        "steps": (n,),
+        "history": (steps + 1, n),
+        "elapsed": (steps + 1,),
+    }
+
+
+def load_entry(path: Path, key: str, n: int, image_shape: Tuple[int, ...], steps: int) -> Optional[Dict[str, Any]]:
+    """The entry at ``path`` if it exists and is valid; None otherwise (an invalid one is deleted)."""
+    if not path.exists():
+        return None
+    try:
+        entry = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            raise ValueError("not an entry for this key")
+        for name, shape in _expected_shapes(n, image_shape, steps).items():
+            value = entry.get(name)
+            if not isinstance(value, Tensor) or tuple(value.shape) != shape:
+                raise ValueError(f"{name}: expected shape {shape}, got {getattr(value, 'shape', type(value))}")
+        if not isinstance(entry.get("evaluations"), int):
+            raise ValueError("evaluations missing")
+        m2 = entry.get("m2_distance")
+        if m2 is not None and (not isinstance(m2, Tensor) or tuple(m2.shape) != (n,)):
+            raise ValueError("m2_distance has the wrong shape")
+    except Exception as err:  # truncated, corrupt, foreign: recompute
+        log.warning("inversion cache entry %s is unusable (%s: %s); deleting it and recomputing",
+                    path, type(err).__name__, err)
+        path.unlink(missing_ok=True)
+        return None
+    return entry
+
+
+def save_entry(path: Path, key: str, entry: Dict[str, Any]) -> None:
+    """Write ``entry`` (CPU tensors and ints) atomically under ``path``."""
+    payload = {name: (v.detach().cpu() if isinstance(v, Tensor) else v) for name, v in entry.items()}
+    payload["key"] = key
+    torch_save(payload, path)

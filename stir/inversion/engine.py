@@ -1,0 +1,312 @@
+"""Make identically represented inputs (IRIs): ``invert`` and ``invert_adversarial``.
+
+For images X (n, c, h, w) in [0, 1] and a reference model m1 read at a tap, an arbitrary IRI x' of
+x starts from a seed image and descends
+
+    r1(x') = || m1(x') - m1(x) ||_2 / || m1(x) ||_2             (Nanda et al., ICML 2022)
+
+and an adversarial IRI (a controversial stimulus, Golan et al. 2020) descends
+
+    r1(x') - w * || m2(x') - m2(x) ||_2 / || m2(x) ||_2
+
+with every iterate projected onto [0, 1]. Both models are in eval mode with frozen parameters
+throughout (``stir.models.frozen``); every module's mode and every ``requires_grad`` flag is
+restored exactly afterwards. The optimisation runs through ``stir.descent.descend``:
+
+* faithful mode, the published procedure: ``FixedLengthStep(step_size=0.5)`` (x <- clamp(x - 0.5 *
+  g / ||g||_2, 0, 1)), 1000 steps, the best iterate per image, no early stopping, starting from the
+  raw seed (the published code takes its first gradient at the unclamped N(0, 1) noise). Two
+  defects of the published code are not reproduced: its models are left in train mode after the
+  first inversion (batch-norm statistics change), and its clamp sits inside the differentiated
+  path on current torch (pixels that reach 0 or 1 receive zero gradient for good); here the clamp
+  is a projection after the step, outside autograd.
+* fast mode (default): per-image ``Adam`` (lr 0.2, betas (0.9, 0.99)) with the inverse-time
+  schedule lr / (1 + (t - 1) / 20), the best iterate per image, per-image early stopping once
+  r1 <= stop_fraction * tolerance, from the seed projected onto [0, 1]; on CUDA the models run
+  under bf16 autocast with channels-last inputs. Why this method: bench/README.md.
+
+Every result is re-measured in full precision at the returned x': ``residual`` (r1), ``m2_distance``
+(the r2 of m2, when m2 is given), ``l2_to_original`` (||x' - x||_2). A "model evaluation" is one
+image's forward (+ backward) pass through the model(s) up to the tap during the optimisation; the
+target and measurement passes (a few per image) are not counted.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from stir.descent import Adam, Constant, Cosine, FixedLengthStep, InverseTime, Schedule, descend
+from stir.descent.loop import StopRule
+from stir.inversion.cache import cache_key, entry_path, load_entry, result_settings, save_entry
+from stir.inversion.config import InversionConfig
+from stir.inversion.objectives import Forward, InversionObjective, make_term, relative_distance, resolve_forward
+from stir.inversion.seeds import make_seed, seed_generator
+from stir.models import frozen
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)  # eq=False: tensors do not compare to a bool
+class InversionResult:
+    """IRIs of n images and what they cost; one type for every mode and kind.
+
+    Attributes:
+        x_prime: (n, c, h, w) the IRIs, in [0, 1], on the images' device.
+        residual: (n,) ||m1(x') - m1(x)||_2 / ||m1(x)||_2, measured in full precision.
+        m2_distance: (n,) ||m2(x') - m2(x)||_2 / ||m2(x)||_2 when a second model was given, else None.
+        l2_to_original: (n,) ||x' - x||_2 in pixel space.
+        steps: (n,) int64 gradient steps each image took (fewer than ``steps`` when it stopped early).
+        evaluations: model evaluations spent by the optimisation (one per image and iterate).
+        is_iri: (n,) bool, residual <= tolerance.
+        fraction_iri: mean of ``is_iri``.
+        tolerance: the relaxed-IRI delta that ``is_iri`` used.
+        history: (T + 1, n) the objective of every evaluated iterate (r1 for arbitrary IRIs with
+            ``normalize_residual``), in the optimisation's precision; NaN after an image stopped.
+        elapsed: (T + 1,) wall-clock seconds from the start of the optimisation until iterate t was
+            evaluated, summed over batches (for a cached result: the run that computed it).
+        from_cache: whether x' was read from the cache.
+    """
+
+    x_prime: Tensor
+    residual: Tensor
+    m2_distance: Optional[Tensor]
+    l2_to_original: Tensor
+    steps: Tensor
+    evaluations: int
+    is_iri: Tensor
+    fraction_iri: float
+    tolerance: float
+    history: Tensor
+    elapsed: Tensor
+    from_cache: bool = False
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What to invert: m1 at ``tap1``; m2 at ``tap2`` pushed away (``adversarial``) or only measured."""
+
+    m1: nn.Module
+    tap1: str
+    m2: Optional[nn.Module] = None
+    tap2: Optional[str] = None
+    adversarial: bool = False
+
+    def __post_init__(self) -> None:
+        if self.adversarial and self.m2 is None:
+            raise ValueError("adversarial IRIs need a second model m2")
+
+    @property
+    def models(self) -> Tuple[nn.Module, ...]:
+        return (self.m1,) if self.m2 is None else (self.m1, self.m2)
+
+    @property
+    def second_tap(self) -> str:
+        return self.tap2 if self.tap2 is not None else self.tap1
+
+
+def invert(
+    m1: nn.Module,
+    images: Tensor,
+    tap: str,
+    cfg: Optional[InversionConfig] = None,
+    *,
+    m2: Optional[nn.Module] = None,
+    tap2: Optional[str] = None,
+) -> InversionResult:
+    """Arbitrary IRIs of ``images`` (n, c, h, w) in [0, 1] for ``m1`` at ``tap``.
+
+    With ``m2`` (read at ``tap2``, default ``tap``) the result also holds ``m2_distance``; m2 does
+    not influence x', so a cached inversion is reused across every m2. Models must live on the
+    images' device; they are not moved.
+    """
+    return _run(Problem(m1, tap, m2, tap2, adversarial=False), images, cfg or InversionConfig())
+
+
+def invert_adversarial(
+    m1: nn.Module,
+    m2: nn.Module,
+    images: Tensor,
+    tap1: str,
+    tap2: Optional[str] = None,
+    cfg: Optional[InversionConfig] = None,
+) -> InversionResult:
+    """Adversarial IRIs (controversial stimuli): m1 at ``tap1`` matched, m2 at ``tap2`` pushed away.
+
+    Minimises r1(x') - cfg.adversarial_weight * r2(x') per image; no early stopping (the second
+    term keeps improving after r1 meets the tolerance). Cached on both models when ``cache_dir``.
+    """
+    return _run(Problem(m1, tap1, m2, tap2, adversarial=True), images, cfg or InversionConfig())
+
+
+def _run(problem: Problem, images: Tensor, cfg: InversionConfig) -> InversionResult:
+    """Seeds for the whole batch, then the cache or ``solve`` over ``cfg.batch_size`` chunks."""
+    if images.dim() != 4 or images.shape[0] == 0:
+        raise ValueError(f"images must be a non-empty (n, c, h, w) batch, got shape {tuple(images.shape)}")
+    images = images.detach()
+    key = path = None
+    if cfg.cache_dir is not None:
+        precision = _precision_name(resolve_forward(cfg.precision, cfg.channels_last, images.device))
+        models = [(problem.m1, problem.tap1)] + ([(problem.m2, problem.second_tap)] if problem.adversarial else [])
+        settings = result_settings(cfg, problem.adversarial, precision)
+        key = cache_key(models, images, settings)
+        path = entry_path(cfg.cache_dir, key)
+        entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.num_steps)
+        if entry is not None:
+            log.info("inversion cache hit: %s", path)
+            result = _from_entry(problem, images, entry, cfg)
+            _warn_if_low(result, cfg)
+            return result
+
+    seeds = make_seed(cfg.seed_kind, images, seed_generator(cfg.seed))  # whole batch: chunking-independent
+    chunks = range(0, images.shape[0], cfg.batch_size)
+    parts = [
+        solve(problem, images[s:s + cfg.batch_size], seeds[s:s + cfg.batch_size], cfg)
+        for s in tqdm(chunks, desc="inverting", unit="batch", disable=not cfg.progress)
+    ]
+    result = concat_results(parts, cfg.tolerance)
+    if path is not None:
+        save_entry(path, key, _to_entry(result, problem))
+    _warn_if_low(result, cfg)
+    return result
+
+
+def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig) -> InversionResult:
+    """Invert one batch ``images`` (b, c, h, w) from ``seeds`` (b, c, h, w): no cache, no chunking.
+
+    The building block of ``invert`` and of the multi-device ``InversionPredictor``.
+    """
+    with frozen(*problem.models):
+        forward = resolve_forward(cfg.precision, cfg.channels_last, images.device)
+        first = make_term(problem.m1, problem.tap1, images, forward)
+        second = make_term(problem.m2, problem.second_tap, images, forward) if problem.adversarial else None
+        objective = InversionObjective(first, forward, cfg.normalize_residual, second, cfg.adversarial_weight)
+
+        times: List[float] = []
+        start = time.perf_counter()
+
+        def timed(x: Tensor, index: Tensor) -> Tensor:  # records when each iterate was evaluated
+            loss = objective(x, index)
+            times.append(time.perf_counter() - start)
+            return loss
+
+        if cfg.mode == "faithful":
+            geometry, x_init, stop = FixedLengthStep(cfg.step_size), seeds, None  # raw seed, as published
+        else:
+            geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
+            x_init, stop = None, _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
+        run = descend(timed, seeds, geometry, cfg.num_steps, keep_best=True, stop=stop, x_init=x_init)
+
+        x_prime = run.x.clamp(0, 1)  # a no-op unless the raw seed itself was the best iterate
+        residual = relative_distance(problem.m1, problem.tap1, x_prime, images)
+        m2_distance = (
+            relative_distance(problem.m2, problem.second_tap, x_prime, images) if problem.m2 is not None else None
+        )
+    elapsed = torch.tensor(times, dtype=torch.float64)
+    elapsed = torch.cat([elapsed, elapsed[-1:].expand(cfg.num_steps + 1 - len(times))])  # flat once all stopped
+    return _result(x_prime, residual, m2_distance, images, run.steps, run.evaluations, run.history, elapsed, cfg.tolerance)
+
+
+def _schedule(cfg: InversionConfig) -> Schedule:
+    if cfg.schedule == "inverse_time":
+        return InverseTime(cfg.decay_steps)
+    if cfg.schedule == "cosine":
+        return Cosine(cfg.num_steps)
+    return Constant()
+
+
+def _early_stop(objective: InversionObjective, cfg: InversionConfig) -> StopRule:
+    threshold = cfg.stop_fraction * cfg.tolerance
+
+    def stop(loss: Tensor, index: Tensor) -> Tensor:  # (b,) objective -> (b,) done
+        return objective.relative_residual(loss, index) <= threshold
+
+    return stop
+
+
+def _result(x_prime, residual, m2_distance, images, steps, evaluations, history, elapsed, tolerance) -> InversionResult:
+    is_iri = residual <= tolerance
+    return InversionResult(
+        x_prime=x_prime,
+        residual=residual,
+        m2_distance=m2_distance,
+        l2_to_original=(x_prime - images).flatten(1).norm(dim=1),
+        steps=steps,
+        evaluations=int(evaluations),
+        is_iri=is_iri,
+        fraction_iri=is_iri.float().mean().item(),
+        tolerance=tolerance,
+        history=history,
+        elapsed=elapsed,
+    )
+
+
+def concat_results(parts: List[InversionResult], tolerance: float) -> InversionResult:
+    """One result from results of consecutive chunks of a batch (rows in order)."""
+    m2 = None if parts[0].m2_distance is None else torch.cat([p.m2_distance for p in parts])
+    residual = torch.cat([p.residual for p in parts])
+    is_iri = residual <= tolerance
+    return InversionResult(
+        x_prime=torch.cat([p.x_prime for p in parts]),
+        residual=residual,
+        m2_distance=m2,
+        l2_to_original=torch.cat([p.l2_to_original for p in parts]),
+        steps=torch.cat([p.steps for p in parts]),
+        evaluations=sum(p.evaluations for p in parts),
+        is_iri=is_iri,
+        fraction_iri=is_iri.float().mean().item(),
+        tolerance=tolerance,
+        history=torch.cat([p.history for p in parts], dim=1),
+        elapsed=torch.stack([p.elapsed for p in parts]).sum(0),
+        from_cache=all(p.from_cache for p in parts),
+    )
+
+
+def _to_entry(result: InversionResult, problem: Problem) -> dict:
+    entry = {
+        "x_prime": result.x_prime,
+        "residual": result.residual,
+        "l2_to_original": result.l2_to_original,
+        "steps": result.steps,
+        "evaluations": result.evaluations,
+        "history": result.history,
+        "elapsed": result.elapsed,
+    }
+    if problem.adversarial:  # m2 shaped x': its distance belongs to the entry
+        entry["m2_distance"] = result.m2_distance
+    return entry
+
+
+def _from_entry(problem: Problem, images: Tensor, entry: dict, cfg: InversionConfig) -> InversionResult:
+    device = images.device
+    x_prime = entry["x_prime"].to(device=device, dtype=images.dtype)
+    m2_distance = entry.get("m2_distance")
+    if m2_distance is not None:
+        m2_distance = m2_distance.to(device)
+    elif problem.m2 is not None:  # arbitrary IRIs: m2 is only measured, so measure it now
+        with frozen(problem.m2):
+            m2_distance = relative_distance(problem.m2, problem.second_tap, x_prime, images)
+    result = _result(
+        x_prime, entry["residual"].to(device), m2_distance, images, entry["steps"].to(device),
+        entry["evaluations"], entry["history"].to(device), entry["elapsed"], cfg.tolerance,
+    )
+    result.from_cache = True
+    return result
+
+
+def _precision_name(forward: Forward) -> str:
+    return {None: "32", torch.bfloat16: "bf16", torch.float16: "16"}[forward.amp_dtype]
+
+
+def _warn_if_low(result: InversionResult, cfg: InversionConfig) -> None:
+    if result.fraction_iri < cfg.warn_below:
+        log.warning(
+            "only %.1f%% of %d inversions are IRIs (relative residual <= tolerance %.3g; median residual %.3g); "
+            "raise inversion.steps or inversion.tolerance",
+            100 * result.fraction_iri, result.residual.numel(), cfg.tolerance, result.residual.median().item(),
+        )

@@ -1,0 +1,123 @@
+"""What an inversion minimises: distances between representations at a tap.
+
+For images x (n, c, h, w), a reference model m1 read at tap t1 and a candidate x' (same shape):
+
+    d1(x')  = || m1(x') - m1(x) ||_2                       per image, representations (n, d1)
+    r1(x')  = d1(x') / || m1(x) ||_2                       the relative residual (official code)
+
+Arbitrary IRIs minimise r1 (or d1 with ``normalize=False``). Adversarial IRIs (controversial
+stimuli, Golan et al. 2020, the STIR paper's adversarial IRIs) also push a second model m2 away:
+
+    L(x') = r1(x') - w * r2(x'),   r2(x') = || m2(x') - m2(x) ||_2 / || m2(x) ||_2
+
+(or the same with unnormalized distances). ``Forward`` fixes how the models are run: autocast to a
+lower precision for the model only (the distance itself is computed in float32), and channels-last
+inputs on CUDA. Targets m(x) are computed once, without gradient, in the same precision as the
+objective, so that x' = x is an exact zero of the objective.
+"""
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from stir.models import representation
+
+_TINY = 1e-12  # a zero target norm (a dead representation) would divide by zero
+
+
+@dataclass(frozen=True)
+class Forward:
+    """How a model is evaluated: ``amp_dtype`` None = full precision; channels-last input or not."""
+
+    amp_dtype: Optional[torch.dtype] = None
+    channels_last: bool = False
+
+    def __call__(self, model: nn.Module, x: Tensor, tap: str) -> Tensor:
+        """(b, c, h, w) -> (b, d) float32 representation of ``model`` at ``tap`` (differentiable)."""
+        if self.channels_last and x.dim() == 4:
+            x = x.contiguous(memory_format=torch.channels_last)  # the model's weights stay as they are
+        ctx = torch.autocast(x.device.type, dtype=self.amp_dtype) if self.amp_dtype is not None else nullcontext()
+        with ctx:
+            rep = representation(model, x, tap)
+        return rep.float()
+
+
+def resolve_forward(precision: str, channels_last: bool, device: torch.device) -> Forward:
+    """The ``Forward`` for a config's precision ("auto" | "32" | "bf16" | "16") on ``device``.
+
+    "auto" is bf16 autocast on CUDA and full precision elsewhere; channels-last only on CUDA.
+    """
+    on_cuda = device.type == "cuda"
+    amp = {"auto": torch.bfloat16 if on_cuda else None, "32": None, "bf16": torch.bfloat16, "16": torch.float16}[precision]
+    return Forward(amp_dtype=amp, channels_last=channels_last and on_cuda)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One model read at one tap, with the targets m(x) (n, d) and their norms (n,) for the batch."""
+
+    model: nn.Module
+    tap: str
+    target: Tensor  # (n, d) float32
+    target_norm: Tensor  # (n,) float32, clamped away from 0
+
+    def distance(self, x: Tensor, index: Tensor, forward: Forward) -> Tensor:
+        """|| m(x) - m(x_orig[index]) ||_2 for x (b, c, h, w) holding rows ``index``: (b,)."""
+        return (forward(self.model, x, self.tap) - self.target[index]).norm(dim=1)
+
+    def relative(self, distance: Tensor, index: Tensor) -> Tensor:
+        """distance (b,) / || m(x_orig[index]) ||_2: (b,)."""
+        return distance / self.target_norm[index]
+
+
+def make_term(model: nn.Module, tap: str, images: Tensor, forward: Forward) -> Term:
+    """The targets of ``model`` at ``tap`` for ``images`` (n, c, h, w), computed without gradient."""
+    with torch.no_grad():
+        target = forward(model, images, tap)  # (n, d)
+    return Term(model, tap, target, target.norm(dim=1).clamp_min(_TINY))
+
+
+@dataclass(frozen=True)
+class InversionObjective:
+    """L(x') = r1(x') [- w * r2(x')] per image, r the relative (or absolute) distances above.
+
+    Called by ``stir.descent.descend`` as ``objective(x, index) -> (b,)``.
+    """
+
+    first: Term
+    forward: Forward
+    normalize: bool = True
+    second: Optional[Term] = None  # set: adversarial IRIs (controversial stimuli)
+    weight: float = 1.0
+
+    def __call__(self, x: Tensor, index: Tensor) -> Tensor:
+        loss = self._scaled(self.first, x, index)  # (b,)
+        if self.second is not None:
+            loss = loss - self.weight * self._scaled(self.second, x, index)
+        return loss
+
+    def _scaled(self, term: Term, x: Tensor, index: Tensor) -> Tensor:
+        d = term.distance(x, index, self.forward)
+        return term.relative(d, index) if self.normalize else d
+
+    def relative_residual(self, loss: Tensor, index: Tensor) -> Tensor:
+        """r1 from the objective value of an arbitrary-IRI objective (no second term): (b,)."""
+        if self.second is not None:
+            raise ValueError("the residual of an adversarial objective is not a function of its value")
+        return loss if self.normalize else self.first.relative(loss, index)
+
+
+def relative_distance(model: nn.Module, tap: str, x_prime: Tensor, images: Tensor, forward: Forward = Forward()) -> Tensor:
+    """|| m(x') - m(x) ||_2 / || m(x) ||_2 per image, without gradient: (n,) float32.
+
+    The measurement every result reports (``residual`` for m1, ``m2_distance`` for m2); full
+    precision by default, whatever precision the optimisation used.
+    """
+    with torch.no_grad():
+        term = make_term(model, tap, images, forward)
+        index = torch.arange(images.shape[0], device=images.device)
+        return term.relative(term.distance(x_prime, index, forward), index)

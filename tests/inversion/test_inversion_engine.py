@@ -1,0 +1,230 @@
+"""The inversion engine on tiny networks: convergence, exactness of faithful mode, adversarial IRIs,
+models left exactly as they were."""
+import logging
+
+import pytest
+import torch
+from torch import nn
+
+from stir.config.schema import ModelConfig
+from stir.inversion import (
+    InversionConfig, Problem, invert, invert_adversarial, make_seed, relative_distance, seed_generator, solve,
+)
+from stir.models import build
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # Two threads on two shared cores are ~20x slower than one for these tiny nets (spin-waiting).
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _seq(seed: int) -> nn.Module:
+    """A tiny conv net: taps "logits" (16) and dotted module names ("3": (8*8*8,) ReLU map)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return nn.Sequential(
+            nn.Conv2d(3, 8, 3, 2, 1), nn.ReLU(), nn.Conv2d(8, 8, 3, 2, 1), nn.ReLU(), nn.Flatten(), nn.Linear(512, 16)
+        ).eval()
+
+
+def _resnet(seed: int) -> nn.Module:
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return build(ModelConfig("resnet18", width=4), 10, (0.5,) * 3, (0.25,) * 3).eval()
+
+
+def _smooth_images(n: int, seed: int = 0) -> torch.Tensor:
+    """(n, 3, 32, 32) in [0, 1]: bilinear upsampling of 4x4 noise (natural-image-like smoothness)."""
+    low = torch.rand(n, 3, 4, 4, generator=torch.Generator().manual_seed(seed))
+    return nn.functional.interpolate(low, size=32, mode="bilinear", align_corners=False)
+
+
+def _best_so_far(history: torch.Tensor) -> torch.Tensor:
+    """(T + 1, n) history with NaN after stopping -> (T + 1, n) running minimum."""
+    return torch.fmin(history, torch.full_like(history, float("inf"))).cummin(0).values
+
+
+# -- convergence -------------------------------------------------------------------------------------
+
+
+def test_fast_meets_a_tolerance_faithful_meets_with_far_fewer_evaluations():
+    m, x, tol = _seq(0), _smooth_images(8), 0.08
+    faithful = invert(m, x, "logits", InversionConfig(mode="faithful", steps=200, tolerance=tol))
+    fast = invert(m, x, "logits", InversionConfig(mode="fast", steps=200, tolerance=tol))
+    assert faithful.is_iri.all() and fast.is_iri.all()
+    assert fast.evaluations * 4 < faithful.evaluations  # early stopping: most images stop in < 50 steps
+    assert fast.steps.max() < 200 and (faithful.steps == 200).all()
+    for r in (faithful, fast):
+        assert r.x_prime.min() >= 0 and r.x_prime.max() <= 1
+        assert r.fraction_iri == 1.0 and r.is_iri.dtype == torch.bool
+
+
+def test_residual_history_decreases_and_result_is_the_best_iterate():
+    m, x = _resnet(0), _smooth_images(6)
+    r = invert(m, x, "penultimate", InversionConfig(steps=60, early_stop=False))
+    med = r.history.median(dim=1).values  # (T + 1,)
+    assert med[0] > med[10] > med[30] > med[60]
+    best = _best_so_far(r.history)
+    assert torch.allclose(r.residual, best[-1], rtol=1e-4, atol=1e-6)  # fp32 re-measurement = best iterate
+    assert (r.steps == 60).all() and r.evaluations == 61 * 6
+
+
+def test_result_fields_shapes_and_consistency():
+    m, x = _seq(0), _smooth_images(5)
+    r = invert(m, x, "logits", InversionConfig(steps=5, tolerance=0.5))
+    assert r.x_prime.shape == x.shape and r.residual.shape == (5,) and r.steps.dtype == torch.int64
+    assert r.m2_distance is None  # no m2 given
+    assert torch.allclose(r.l2_to_original, (r.x_prime - x).flatten(1).norm(dim=1))
+    assert torch.equal(r.is_iri, r.residual <= 0.5) and r.tolerance == 0.5
+    assert r.history.shape == (6, 5) and r.elapsed.shape == (6,) and (r.elapsed.diff() >= 0).all()
+
+
+def test_batch_size_does_not_change_the_result():
+    m, x = _seq(0), _smooth_images(7)
+    whole = invert(m, x, "logits", InversionConfig(steps=30, tolerance=0.1))
+    chunked = invert(m, x, "logits", InversionConfig(steps=30, tolerance=0.1, batch_size=3))
+    # equal up to rounding: batched kernels sum in another order, and Adam amplifies it a little
+    assert torch.allclose(whole.x_prime, chunked.x_prime, atol=1e-4)
+    assert torch.allclose(whole.residual, chunked.residual, atol=1e-4)
+    assert torch.equal(whole.steps, chunked.steps) and whole.evaluations == chunked.evaluations
+
+
+def test_low_fraction_of_iris_warns(caplog):
+    with caplog.at_level(logging.WARNING, logger="stir.inversion.engine"):
+        r = invert(_seq(0), _smooth_images(4), "logits", InversionConfig(steps=2, tolerance=1e-4))
+    assert r.fraction_iri == 0.0
+    assert "IRIs" in caplog.text
+
+
+# -- a model against itself, adversarial IRIs ----------------------------------------------------------
+
+
+def test_model_inverted_against_itself_is_nearly_always_an_iri():
+    m, x = _resnet(0), _smooth_images(8)
+    r = invert(m, x, "penultimate", InversionConfig(steps=100, tolerance=0.05), m2=m)
+    assert r.fraction_iri >= 7 / 8
+    assert torch.allclose(r.m2_distance, r.residual, atol=1e-6)  # m2 = m1 at the same tap
+
+
+def test_adversarial_iris_push_m2_away_and_keep_m1_matched():
+    m1, m2, x = _seq(0), _seq(1), _smooth_images(6)
+    cfg = InversionConfig(steps=100, tolerance=0.05, early_stop=False)
+    arbitrary = invert(m1, x, "logits", cfg, m2=m2)
+    adversarial = invert_adversarial(m1, m2, x, "logits", cfg=cfg)
+    assert (adversarial.m2_distance > 2 * arbitrary.m2_distance).all()
+    assert adversarial.residual.max() < cfg.tolerance
+    assert adversarial.x_prime.min() >= 0 and adversarial.x_prime.max() <= 1
+    faithful = invert_adversarial(m1, m2, x, "logits", cfg=InversionConfig(mode="faithful", steps=100))
+    assert faithful.m2_distance.median() > arbitrary.m2_distance.median()
+
+
+# -- exactness of faithful mode -------------------------------------------------------------------------
+
+
+def test_faithful_step_is_an_l2_step_of_length_half_along_the_normalized_gradient():
+    m, x = _seq(0), _smooth_images(4)
+    seeds = 0.25 + 0.5 * torch.rand(x.shape, generator=torch.Generator().manual_seed(1))  # away from 0 and 1
+    r = solve(Problem(m, "logits"), x, seeds, InversionConfig(mode="faithful", steps=1))
+    assert (r.history[1] < r.history[0]).all()  # so the returned best iterate is the stepped one
+    assert torch.allclose((r.x_prime - seeds).flatten(1).norm(dim=1), torch.full((4,), 0.5), atol=1e-5)
+    xs = seeds.clone().requires_grad_(True)  # the published step, by hand
+    t = m(x).detach()
+    loss = ((m(xs) - t).norm(dim=1) / t.norm(dim=1)).sum()
+    (g,) = torch.autograd.grad(loss, xs)
+    expected = (seeds - 0.5 * g / g.flatten(1).norm(dim=1).view(-1, 1, 1, 1)).clamp(0, 1)
+    assert torch.allclose(r.x_prime, expected, atol=1e-6)
+
+
+def test_faithful_returns_the_best_iterate_not_the_last():
+    # Identity representation: steps of 0.5 go straight at x and overshoot. Distances to x:
+    # 1.3, 0.8, 0.3, 0.2 (past x), 0.3 -> the last iterate (0.3) is worse than step 3's (0.2).
+    x = torch.full((2, 3, 8, 8), 0.5)
+    u = torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
+    u = u / u.flatten(1).norm(dim=1).view(-1, 1, 1, 1)
+    seeds = x + 1.3 * u  # inside [0, 1]: 1.3 * |u| << 0.5 per pixel
+    r = solve(Problem(nn.Flatten(), "logits"), x, seeds, InversionConfig(mode="faithful", steps=4))
+    dist = r.history * x[0].norm()  # relative -> absolute distances, (5, 2)
+    assert torch.allclose(dist, torch.tensor([1.3, 0.8, 0.3, 0.2, 0.3]).view(-1, 1).expand(5, 2), atol=1e-4)
+    assert torch.allclose(r.l2_to_original, torch.full((2,), 0.2), atol=1e-4)
+    assert torch.allclose(r.x_prime, x - 0.2 * u, atol=1e-5)
+
+
+def test_faithful_starts_from_the_raw_seed_and_clamps_after_the_step():
+    m, x = _seq(0), _smooth_images(3)
+    cfg = InversionConfig(mode="faithful", steps=3, seed_kind="normal", seed=5)
+    seeds = torch.randn(x.shape, generator=torch.Generator().manual_seed(5))
+    r = invert(m, x, "logits", cfg)
+    xs = seeds.clone().requires_grad_(True)  # first gradient at the unclamped noise
+    t = m(x).detach()
+    (g,) = torch.autograd.grad(((m(xs) - t).norm(dim=1) / t.norm(dim=1)).sum(), xs)
+    first = (seeds - 0.5 * g / g.flatten(1).norm(dim=1).view(-1, 1, 1, 1)).clamp(0, 1)
+    first_loss = (m(first) - t).norm(dim=1) / t.norm(dim=1)
+    assert torch.allclose(r.history[1], first_loss.detach(), atol=1e-5)
+    assert r.x_prime.min() >= 0 and r.x_prime.max() <= 1
+
+
+@pytest.mark.parametrize("mode", ["faithful", "fast"])
+def test_pixels_on_the_boundary_keep_receiving_gradient(mode):
+    # Identity representation, target 0.5 everywhere; the seed puts every other pixel at 0 (or
+    # below it, for the raw faithful seed): those pixels must climb off the boundary.
+    x = torch.full((2, 3, 8, 8), 0.5)
+    seeds = x.clone()
+    seeds[..., ::2] = -1.0
+    r = solve(Problem(nn.Flatten(), "logits"), x, seeds, InversionConfig(mode=mode, steps=20, early_stop=False))
+    assert (r.x_prime[..., ::2] > 0.05).all()
+    assert r.residual.max() < 0.5 * r.history[0].min()
+
+
+# -- models are left exactly as they were ----------------------------------------------------------------
+
+
+def _flags(model: nn.Module):
+    return [m.training for m in model.modules()], [p.requires_grad for p in model.parameters()]
+
+
+def test_modes_batchnorm_statistics_and_requires_grad_are_unchanged():
+    m1, m2, x = _resnet(0), _resnet(1), _smooth_images(4)
+    m1.train()
+    m1.layer2.eval()  # a mixed state must come back as it was
+    m2.eval()
+    m1.fc.weight.requires_grad_(False)
+    before = [(_flags(m), {k: v.clone() for k, v in m.state_dict().items()}) for m in (m1, m2)]
+    cfg = InversionConfig(steps=3)
+    r_train = invert(m1, x, "penultimate", cfg, m2=m2)
+    invert_adversarial(m1, m2, x, "penultimate", "layer3.0", cfg)
+    invert(m1, x, "penultimate", InversionConfig(mode="faithful", steps=3))
+    for m, (flags, state) in zip((m1, m2), before):
+        assert _flags(m) == flags
+        assert all(torch.equal(v, state[k]) for k, v in m.state_dict().items())  # running stats included
+        assert all(p.grad is None for p in m.parameters())  # no weight gradients
+    m1.eval()  # eval mode was used inside: the result is the same as for a model in eval mode
+    r_eval = invert(m1, x, "penultimate", cfg, m2=m2)
+    assert torch.equal(r_train.x_prime, r_eval.x_prime)
+
+
+# -- precision and devices ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("precision", ["bf16", "16"])
+def test_mixed_precision_optimises_in_low_precision_and_reports_full_precision(precision):
+    m, x = _seq(0), _smooth_images(6)
+    full = invert(m, x, "logits", InversionConfig(steps=100, tolerance=0.05, precision="32"))
+    low = invert(m, x, "logits", InversionConfig(steps=100, tolerance=0.05, precision=precision))
+    assert low.is_iri.all() and full.is_iri.all()
+    assert not torch.equal(low.history[0], full.history[0])  # the objective did run in low precision
+    assert torch.allclose(low.residual, relative_distance(m, "logits", low.x_prime, x))  # reported in fp32
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_bf16_channels_last_matches_the_cpu_seeds():
+    m, x = _resnet(0), _smooth_images(16)
+    cfg = InversionConfig(steps=100, tolerance=0.05)  # auto: bf16 autocast, channels-last inputs
+    r = invert(m.cuda(), x.cuda(), "penultimate", cfg)
+    assert r.x_prime.is_cuda and r.x_prime.min() >= 0 and r.x_prime.max() <= 1
+    assert r.fraction_iri >= 14 / 16
+    assert torch.equal(make_seed("normal", x.cuda(), seed_generator(0)).cpu(), make_seed("normal", x, seed_generator(0)))

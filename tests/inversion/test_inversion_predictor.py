@@ -1,0 +1,84 @@
+"""Multi-device inversions through Lightning's Trainer.predict, checked on one CPU device."""
+import lightning as L
+import pytest
+import torch
+from torch import nn
+
+from stir.inversion import InversionConfig, InversionPredictor, PredictionFiles, invert, invert_adversarial
+from stir.inversion import merge_predictions
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _net(seed: int = 0) -> nn.Module:
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return nn.Sequential(
+            nn.Conv2d(3, 4, 3, 2, 1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 8 * 8, 8)
+        ).eval()
+
+
+def _images(n: int = 5) -> torch.Tensor:
+    return torch.rand(n, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+
+
+def _trainer(**kwargs) -> L.Trainer:
+    return L.Trainer(
+        accelerator="cpu", devices=1, inference_mode=False, logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, **kwargs,
+    )
+
+
+def _assert_same(a, b):
+    assert torch.allclose(a.x_prime, b.x_prime, atol=1e-5)
+    assert torch.allclose(a.residual, b.residual, atol=1e-5)
+    assert torch.equal(a.steps, b.steps) and a.evaluations == b.evaluations
+    assert a.history.shape == b.history.shape and a.fraction_iri == b.fraction_iri
+
+
+def test_predict_matches_invert():
+    m1, m2, x = _net(), _net(1), _images()
+    m1.train()  # Lightning's predict loop and the engine must both leave it as it was
+    cfg = InversionConfig(steps=6, batch_size=2, tolerance=0.3)  # three batches of 2, 2, 1
+    predictor = InversionPredictor(m1, "logits", cfg, m2=m2)
+    merged = merge_predictions(_trainer().predict(predictor, predictor.dataloader(x)))
+    _assert_same(merged, invert(m1, x, "logits", cfg, m2=m2))
+    assert torch.allclose(merged.m2_distance, invert(m1, x, "logits", cfg, m2=m2).m2_distance, atol=1e-5)
+    assert m1.training and all(m.training for m in m1.modules()) and not m2.training
+    assert all(p.requires_grad for p in m1.parameters())
+
+
+def test_adversarial_predict_and_per_rank_files(tmp_path):
+    m1, m2, x = _net(), _net(1), _images(4)
+    cfg = InversionConfig(steps=4, batch_size=3)
+    predictor = InversionPredictor(m1, "logits", cfg, m2=m2, adversarial=True)
+    writer = PredictionFiles(str(tmp_path))
+    trainer = _trainer(callbacks=[writer])
+    trainer.predict(predictor, predictor.dataloader(x), return_predictions=False)
+    trainer.strategy.barrier()
+    assert (tmp_path / "rank0.pt").exists()
+    _assert_same(writer.merge(), invert_adversarial(m1, m2, x, "logits", cfg=cfg))
+
+
+def test_inference_mode_is_refused():
+    predictor = InversionPredictor(_net(), "logits", InversionConfig(steps=2))
+    trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
+                        enable_model_summary=False)
+    with pytest.raises(RuntimeError, match="inference_mode=False"):
+        trainer.predict(predictor, predictor.dataloader(_images(2)))
+
+
+def test_merge_rejects_missing_or_repeated_rows():
+    cfg = InversionConfig(steps=2, batch_size=2)
+    predictor = InversionPredictor(_net(), "logits", cfg)
+    predictions = _trainer().predict(predictor, predictor.dataloader(_images(4)))
+    with pytest.raises(ValueError, match="once"):
+        merge_predictions(predictions[:1] + predictions[:1])
+    shuffled = merge_predictions(predictions[::-1])  # any order of batches
+    assert torch.equal(shuffled.x_prime, merge_predictions(predictions).x_prime)
