@@ -3,7 +3,13 @@ from __future__ import annotations
 
 from typing import Type, TypeVar
 
+from pathlib import Path
+from typing import Sequence
+
+from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
+from hydra.initialize import get_gh_backup, restore_gh_from_backup
 from omegaconf import DictConfig, OmegaConf
 
 from stir.config.schema import TrainConfig
@@ -30,3 +36,20 @@ def train_config(cfg: DictConfig) -> TrainConfig:
     out = to_dataclass(cfg, TrainConfig)
     validate_train(out)
     return out
+
+
+def compose_train(config_dir: Path, overrides: Sequence[str]) -> TrainConfig:
+    """The TrainConfig that ``python train.py *overrides`` would run, composed without running it.
+
+    Works inside another Hydra app (evaluate.py resolving zoo recipes): the caller's Hydra state
+    is saved and restored around a private composition of ``train.yaml``.
+    """
+    register_configs()
+    backup = get_gh_backup()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
+            cfg = compose(config_name="train", overrides=list(overrides))
+    finally:
+        restore_gh_from_backup(backup)
+    return train_config(cfg)

@@ -1,0 +1,47 @@
+"""Hydra registration and validation of the ``evaluate.py`` schema."""
+from __future__ import annotations
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, ListConfig
+
+from stir.config.evaluate_schema import EvaluateConfig
+from stir.config.store import to_dataclass
+from stir.config.validate import ConfigError, check_choice, check_positive
+
+IRI_KINDS = ("arbitrary", "adversarial", "both")
+SPLITS = ("train", "holdout", "test")
+KINDS = ("pair", "pairs", "matrix", "incremental")
+
+
+def register_evaluate_configs() -> None:
+    ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
+
+
+def evaluate_config(cfg: DictConfig) -> EvaluateConfig:
+    out = to_dataclass(cfg, EvaluateConfig)
+    validate_evaluate(out)
+    return out
+
+
+def validate_evaluate(cfg: EvaluateConfig) -> None:
+    from stir.similarity import names as measures
+
+    check_choice("measure", cfg.measure, measures())
+    check_choice("iri", cfg.iri, IRI_KINDS)
+    check_choice("split", cfg.split, SPLITS)
+    check_choice("experiment.kind", cfg.experiment.kind, KINDS)
+    check_choice("zoo.profile", cfg.zoo.profile, ("full", "cpu"))
+    check_positive("n", cfg.n)
+    check_positive("k", cfg.k)
+    if isinstance(cfg.layers, (list, tuple, ListConfig)):
+        cfg.layers = [str(t) for t in cfg.layers]
+        if not cfg.layers:
+            raise ConfigError("layers=[] names no tap; use layers=penultimate, layers=all or layers=[tap,...]")
+    elif cfg.layers not in ("penultimate", "all"):
+        raise ConfigError(f"layers={cfg.layers!r}: use penultimate, all, or a list of tap names like layers=[stem,penultimate]")
+    if cfg.experiment.kind == "pairs" and not cfg.experiment.pairs:
+        raise ConfigError(f"experiment {cfg.experiment.name!r} of kind 'pairs' lists no pairs")
+    if any(len(p) != 2 for p in cfg.experiment.pairs):
+        raise ConfigError(f"experiment.pairs must be [ref, target] pairs, got {cfg.experiment.pairs}")
+    if cfg.experiment.kind == "matrix" and len(cfg.experiment.models) < 2:
+        raise ConfigError(f"experiment {cfg.experiment.name!r} of kind 'matrix' needs at least 2 models")

@@ -1,0 +1,179 @@
+"""STIR layer by layer: corresponding taps of two networks by relative depth, and STIR's trend over depth.
+
+Nanda et al., ICML 2022, study how shared invariance changes with depth (section 5). Two networks
+rarely have the same number of layers, so taps are paired by *relative depth*: in a list of L taps
+(depth order) tap i sits at depth_i = i / (L - 1), from 0 (first tap) to 1 (last); a single tap
+sits at depth 1 (it is taken as the output end). The trend is the least-squares line
+STIR = slope * depth + intercept over the paired taps (``fit_slope``).
+"""
+from __future__ import annotations
+
+import logging
+import math
+from fractions import Fraction
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+from torch import Tensor, nn
+
+from stir.evaluation.pair import DIRECTIONS, evaluate_pair
+from stir.evaluation.results import SLUGS, LayerwiseResult, PairResult
+from stir.evaluation.store import ResultStore
+from stir.inversion import InversionConfig, model_fingerprint
+from stir.models import tap_names
+
+log = logging.getLogger(__name__)
+
+LOGITS = "logits"
+TapSpec = Union[None, str, Sequence[Union[str, Tuple[str, str]]]]
+
+
+def relative_depths(count: int) -> List[float]:
+    """depth_i = i / (count - 1) for i < count; [1.0] for a single tap."""
+    if count < 1:
+        raise ValueError("need at least one tap")
+    return [float(d) for d in _exact_depths(count)]
+
+
+def _exact_depths(count: int) -> List[Fraction]:
+    return [Fraction(1)] if count == 1 else [Fraction(i, count - 1) for i in range(count)]
+
+
+def corresponding_taps(taps1: Sequence[str], taps2: Sequence[str]) -> List[Tuple[str, str, float]]:
+    """Pair taps at the same relative depth: [(tap1, tap2, depth)], one per tap of the SHORTER list.
+
+    Each tap of the shorter list (``taps1`` when equally long) is paired with the tap of the other
+    list whose relative depth is nearest to its own (ties: the shallower one); ``depth`` is the
+    shorter list's relative depth. Equal-length lists pair one to one. tap1 always comes from
+    ``taps1`` and tap2 from ``taps2``. Example: 3 vs 5 taps pair (0, 0), (1, 2), (2, 4) at 0, .5, 1.
+    """
+    taps1, taps2 = list(taps1), list(taps2)
+    if not taps1 or not taps2:
+        raise ValueError(f"both tap lists must be non-empty, got {len(taps1)} and {len(taps2)} taps")
+    swap = len(taps2) < len(taps1)
+    short, long = (taps2, taps1) if swap else (taps1, taps2)
+    long_depths = _exact_depths(len(long))
+    pairs = []
+    for tap, depth in zip(short, _exact_depths(len(short))):
+        # Exact rational distances, so that ties are ties; min keeps the first (shallower) on a tie.
+        match = long[min(range(len(long)), key=lambda j: abs(long_depths[j] - depth))]
+        pairs.append((match, tap, float(depth)) if swap else (tap, match, float(depth)))
+    return pairs
+
+
+def depth_taps(model: nn.Module) -> List[str]:
+    """The model's taps in depth order, without "logits" (logits are the output, not a layer).
+
+    Registered networks (``stir.models.Network``) give their declared taps, "penultimate" included.
+    Any other module gives its leaf submodules in registration order (``named_modules``), which is
+    depth order for sequential stacks and an approximation otherwise; pass explicit taps then.
+    """
+    if getattr(model, "taps", None):
+        return [t for t in tap_names(model) if t != LOGITS]
+    return [name for name, module in model.named_modules() if name and not any(True for _ in module.children())]
+
+
+def fit_slope(depths: Sequence[float], values: Sequence[float]) -> Tuple[float, float]:
+    """Least-squares (slope, intercept) of values = slope * depth + intercept.
+
+    Points with a NaN value (or depth) are dropped; fewer than two points, or all at one depth,
+    give (NaN, NaN) (``slope_reason`` says why).
+    """
+    if slope_reason(depths, values) is not None:
+        return math.nan, math.nan
+    x, y = _finite_points(depths, values)
+    slope, intercept = np.polyfit(x, y, 1)
+    return float(slope), float(intercept)
+
+
+def slope_reason(depths: Sequence[float], values: Sequence[float]) -> Optional[str]:
+    """Why ``fit_slope`` is NaN on these points, or None when it is defined."""
+    x, _ = _finite_points(depths, values)
+    if len(x) < 2:
+        return f"{len(x)} finite point(s) of {len(list(values))}; a slope needs at least 2"
+    if np.ptp(x) == 0:
+        return "every point is at the same depth"
+    return None
+
+
+def _finite_points(depths: Sequence[float], values: Sequence[float]) -> Tuple[np.ndarray, np.ndarray]:
+    x, y = np.asarray(depths, dtype=float), np.asarray(values, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"depths and values differ in length: {x.shape} vs {y.shape}")
+    keep = np.isfinite(x) & np.isfinite(y)
+    return x[keep], y[keep]
+
+
+def layer_pairs(m1: nn.Module, m2: nn.Module, taps: TapSpec = None) -> List[Tuple[str, str, float]]:
+    """The (tap1, tap2, depth) pairs ``evaluate_layers`` measures.
+
+    ``taps`` None or "all": ``corresponding_taps(depth_taps(m1), depth_taps(m2))``. A list of names:
+    each name in both models. A list of (tap1, tap2) pairs: as given. For explicit lists the depth
+    is tap1's relative depth in ``depth_taps(m1)`` ("logits", or a tap outside that list, sits at 1).
+    """
+    if taps is None or taps == "all":
+        return corresponding_taps(depth_taps(m1), depth_taps(m2))
+    if isinstance(taps, str):
+        raise ValueError(f"taps must be None, 'all' or a list of tap names / (tap1, tap2) pairs, got {taps!r}")
+    order = depth_taps(m1)
+    depth_of = dict(zip(order, relative_depths(len(order)))) if order else {}
+    pairs = []
+    for item in taps:
+        tap1, tap2 = (item, item) if isinstance(item, str) else tuple(item)
+        pairs.append((tap1, tap2, depth_of.get(tap1, 1.0)))
+    return pairs
+
+
+def evaluate_layers(
+    m1: nn.Module,
+    m2: nn.Module,
+    images: Tensor,
+    *,
+    taps: TapSpec = None,
+    measure: str = "linear_cka",
+    k: int = 5,
+    iri: str = "both",
+    inversion: Optional[InversionConfig] = None,
+    names: Tuple[str, str] = ("m1", "m2"),
+    ids: Optional[Tuple[str, str]] = None,
+    store: Optional[ResultStore] = None,
+    directions: Sequence[str] = DIRECTIONS,
+    record: Optional[Dict[str, Any]] = None,
+) -> LayerwiseResult:
+    """``evaluate_pair`` at every tap pair of ``layer_pairs(m1, m2, taps)`` and STIR's trend over depth.
+
+    slope_m2_given_m1 / slope_m1_given_m2 fit STIR (arbitrary IRIs, mean over draws) against
+    relative depth (``fit_slope``); ``fits`` fits every computed STIR / STIR_adv. Each tap pair is
+    stored per direction (``store``), so an interrupted sweep resumes where it stopped.
+    """
+    ids = tuple(ids) if ids is not None else (model_fingerprint(m1), model_fingerprint(m2))  # hash once
+    pairs = layer_pairs(m1, m2, taps)
+    rows: List[PairResult] = []
+    for tap1, tap2, depth in pairs:
+        log.info("layer-wise STIR: %s vs %s at depth %.2f", tap1, tap2, depth)
+        rows.append(evaluate_pair(
+            m1, m2, images, tap1, tap2, measure=measure, k=k, iri=iri, inversion=inversion, names=names,
+            ids=ids, store=store, directions=directions, record=record,
+        ))
+    depths = [depth for _, _, depth in pairs]
+
+    fits: Dict[str, Dict[str, float]] = {}
+    notes: List[str] = []
+    for direction in directions:
+        for prefix in ("stir", "stir_adv"):
+            name = f"{prefix}_{SLUGS[direction]}"
+            stats = [getattr(row, name) for row in rows]
+            if any(s is None for s in stats):
+                continue  # not computed (iri kind)
+            values = [s.mean for s in stats]
+            slope, intercept = fit_slope(depths, values)
+            fits[name] = {"slope": slope, "intercept": intercept}
+            reason = slope_reason(depths, values)
+            if reason is not None:
+                notes.append(f"slope of {name}: undefined ({reason})")
+    slope = {d: fits.get(f"stir_{SLUGS[d]}", {}).get("slope") for d in DIRECTIONS}
+    intercepts = {d: fits[f"stir_{SLUGS[d]}"]["intercept"] for d in DIRECTIONS if f"stir_{SLUGS[d]}" in fits}
+    return LayerwiseResult(
+        rows=rows, depths=depths, slope_m2_given_m1=slope["m2|m1"], slope_m1_given_m2=slope["m1|m2"],
+        intercepts=intercepts, fits=fits, notes=notes,
+    )

@@ -1,0 +1,177 @@
+"""The model zoo: names -> training recipes -> run folders -> loaded networks.
+
+``configs/zoo.yaml`` maps a name to the overrides of ``python train.py`` (and optionally a zoo
+model to warm-start from). A name resolves to the run folder that command writes, so evaluation
+finds exactly what training produced; a missing model is either trained (``train_missing``) or
+reported with the command that trains it. A path to a run folder or checkpoint works as a name too.
+"""
+from __future__ import annotations
+
+import logging
+import shlex
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from omegaconf import OmegaConf
+from torch import nn
+
+from stir.config.schema import TrainConfig
+from stir.config.store import compose_train
+from stir.models import Network, build, channel_stats
+from stir.training.runs import RunFolder, load_state_dict, recipe_dir, resolve_weights_file, weights_identity
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    train: List[str]  # overrides of train.py
+    init_from: Optional[str] = None  # another zoo name
+
+
+@dataclass
+class ZooModel:
+    """A resolved zoo entry: where its weights live and what it is."""
+
+    name: str
+    run_dir: Path
+    config: Optional[TrainConfig]  # None for a bare checkpoint path
+    command: str  # the train.py command that makes it
+
+    @cached_property
+    def identity(self) -> str:
+        """Content hash of the weights: the model's identity in every stored result."""
+        return weights_identity(str(self.run_dir))
+
+    def metrics(self) -> Dict[str, float]:
+        """Clean / robust test accuracy from the run's metrics.json (empty for a bare checkpoint)."""
+        f = self.run_dir / "metrics.json"
+        if not f.is_file():
+            return {}
+        import json
+
+        data = json.loads(f.read_text())
+        return {k: v for k, v in data.items() if k.startswith("test/")}
+
+
+class UnknownModelError(ValueError):
+    pass
+
+
+class MissingModelError(FileNotFoundError):
+    pass
+
+
+def load_zoo(path: Path) -> Dict[str, Recipe]:
+    raw = OmegaConf.to_container(OmegaConf.load(path))
+    zoo = {}
+    for name, entry in raw.items():
+        if isinstance(entry, list):
+            zoo[name] = Recipe(train=[str(o) for o in entry])
+        elif isinstance(entry, dict) and set(entry) <= {"train", "init_from"}:
+            zoo[name] = Recipe(train=[str(o) for o in entry.get("train", [])], init_from=entry.get("init_from"))
+        else:
+            raise ValueError(f"{path}: zoo entry {name!r} must be a list of train.py overrides or {{train: [...], init_from: NAME}}")
+    for name, recipe in zoo.items():
+        if recipe.init_from is not None and recipe.init_from not in zoo:
+            raise ValueError(f"{path}: {name}.init_from={recipe.init_from!r} is not a zoo name")
+    return zoo
+
+
+class Zoo:
+    """Resolve zoo names (or checkpoint paths) under one profile and set of common overrides."""
+
+    def __init__(self, zoo_file: Path, config_dir: Path, profile: str = "full", overrides: Sequence[str] = (),
+                 runs_dir: Optional[str] = None):
+        self.recipes = load_zoo(Path(zoo_file))
+        self.zoo_file = Path(zoo_file)
+        self.config_dir = Path(config_dir)
+        self.common = [f"profile={profile}", *overrides] + ([f"runs_dir={runs_dir}"] if runs_dir else [])
+
+    def overrides(self, name: str) -> List[str]:
+        """The full train.py overrides of a zoo name (init_from resolved to its parent's run folder)."""
+        recipe = self._recipe(name)
+        extra = []
+        if recipe.init_from is not None:
+            extra = [f"init_from={self.resolve(recipe.init_from, must_exist=True).run_dir}"]
+        return [*self.common, *recipe.train, *extra]
+
+    def train_config(self, name: str) -> TrainConfig:
+        return compose_train(self.config_dir, self.overrides(name))
+
+    def resolve(self, name: str, must_exist: bool = False) -> ZooModel:
+        if name not in self.recipes:
+            path = Path(name)
+            if path.exists():
+                return ZooModel(name=path.name if path.is_dir() else path.stem, run_dir=path, config=None, command="")
+            raise UnknownModelError(
+                f"unknown model {name!r}: not in {self.zoo_file} and not an existing path; zoo names: {sorted(self.recipes)}"
+            )
+        recipe = self._recipe(name)
+        if recipe.init_from is not None:
+            parent = self.resolve(recipe.init_from)
+            if not RunFolder(parent.run_dir).finished:
+                raise MissingModelError(
+                    f"zoo model {name!r} is warm-started from {recipe.init_from!r}, which is not trained yet: "
+                    f"run `{parent.command}` first, or pass train_missing=true"
+                )
+        cfg = self.train_config(name)
+        run_dir = recipe_dir(cfg)
+        command = "python train.py " + " ".join(shlex.quote(o) for o in self.overrides(name))
+        model = ZooModel(name=name, run_dir=run_dir, config=cfg, command=command)
+        if must_exist and not RunFolder(run_dir).finished:
+            raise MissingModelError(
+                f"zoo model {name!r} is not trained: no finished run in {run_dir}. Train it with\n    {command}\n"
+                f"or pass train_missing=true to train missing models first"
+            )
+        return model
+
+    def ensure(self, name: str, train_missing: bool) -> ZooModel:
+        """Resolve a name to a finished run, training it (and its warm-start parents) if allowed."""
+        if name in self.recipes and train_missing:
+            recipe = self._recipe(name)
+            if recipe.init_from is not None:
+                self.ensure(recipe.init_from, train_missing=True)
+            model = self.resolve(name)
+            if not RunFolder(model.run_dir).finished:
+                from stir.training.pipeline import train
+
+                log.info("training missing zoo model %s: %s", name, model.command)
+                train(model.config)
+            return model
+        return self.resolve(name, must_exist=True)
+
+    def _recipe(self, name: str) -> Recipe:
+        if name not in self.recipes:
+            raise UnknownModelError(f"unknown zoo name {name!r}; zoo names: {sorted(self.recipes)}")
+        return self.recipes[name]
+
+
+def load_model(model: ZooModel) -> nn.Module:
+    """Build the network of a resolved zoo model and load its weights (eval mode, on the CPU)."""
+    if model.config is not None:
+        cfg = model.config
+        net = build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name))
+    else:
+        net = _build_from_weights(model.run_dir)
+    net.load_state_dict(load_state_dict(str(model.run_dir)))
+    return net.eval()
+
+
+def _build_from_weights(path: Path) -> Network:
+    """A bare weights.pt carries its architecture; a bare Lightning .ckpt needs its run's config.yaml."""
+    import torch
+
+    from stir.config.schema import ModelConfig
+
+    file = resolve_weights_file(str(path))
+    blob = torch.load(file, map_location="cpu", weights_only=True)
+    if "model" in blob and "num_classes" in blob:
+        return build(ModelConfig(**blob["model"]), blob["num_classes"], *channel_stats(blob.get("data", "cifar10")))
+    config = file.parent / "config.yaml"
+    if config.is_file():
+        cfg = OmegaConf.to_container(OmegaConf.load(config))
+        return build(ModelConfig(**cfg["model"]), cfg["data"]["num_classes"], *channel_stats(cfg["data"]["name"]))
+    raise ValueError(f"{file}: cannot tell its architecture (no weights.pt metadata, no config.yaml beside it)")

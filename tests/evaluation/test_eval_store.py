@@ -1,0 +1,163 @@
+"""The result store: hits without recomputation, corrupt entries recomputed, keys, resume after a kill."""
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from stir.evaluation import (
+    DirectionResult, ResultStore, SimilarityResult, direction_key, evaluate_direction, evaluate_pair, make_plan,
+    similarity_key,
+)
+from stir.inversion import InversionConfig
+
+FAST = InversionConfig(steps=20, lr=0.05, seed=0, warn_below=0.0)
+
+
+class Killed(Exception):
+    """Stands in for a process killed mid-experiment."""
+
+
+class Counting(nn.Module):
+    """A 3x8x8 -> 4 random linear read-out that counts its forward passes (and dies after ``die_after``)."""
+
+    def __init__(self, seed: int):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.body = nn.Sequential(nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(48, 4))
+        self.forwards = 0
+        self.die_after = None
+
+    def forward(self, x):
+        self.forwards += 1
+        if self.die_after is not None and self.forwards > self.die_after:
+            raise Killed("killed mid-experiment")
+        return self.body(x)
+
+
+@pytest.fixture(scope="module")
+def images() -> torch.Tensor:
+    g = torch.Generator().manual_seed(1)
+    blocks = torch.rand(8, 3, 2, 2, generator=g) * 0.6 + 0.2
+    return (nn.functional.interpolate(blocks, size=8, mode="nearest") + 0.05 * torch.randn(8, 3, 8, 8, generator=g)).clamp(0, 1)
+
+
+def run_pair(store, images, m1, m2, **kw):
+    kw = {"k": 2, "iri": "arbitrary", "inversion": FAST, **kw}
+    return evaluate_pair(m1, m2, images, "logits", "logits", store=store, **kw)
+
+
+def test_second_call_is_served_from_the_store_without_any_forward_pass(tmp_path, images):
+    m1, m2 = Counting(0), Counting(1)
+    store = ResultStore(tmp_path)
+    first = run_pair(store, images, m1, m2, record={"run": "unit"})
+    assert (store.hits, store.misses) == (0, 3)  # the similarity and two directions
+    assert len(list((tmp_path / "direction").glob("*.json"))) == 2
+    assert len(list((tmp_path / "similarity").glob("*.json"))) == 1
+
+    m1.forwards = m2.forwards = 0
+    second = run_pair(store, images, m1, m2, names=("a", "b"))
+    assert (store.hits, store.misses) == (3, 3)  # misses unchanged: nothing recomputed
+    assert m1.forwards == 0 and m2.forwards == 0  # no inversion, no representation
+    assert second.to_dict() == {**first.to_dict(), "ref": "a", "target": "b"}  # names are display only
+
+    entries = store.entries("direction")
+    assert len(entries) == 2 and all(e["record"] == {"run": "unit"} for e in entries)
+    assert all("torch" in e["versions"] and e["timestamp"] for e in entries)
+    assert {DirectionResult.from_dict(e["result"]).stir.values == first.stir_m2_given_m1.values for e in entries} == {True, False}
+
+
+def test_a_truncated_entry_is_moved_aside_recomputed_and_rewritten(tmp_path, images):
+    m1, m2 = Counting(0), Counting(1)
+    store = ResultStore(tmp_path)
+    first = run_pair(store, images, m1, m2, directions=("m2|m1",))
+    [path] = (tmp_path / "direction").glob("*.json")
+    path.write_text(path.read_text()[:100])  # a torn write from some other tool
+
+    second = run_pair(store, images, m1, m2, directions=("m2|m1",))
+    assert store.misses == 2 + 1 and store.hits == 1  # the similarity hit; the direction recomputed
+    assert second.stir_m2_given_m1 == first.stir_m2_given_m1
+    assert json.loads(path.read_text())["result"]["stir"] is not None  # rewritten, whole
+    assert path.with_name(path.name + ".corrupt").exists()
+
+
+def test_entries_that_parse_but_do_not_validate_are_not_trusted(tmp_path):
+    store = ResultStore(tmp_path)
+    key = ResultStore.key(x=1)
+    store.put("similarity", key, {"value": 0.5})  # lacks SimilarityResult's fields
+    assert store.get("similarity", key) is not None  # fine without a validator
+    assert store.get("similarity", key, validate=SimilarityResult.from_dict) is None
+    assert not store.path("similarity", key).exists() and store.entries("similarity") == []
+
+    other = ResultStore.key(x=2)
+    store.put("similarity", other, {"value": 0.5})
+    store.path("similarity", other).rename(store.path("similarity", key))  # right file, wrong key inside
+    assert store.get("similarity", key) is None and store.misses == 2
+
+
+def test_every_result_relevant_setting_changes_the_key_and_nothing_else_does(images):
+    ids, taps = ("id1", "id2"), ("logits", "logits")
+    base = direction_key(make_plan(images, "linear_cka", 2, "both", InversionConfig()), ids, taps)
+
+    def key(images=images, measure="linear_cka", k=2, iri="both", ids=ids, taps=taps, **cfg):
+        return direction_key(make_plan(images, measure, k, iri, InversionConfig(**cfg)), ids, taps)
+
+    changed = [
+        key(k=3), key(measure="rbf_cka"), key(iri="arbitrary"), key(seed=1), key(steps=10), key(tolerance=0.05),
+        key(mode="faithful"), key(taps=("logits", "body.1")), key(ids=("id2", "id1")), key(images=images[:4]),
+        key(images=images.flip(0)),
+    ]
+    assert base not in changed and len(set(changed)) == len(changed)
+    assert key(batch_size=3, cache_dir="/tmp/x", progress=True, warn_below=0.1) == base
+
+    # The plain similarity has no direction for a symmetric measure, and ignores the inversion settings.
+    plan = make_plan(images, "linear_cka", 2, "both", InversionConfig())
+    assert similarity_key(plan, ids, taps) == similarity_key(plan, ids[::-1], taps[::-1])
+    assert similarity_key(plan, ids, taps) == similarity_key(make_plan(images, "linear_cka", 5, "arbitrary", InversionConfig(seed=9)), ids, taps)
+    asym = make_plan(images, "linear_regression", 2, "both", InversionConfig())
+    assert similarity_key(asym, ids, taps) != similarity_key(asym, ids[::-1], taps[::-1])
+
+
+def test_a_pair_reuses_the_direction_a_matrix_already_stored(tmp_path, images):
+    m1, m2 = Counting(0), Counting(1)
+    store = ResultStore(tmp_path)
+    direction = evaluate_direction(m1, m2, images, "logits", "logits", k=2, iri="arbitrary", inversion=FAST, store=store)
+    pair = run_pair(store, images, m1, m2, directions=("m2|m1",))
+    assert store.hits == 1  # the direction; only the similarity was computed
+    assert pair.stir_m2_given_m1 == direction.stir
+
+
+def test_resume_after_a_kill_computes_only_what_is_missing(tmp_path, images):
+    ref, targets = Counting(0), [Counting(1), Counting(2), Counting(3)]
+    targets[2].die_after = 3  # past the input check and tgt(X): killed inside the first draw
+
+    def sweep(store):
+        return [evaluate_direction(ref, t, images, "logits", "logits", k=2, iri="both", inversion=FAST,
+                                   names=("ref", f"t{i}"), store=store) for i, t in enumerate(targets)]
+
+    with pytest.raises(Killed):
+        sweep(ResultStore(tmp_path))
+    assert len(list((tmp_path / "direction").glob("*.json"))) == 2  # the finished ones, nothing partial
+
+    targets[2].die_after = None
+    for m in (ref, *targets):
+        m.forwards = 0
+    store = ResultStore(tmp_path)  # a fresh process
+    results = sweep(store)
+    assert (store.hits, store.misses) == (2, 1)
+    assert targets[0].forwards == 0 and targets[1].forwards == 0 and targets[2].forwards > 0
+    assert [r.target for r in results] == ["t0", "t1", "t2"] and results[2].stir is not None
+    assert len(store.entries("direction")) == 3
+
+
+def test_the_references_arbitrary_iris_are_inverted_once_for_all_targets(tmp_path, images):
+    """With ``inversion.cache_dir`` the engine's cache (keyed without the target) serves every target."""
+    ref = Counting(0)
+    cfg = InversionConfig(steps=20, lr=0.05, seed=0, warn_below=0.0, early_stop=False, cache_dir=str(tmp_path))
+    first = evaluate_direction(ref, Counting(1), images, "logits", "logits", k=2, iri="arbitrary", inversion=cfg)
+    inverting = ref.forwards
+    assert inverting > 2 * 20  # two draws of 20 gradient steps each
+    ref.forwards = 0
+    second = evaluate_direction(ref, Counting(2), images, "logits", "logits", k=2, iri="arbitrary", inversion=cfg)
+    assert ref.forwards <= 1 + 2  # the input check and one prediction pass per draw: no inversion
+    assert second.quality["arbitrary"]["median_residual"] == first.quality["arbitrary"]["median_residual"]

@@ -1,0 +1,112 @@
+"""evaluate.py end to end on tiny models and data, through the real Hydra entry point."""
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import run_entry_point
+
+# Every zoo recipe shrunk to seconds (width 4, one epoch, 2-step attacks); W&B off for training.
+ZOO_OVERRIDES = [
+    "data.download=false", "data.holdout_size=40", "data.batch_size=40", "model.width=4", "trainer.max_epochs=1",
+    "attack.steps=2", "eval_attack.steps=2", "trainer.robust_test_size=10", "trainer.robust_val_every_n_epochs=0",
+    "trainer.enable_progress_bar=false", "logger.wandb.mode=disabled",
+]
+
+
+def eval_args(root: Path, data_root: Path, *extra: str) -> list:
+    overrides = ",".join(f'"{o}"' for o in [f"data.root={data_root}", *ZOO_OVERRIDES])
+    return [
+        f"zoo.overrides=[{overrides}]", f"zoo.runs_dir={root / 'runs'}", f"out_dir={root / 'results'}",
+        "n=12", "k=2", "inversion.steps=15", "inversion.tolerance=0.05", "iri_grid_images=4",
+        "logger.wandb.mode=disabled", *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory, cifar10_root):
+    """Trains the zoo models the tests compare, through evaluate.py's train_missing=true."""
+    root = tmp_path_factory.mktemp("evaluate")
+    mp = pytest.MonkeyPatch()
+    try:
+        run_entry_point("evaluate", eval_args(root, cifar10_root, "ref=at", "target=vanilla", "train_missing=true",
+                                              "logger.wandb.mode=offline"), mp)
+    finally:
+        mp.undo()
+    return root
+
+
+def store_files(root: Path) -> dict:
+    return {p: p.stat().st_mtime_ns for p in (root / "results/store").rglob("*.json")}
+
+
+def test_pair_writes_tables_plots_record_and_wandb(workspace):
+    out = workspace / "results/pair_at_vs_vanilla"
+    for name in ("pairs.csv", "pairs.md", "iri_examples.png", "record.json", "README.md"):
+        assert (out / name).is_file(), name
+    table = (out / "pairs.md").read_text()
+    assert "STIR(m2|m1)" in table.replace("\\|", "|") and "at" in table and "vanilla" in table
+    (wandb_file,) = out.glob("wandb/offline-run-*/run-*.wandb")
+    assert b"pairs" in wandb_file.read_bytes()
+    record = json.loads((out / "record.json").read_text())
+    assert record["config"]["ref"] == "at" and "torch" in record["versions"]
+    entry = json.loads(next((workspace / "results/store/direction").glob("*.json")).read_text())
+    assert entry["record"]["models"]["at"]["sha256"] and entry["record"]["config"]["k"] == 2
+    assert entry["result"]["stir"]["values"] and len(entry["result"]["stir"]["values"]) == 2
+
+
+def test_rerun_reuses_every_stored_result(workspace, cifar10_root, monkeypatch):
+    before = store_files(workspace)
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla"), monkeypatch)
+    assert store_files(workspace) == before  # nothing recomputed, nothing rewritten
+
+
+def test_swapping_ref_and_target_swaps_the_directions(workspace, cifar10_root, monkeypatch):
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=vanilla", "target=at"), monkeypatch)
+    import csv
+
+    (a,) = csv.DictReader(open(workspace / "results/pair_at_vs_vanilla/pairs.csv"))
+    (b,) = csv.DictReader(open(workspace / "results/pair_vanilla_vs_at/pairs.csv"))
+    assert a["stir_m2_given_m1"] == b["stir_m1_given_m2"] and a["stir_m1_given_m2"] == b["stir_m2_given_m1"]
+
+
+def test_layerwise_pair_has_a_row_per_tap_pair_and_a_slope_plot(workspace, cifar10_root, monkeypatch):
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", "layers=[stem,layer2.0,penultimate]",
+                                          "iri=arbitrary", "out_dir=" + str(workspace / "results_layers")), monkeypatch)
+    out = workspace / "results_layers/pair_at_vs_vanilla"
+    import csv
+
+    rows = list(csv.DictReader(open(out / "pairs.csv")))
+    assert [r["tap_ref"] for r in rows] == ["stem", "layer2.0", "penultimate"]
+    assert (out / "layers_at_vs_vanilla.png").is_file()
+
+
+def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, monkeypatch):
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "experiment=at_methods", "train_missing=true",
+                                          "iri=arbitrary"), monkeypatch)
+    out = workspace / "results/at_methods"
+    import csv
+
+    matrix = list(csv.DictReader(open(out / "matrix_stir.csv")))
+    assert [r["m1 (ref) \\ m2 (target)"] for r in matrix] == ["at", "trades", "mart"]
+    assert all(0 <= float(r["at"]) <= 1 for r in matrix)
+    assert (out / "matrix_stir.png").is_file() and (out / "accuracy.csv").is_file()
+
+
+@pytest.mark.parametrize(
+    "extra, error, message",
+    [
+        (["ref=nosuchmodel"], ValueError, r"unknown model 'nosuchmodel'.*zoo names: \[.*'at'"),
+        (["layers=[nosuchtap]"], ValueError, r"unknown tap 'nosuchtap'.*valid taps"),
+        (["n=100000"], ValueError, r"cannot sample n=100000 images"),
+        (["measure=nosuchmeasure"], ValueError, r"measure='nosuchmeasure' is not a valid choice"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(workspace, cifar10_root, monkeypatch, extra, error, message):
+    with pytest.raises(error, match=message):
+        run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", *extra), monkeypatch)
+
+
+def test_missing_model_error_prints_the_train_command(workspace, cifar10_root, monkeypatch):
+    with pytest.raises(FileNotFoundError, match=r"(?s)not trained.*python train.py profile=full .*loss=at seed=1"):
+        run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at_s1", "target=vanilla"), monkeypatch)
