@@ -83,6 +83,9 @@ class TrainerConfig:
     precision: str = "32-true"
     sync_batchnorm: bool = False
     deterministic: bool = False
+    # NHWC activations on CUDA (what tensor cores want). Not on the CPU: torch 2.14's CPU backward
+    # segfaults for narrow channels_last ResNets (seen at width 4), though it is 20% faster at width 16.
+    channels_last: bool = True
     limit_train_batches: Optional[float] = None
     log_every_n_steps: int = 50
     enable_progress_bar: bool = True

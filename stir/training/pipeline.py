@@ -36,7 +36,7 @@ def train(cfg: TrainConfig) -> Path:
     system = RobustClassifier(
         network, cfg.loss, cfg.attack, cfg.eval_attack, cfg.optim, augment=cfg.data.augment,
         robust_val_every=cfg.trainer.robust_val_every_n_epochs, robust_val_size=cfg.trainer.robust_val_size,
-        robust_test_size=cfg.trainer.robust_test_size,
+        robust_test_size=cfg.trainer.robust_test_size, channels_last=cfg.trainer.channels_last,
     )
     loggers = build_loggers(cfg.logger, run.path, run_name=_run_name(run.path, cfg.runs_dir))
     trainer = build_trainer(cfg.trainer, loggers, run.path)

@@ -34,6 +34,7 @@ _RUNTIME_KEYS = {
     "runs_dir", "run_dir", "retrain", "logger", "data.root", "data.source", "data.download", "data.eval_batch_size",
     "trainer.accelerator", "trainer.devices", "trainer.num_nodes", "trainer.strategy", "trainer.enable_progress_bar",
     "trainer.log_every_n_steps", "trainer.robust_val_every_n_epochs", "trainer.robust_val_size",
+    "trainer.channels_last",
 }
 DEFAULT = TrainConfig()
 

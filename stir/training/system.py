@@ -38,6 +38,7 @@ class RobustClassifier(L.LightningModule):
         robust_val_every: int = 5,
         robust_val_size: int = 500,
         robust_test_size: int = 1000,
+        channels_last: bool = True,
     ):
         super().__init__()
         self.network = network
@@ -45,13 +46,26 @@ class RobustClassifier(L.LightningModule):
         self.objective = get_loss(loss.name)
         self.augment = augment
         self.robust_val_every, self.robust_val_size, self.robust_test_size = robust_val_every, robust_val_size, robust_test_size
+        self.channels_last = channels_last
+        self.memory_format = torch.contiguous_format
+
+    def setup(self, stage: str) -> None:
+        # NHWC on CUDA only (see TrainerConfig.channels_last). Only strides change: values and
+        # state dicts are the same either way.
+        if self.channels_last and self.device.type == "cuda":
+            self.memory_format = torch.channels_last
+            self.network.to(memory_format=self.memory_format)
+
+    def _images(self, images: Tensor) -> Tensor:
+        """uint8 (b, 3, h, w) -> float in [0, 1] in the network's memory format."""
+        return to_float(images).contiguous(memory_format=self.memory_format)
 
     def forward(self, x: Tensor) -> Tensor:  # (b, 3, h, w) in [0, 1] -> logits (b, C)
         return self.network(x)
 
     def training_step(self, batch, batch_idx: int) -> Tensor:
         images, labels = batch  # (b, 3, h, w) uint8, (b,)
-        x = to_float(augment_batch(images) if self.augment else images)
+        x = self._images(augment_batch(images) if self.augment else images)
         out = self.objective(self.network, x, labels, self.loss_cfg, self.attack_cfg)
         b = len(labels)
         self.log("train/loss", out.loss, prog_bar=True, batch_size=b)
@@ -66,7 +80,7 @@ class RobustClassifier(L.LightningModule):
 
     def _evaluate(self, batch, batch_idx: int, stage: str, robust_size: int) -> None:
         images, labels = batch
-        x = to_float(images)
+        x = self._images(images)
         b = len(labels)
         self.log(f"{stage}/acc", accuracy(self.network(x), labels), prog_bar=True, batch_size=b, sync_dist=True)
         # Robust accuracy on the first `robust_size` images of the (unshuffled) split.
