@@ -13,14 +13,6 @@ from stir import atomic
 from stir.inversion import engine
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _net(seed: int = 0) -> nn.Module:
     with torch.random.fork_rng():
         torch.manual_seed(seed)

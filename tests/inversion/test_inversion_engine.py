@@ -13,15 +13,6 @@ from stir.inversion import (
 from stir.models import build
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Two threads on two shared cores are ~20x slower than one for these tiny nets (spin-waiting).
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _seq(seed: int) -> nn.Module:
     """A tiny conv net: taps "logits" (16) and dotted module names ("3": (8*8*8,) ReLU map)."""
     with torch.random.fork_rng():

@@ -8,14 +8,6 @@ from stir.inversion import InversionConfig, InversionPredictor, PredictionFiles,
 from stir.inversion import merge_predictions
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _net(seed: int = 0) -> nn.Module:
     with torch.random.fork_rng():
         torch.manual_seed(seed)

@@ -5,22 +5,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pytest
 import torch
 
 F64 = torch.float64
-
-
-@pytest.fixture(autouse=True, scope="module")
-def single_thread():
-    """Tiny matrices run fastest on one BLAS thread (and never stall on a shared, busy CPU).
-
-    Imported by each test module; restores the previous setting afterwards.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def gen(seed: int) -> torch.Generator:

@@ -9,7 +9,6 @@ from simtest_utils import (
     random_invertible,
     random_orthogonal,
     related_pair,
-    single_thread,  # noqa: F401  (autouse fixture)
     textbook_cca,
 )
 

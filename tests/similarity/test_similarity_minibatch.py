@@ -8,7 +8,6 @@ from simtest_utils import (
     hsic_u_bruteforce,
     randn,
     related_pair,
-    single_thread,  # noqa: F401  (autouse fixture)
 )
 
 from stir.similarity import MinibatchCKA, linear_cka_debiased

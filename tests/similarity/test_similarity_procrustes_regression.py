@@ -10,7 +10,6 @@ from simtest_utils import (
     random_invertible,
     random_orthogonal,
     related_pair,
-    single_thread,  # noqa: F401  (autouse fixture)
 )
 
 from stir.similarity import linear_regression, procrustes, procrustes_distance

@@ -9,7 +9,6 @@ from simtest_utils import (
     F64,
     randn,
     related_pair,
-    single_thread,  # noqa: F401  (autouse fixture)
 )
 
 import stir.similarity as sim

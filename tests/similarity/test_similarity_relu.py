@@ -9,7 +9,6 @@ from simtest_utils import (
     gen,
     orthonormal_centred,
     random_orthogonal,
-    single_thread,  # noqa: F401  (autouse fixture)
 )
 
 from stir.similarity import linear_cka_debiased, relu_cka, relu_procrustes, relu_procrustes_distance

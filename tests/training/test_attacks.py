@@ -16,15 +16,6 @@ from stir.models import build, frozen
 MEAN, STD = (0.5, 0.5, 0.5), (0.25, 0.25, 0.25)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one intra-op thread is far faster than several on shared cores; restored after."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 class TinyNet(nn.Module):
     """conv-bn-relu-dropout, pooled, linear: batch norm and dropout in 8x8 images."""
 

@@ -14,15 +14,6 @@ from stir.training.losses import LOSSES, LossOutput, get_loss, mart_from_logits,
 ATTACK = AttackConfig(eps=0.5, steps=2)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one intra-op thread is far faster than several on shared cores; restored after."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 class TinyNet(nn.Module):
     """conv-bn-relu, pooled, linear: the cheapest model with batch norm, in train mode."""
 
