@@ -43,7 +43,11 @@ class InversionConfig:
     seed_kind: str = "normal"  # normal | uniform | shared_normal | white | black | reversed
     seed: int = 0  # seeds the CPU generator that draws the noise seeds
     normalize_residual: bool = True  # objective ||.|| / ||m1(x)|| (official code); False: absolute
-    adversarial_weight: float = 1.0  # w in  r1(x') - w * r2(x')  for adversarial IRIs
+    # w in  r1(x') - w * r2(x')  for adversarial IRIs. Measured on two CPU-profile vanilla ResNet18s
+    # (32 test images, 150 fast steps): w=1 leaves m1's median residual at 0.62 (0% IRIs: not
+    # IRIs at all), w=0.1 at 0.049, w=0.03 at 0.032 (arbitrary IRIs: 0.025) while still pushing m2
+    # 5x further than arbitrary IRIs do (median relative m2 distance 2.7 vs 0.50).
+    adversarial_weight: float = 0.03
     batch_size: int = 1000  # images optimised together (each independently: only memory and speed)
     cache_dir: Optional[str] = None  # on-disk cache of finished inversions; None: no cache
     precision: str = "auto"  # auto (bf16 on CUDA, 32 elsewhere) | 32 | bf16 | 16: the models' forward

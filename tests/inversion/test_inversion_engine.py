@@ -109,7 +109,7 @@ def test_adversarial_iris_push_m2_away_and_keep_m1_matched():
     assert (adversarial.m2_distance > 2 * arbitrary.m2_distance).all()
     assert adversarial.residual.max() < cfg.tolerance
     assert adversarial.x_prime.min() >= 0 and adversarial.x_prime.max() <= 1
-    faithful = invert_adversarial(m1, m2, x, "logits", cfg=InversionConfig(mode="faithful", steps=100))
+    faithful = invert_adversarial(m1, m2, x, "logits", cfg=InversionConfig(mode="faithful", steps=100, adversarial_weight=1.0))
     assert faithful.m2_distance.median() > arbitrary.m2_distance.median()
 
 
