@@ -8,21 +8,12 @@ import pytest
 import torch
 from torch import nn
 
+from invtest_utils import noise_images, tiny_net
 from stir.inversion import InversionConfig, invert, invert_adversarial, model_fingerprint
 from stir import atomic
 from stir.inversion import engine
 
 
-def _net(seed: int = 0) -> nn.Module:
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        return nn.Sequential(
-            nn.Conv2d(3, 4, 3, 2, 1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 8 * 8, 8)
-        ).eval()
-
-
-def _images(n: int = 3) -> torch.Tensor:
-    return torch.rand(n, 3, 16, 16, generator=torch.Generator().manual_seed(0))
 
 
 def _entries(folder):
@@ -38,11 +29,11 @@ def _no_compute(monkeypatch):
 
 def test_hit_on_identical_inputs(tmp_path, monkeypatch):
     cfg = InversionConfig(steps=4, cache_dir=str(tmp_path))
-    first = invert(_net(), _images(), "logits", cfg)
+    first = invert(tiny_net(), noise_images(3), "logits", cfg)
     assert not first.from_cache and len(_entries(tmp_path)) == 1
     _no_compute(monkeypatch)
     # a copy of the model, a copy of the images, settings that cannot change x': still a hit
-    again = invert(copy.deepcopy(_net()), _images().clone(), "logits", replace(cfg, batch_size=2, progress=True))
+    again = invert(copy.deepcopy(tiny_net()), noise_images(3).clone(), "logits", replace(cfg, batch_size=2, progress=True))
     assert again.from_cache
     for name in ("x_prime", "residual", "l2_to_original", "steps", "history"):
         assert torch.equal(getattr(first, name), getattr(again, name)), name
@@ -51,40 +42,40 @@ def test_hit_on_identical_inputs(tmp_path, monkeypatch):
 
 def test_hit_reuses_the_inversion_for_every_m2_and_reclassifies_tolerance(tmp_path, monkeypatch):
     cfg = InversionConfig(mode="faithful", steps=4, cache_dir=str(tmp_path))
-    base = invert(_net(), _images(), "logits", cfg)
+    base = invert(tiny_net(), noise_images(3), "logits", cfg)
     _no_compute(monkeypatch)
-    with_m2 = invert(_net(), _images(), "logits", replace(cfg, tolerance=10.0), m2=_net(1))
+    with_m2 = invert(tiny_net(), noise_images(3), "logits", replace(cfg, tolerance=10.0), m2=tiny_net(1))
     assert with_m2.from_cache and with_m2.m2_distance is not None and with_m2.m2_distance.shape == (3,)
     assert with_m2.is_iri.all() and torch.equal(with_m2.residual, base.residual)
 
 
 def _changed_inputs():
     """(name, model, images, tap, cfg changes) each differing from the base in one part of the key."""
-    weights = _net()
+    weights = tiny_net()
     with torch.no_grad():
         weights[0].weight[0, 0, 0, 0] += 1e-3
-    stats = _net()
+    stats = tiny_net()
     stats[1].running_mean[0] += 1e-3  # a buffer, not a parameter
-    pixel = _images()
+    pixel = noise_images(3)
     pixel[0, 0, 0, 0] = 1 - pixel[0, 0, 0, 0]
     return [
-        ("weights", weights, _images(), "logits", {}),
-        ("buffer", stats, _images(), "logits", {}),
-        ("images", _net(), pixel, "logits", {}),
-        ("tap", _net(), _images(), "2", {}),
-        ("seed", _net(), _images(), "logits", {"seed": 1}),
-        ("seed_kind", _net(), _images(), "logits", {"seed_kind": "uniform"}),
-        ("steps", _net(), _images(), "logits", {"steps": 5}),
-        ("lr", _net(), _images(), "logits", {"lr": 0.1}),
-        ("tolerance (early stop)", _net(), _images(), "logits", {"tolerance": 0.5}),
-        ("mode", _net(), _images(), "logits", {"mode": "faithful"}),
-        ("normalize_residual", _net(), _images(), "logits", {"normalize_residual": False}),
+        ("weights", weights, noise_images(3), "logits", {}),
+        ("buffer", stats, noise_images(3), "logits", {}),
+        ("images", tiny_net(), pixel, "logits", {}),
+        ("tap", tiny_net(), noise_images(3), "2", {}),
+        ("seed", tiny_net(), noise_images(3), "logits", {"seed": 1}),
+        ("seed_kind", tiny_net(), noise_images(3), "logits", {"seed_kind": "uniform"}),
+        ("steps", tiny_net(), noise_images(3), "logits", {"steps": 5}),
+        ("lr", tiny_net(), noise_images(3), "logits", {"lr": 0.1}),
+        ("tolerance (early stop)", tiny_net(), noise_images(3), "logits", {"tolerance": 0.5}),
+        ("mode", tiny_net(), noise_images(3), "logits", {"mode": "faithful"}),
+        ("normalize_residual", tiny_net(), noise_images(3), "logits", {"normalize_residual": False}),
     ]
 
 
 def test_miss_when_any_part_of_the_key_changes(tmp_path):
     cfg = InversionConfig(steps=4, cache_dir=str(tmp_path))
-    invert(_net(), _images(), "logits", cfg)
+    invert(tiny_net(), noise_images(3), "logits", cfg)
     for i, (name, model, images, tap, changes) in enumerate(_changed_inputs()):
         r = invert(model, images, tap, replace(cfg, **changes))
         assert not r.from_cache, name
@@ -93,34 +84,34 @@ def test_miss_when_any_part_of_the_key_changes(tmp_path):
 
 def test_adversarial_entries_are_keyed_on_both_models(tmp_path, monkeypatch):
     cfg = InversionConfig(steps=3, cache_dir=str(tmp_path))
-    first = invert_adversarial(_net(), _net(1), _images(), "logits", cfg=cfg)
-    assert not invert_adversarial(_net(), _net(2), _images(), "logits", cfg=cfg).from_cache
-    assert not invert_adversarial(_net(), _net(1), _images(), "logits", cfg=replace(cfg, adversarial_weight=0.5)).from_cache
-    assert not invert(_net(), _images(), "logits", cfg).from_cache  # arbitrary and adversarial never mix
+    first = invert_adversarial(tiny_net(), tiny_net(1), noise_images(3), "logits", cfg=cfg)
+    assert not invert_adversarial(tiny_net(), tiny_net(2), noise_images(3), "logits", cfg=cfg).from_cache
+    assert not invert_adversarial(tiny_net(), tiny_net(1), noise_images(3), "logits", cfg=replace(cfg, adversarial_weight=0.5)).from_cache
+    assert not invert(tiny_net(), noise_images(3), "logits", cfg).from_cache  # arbitrary and adversarial never mix
     _no_compute(monkeypatch)
-    again = invert_adversarial(_net(), _net(1), _images(), "logits", cfg=cfg)
+    again = invert_adversarial(tiny_net(), tiny_net(1), noise_images(3), "logits", cfg=cfg)
     assert again.from_cache and torch.equal(again.m2_distance, first.m2_distance)
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "foreign"])
 def test_a_broken_entry_is_recomputed_never_trusted(tmp_path, caplog, damage):
     cfg = InversionConfig(steps=4, cache_dir=str(tmp_path))
-    original = invert(_net(), _images(), "logits", cfg)
+    original = invert(tiny_net(), noise_images(3), "logits", cfg)
     (path,) = tmp_path.glob("*.pt")
     if damage == "truncate":
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     elif damage == "garbage":
         path.write_bytes(b"not a torch file")
     else:  # a valid file of another inversion (3 images -> 2) under this key's name
-        other = invert(_net(), _images(2), "logits", replace(cfg, cache_dir=str(tmp_path / "other")))
+        other = invert(tiny_net(), noise_images(2), "logits", replace(cfg, cache_dir=str(tmp_path / "other")))
         (other_path,) = (tmp_path / "other").glob("*.pt")
         path.write_bytes(other_path.read_bytes())
         assert other.x_prime.shape[0] == 2
     with caplog.at_level(logging.WARNING, logger="stir.inversion.cache"):
-        again = invert(_net(), _images(), "logits", cfg)
+        again = invert(tiny_net(), noise_images(3), "logits", cfg)
     assert "unusable" in caplog.text
     assert not again.from_cache and torch.equal(again.x_prime, original.x_prime)
-    assert invert(_net(), _images(), "logits", cfg).from_cache  # rewritten, valid
+    assert invert(tiny_net(), noise_images(3), "logits", cfg).from_cache  # rewritten, valid
 
 
 def test_a_killed_inversion_leaves_no_entry(tmp_path, monkeypatch):
@@ -132,7 +123,7 @@ def test_a_killed_inversion_leaves_no_entry(tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(engine, "solve", killed)
         with pytest.raises(KeyboardInterrupt):
-            invert(_net(), _images(), "logits", cfg)
+            invert(tiny_net(), noise_images(3), "logits", cfg)
     assert list(tmp_path.iterdir()) == []
 
     def killed_before_rename(src, dst):  # the temporary file is fully written, the rename never happens
@@ -141,18 +132,18 @@ def test_a_killed_inversion_leaves_no_entry(tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(atomic.os, "replace", killed_before_rename)
         with pytest.raises(KeyboardInterrupt):
-            invert(_net(), _images(), "logits", cfg)
+            invert(tiny_net(), noise_images(3), "logits", cfg)
     assert list(tmp_path.iterdir()) == []
-    assert not invert(_net(), _images(), "logits", cfg).from_cache
+    assert not invert(tiny_net(), noise_images(3), "logits", cfg).from_cache
 
 
 def test_model_fingerprint_is_a_content_hash():
-    a, b = _net(), copy.deepcopy(_net())
+    a, b = tiny_net(), copy.deepcopy(tiny_net())
     assert model_fingerprint(a) == model_fingerprint(b)
     b.train()  # modes and flags are not content
     b[0].weight.requires_grad_(False)
     assert model_fingerprint(a) == model_fingerprint(b)
-    assert model_fingerprint(a) != model_fingerprint(_net(1))
+    assert model_fingerprint(a) != model_fingerprint(tiny_net(1))
     with torch.no_grad():
         b[4].bias[0] += 1e-6
     assert model_fingerprint(a) != model_fingerprint(b)

@@ -2,22 +2,12 @@
 import lightning as L
 import pytest
 import torch
-from torch import nn
 
+from invtest_utils import noise_images, tiny_net
 from stir.inversion import InversionConfig, InversionPredictor, PredictionFiles, invert, invert_adversarial
 from stir.inversion import merge_predictions
 
 
-def _net(seed: int = 0) -> nn.Module:
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        return nn.Sequential(
-            nn.Conv2d(3, 4, 3, 2, 1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 8 * 8, 8)
-        ).eval()
-
-
-def _images(n: int = 5) -> torch.Tensor:
-    return torch.rand(n, 3, 16, 16, generator=torch.Generator().manual_seed(0))
 
 
 def _trainer(**kwargs) -> L.Trainer:
@@ -35,7 +25,7 @@ def _assert_same(a, b):
 
 
 def test_predict_matches_invert():
-    m1, m2, x = _net(), _net(1), _images()
+    m1, m2, x = tiny_net(), tiny_net(1), noise_images(5)
     m1.train()  # Lightning's predict loop and the engine must both leave it as it was
     cfg = InversionConfig(steps=6, batch_size=2, tolerance=0.3)  # three batches of 2, 2, 1
     predictor = InversionPredictor(m1, "logits", cfg, m2=m2)
@@ -47,7 +37,7 @@ def test_predict_matches_invert():
 
 
 def test_adversarial_predict_and_per_rank_files(tmp_path):
-    m1, m2, x = _net(), _net(1), _images(4)
+    m1, m2, x = tiny_net(), tiny_net(1), noise_images(4)
     cfg = InversionConfig(steps=4, batch_size=3)
     predictor = InversionPredictor(m1, "logits", cfg, m2=m2, adversarial=True)
     writer = PredictionFiles(str(tmp_path))
@@ -59,17 +49,17 @@ def test_adversarial_predict_and_per_rank_files(tmp_path):
 
 
 def test_inference_mode_is_refused():
-    predictor = InversionPredictor(_net(), "logits", InversionConfig(steps=2))
+    predictor = InversionPredictor(tiny_net(), "logits", InversionConfig(steps=2))
     trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
                         enable_model_summary=False)
     with pytest.raises(RuntimeError, match="inference_mode=False"):
-        trainer.predict(predictor, predictor.dataloader(_images(2)))
+        trainer.predict(predictor, predictor.dataloader(noise_images(2)))
 
 
 def test_merge_rejects_missing_or_repeated_rows():
     cfg = InversionConfig(steps=2, batch_size=2)
-    predictor = InversionPredictor(_net(), "logits", cfg)
-    predictions = _trainer().predict(predictor, predictor.dataloader(_images(4)))
+    predictor = InversionPredictor(tiny_net(), "logits", cfg)
+    predictions = _trainer().predict(predictor, predictor.dataloader(noise_images(4)))
     with pytest.raises(ValueError, match="once"):
         merge_predictions(predictions[:1] + predictions[:1])
     shuffled = merge_predictions(predictions[::-1])  # any order of batches
