@@ -40,6 +40,15 @@ def _ms(stat: Optional[Stat]) -> str:
     return mean_std(stat.mean, stat.std) if stat is not None else "-"
 
 
+def _mean(stat: Optional[Stat]) -> float:
+    """A stat's mean; NaN when it was not computed (another IRI kind or direction)."""
+    return stat.mean if stat is not None else math.nan
+
+
+def _std(stat: Optional[Stat]) -> float:
+    return stat.std if stat is not None else math.nan
+
+
 def pair_display(result: PairResult) -> Dict[str, Any]:
     """One readable row: the paper's table 1 columns, both directions, mean ± std over k draws."""
     return {
@@ -86,15 +95,13 @@ def run_pairs(session: Session, pairs: Sequence[Tuple[str, str]], title: str) ->
             result = _layers(session, ref, target)
             rows += [{**r, "pair": f"{ref} vs {target}"} for r in result.to_rows()]
             display += [{"depth": f"{d:.2f}", **pair_display(r)} for r, d in zip(result.rows, result.depths)]
-            series = {f"STIR({target}|{ref})": [r.stir_m2_given_m1.mean if r.stir_m2_given_m1 else math.nan for r in result.rows],
-                      f"STIR({ref}|{target})": [r.stir_m1_given_m2.mean if r.stir_m1_given_m2 else math.nan for r in result.rows]}
-            errors = {f"STIR({target}|{ref})": [r.stir_m2_given_m1.std if r.stir_m2_given_m1 else math.nan for r in result.rows],
-                      f"STIR({ref}|{target})": [r.stir_m1_given_m2.std if r.stir_m1_given_m2 else math.nan for r in result.rows]}
-            fits = {}
-            for name, slope in ((f"STIR({target}|{ref})", "stir_m2_given_m1"), (f"STIR({ref}|{target})", "stir_m1_given_m2")):
-                if slope in result.fits:
-                    fits[name] = (result.fits[slope]["slope"], result.fits[slope]["intercept"])
-                    report.summary[f"slope/{name}"] = result.fits[slope]["slope"]
+            series, errors, fits = {}, {}, {}
+            for name, key in ((f"STIR({target}|{ref})", "stir_m2_given_m1"), (f"STIR({ref}|{target})", "stir_m1_given_m2")):
+                stats = [getattr(r, key) for r in result.rows]
+                series[name], errors[name] = [_mean(st) for st in stats], [_std(st) for st in stats]
+                if key in result.fits:
+                    fits[name] = (result.fits[key]["slope"], result.fits[key]["intercept"])
+                    report.summary[f"slope/{name}"] = result.fits[key]["slope"]
             report.figures[f"layers_{ref}_vs_{target}"] = plot_layerwise(
                 result.depths, series, session.out / f"layers_{ref}_vs_{target}.png",
                 f"Layer-wise STIR ({session.cfg.measure}): {ref} vs {target}", fits=fits, errors=errors)
@@ -102,10 +109,9 @@ def run_pairs(session: Session, pairs: Sequence[Tuple[str, str]], title: str) ->
             result = _pair(session, ref, target, "penultimate")
             rows.append(result.to_row())
             display.append(pair_display(result))
-            for key in ("stir_m2_given_m1", "stir_m1_given_m2"):
-                stat = getattr(result, key)
+            for name, stat in ((f"STIR({target}|{ref})", result.stir_m2_given_m1), (f"STIR({ref}|{target})", result.stir_m1_given_m2)):
                 if stat is not None:
-                    report.summary[f"{key.replace('m2', target).replace('m1', ref)}"] = stat.mean
+                    report.summary[name] = stat.mean
     report.tables["pairs"] = (rows, None)
     report.display["pairs"] = display
     ref, target = pairs[0]
@@ -130,8 +136,7 @@ def run_matrix(session: Session, names: Sequence[str], title: str) -> Report:
                 measure=cfg.measure, k=cfg.k, iri=iri, inversion=cfg.inversion, names=(ref, target),
                 ids=(session.model(ref).identity, session.model(target).identity), store=session.store,
                 record=session.record(ref, target))
-            stir[i, j] = d.stir.mean if d.stir is not None else np.nan
-            stir_adv[i, j] = d.stir_adv.mean if d.stir_adv is not None else np.nan
+            stir[i, j], stir_adv[i, j] = _mean(d.stir), _mean(d.stir_adv)
             rows.append(d.to_row())
             if j >= i:
                 s = evaluate_similarity(
@@ -179,8 +184,7 @@ def run_incremental(session: Session, chains: Dict[str, Sequence[str]], title: s
             bwd.append(result.stir_m1_given_m2)
         for name, stats in ((f"{label}: STIR(m_t|m_t-1)", fwd), (f"{label}: STIR(m_t-1|m_t)", bwd)):
             sizes[name] = xs
-            series[name] = [s.mean if s else math.nan for s in stats]
-            errors[name] = [s.std if s else math.nan for s in stats]
+            series[name], errors[name] = [_mean(s) for s in stats], [_std(s) for s in stats]
     report.tables["incremental"] = (rows, None)
     report.display["incremental"] = display
     report.figures["incremental"] = plot_incremental(sizes, series, session.out / "incremental.png", title, errors=errors)
