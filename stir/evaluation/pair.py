@@ -47,7 +47,7 @@ from stir.evaluation.results import DIRECTIONS, IRI_KINDS, DirectionResult, Pair
 from stir.evaluation.store import ResultStore
 from stir.inversion import InversionConfig, InversionResult, invert, invert_adversarial, model_fingerprint
 from stir.inversion.cache import tensor_digest
-from stir.inversion.objectives import resolve_forward
+from stir.inversion.objectives import ADVERSARIAL_OBJECTIVE, resolve_forward
 from stir.models import frozen, representation, representations, tap_names
 
 log = logging.getLogger(__name__)
@@ -280,6 +280,8 @@ def _plan(images: Tensor, measure: str, k: int, iri: str, inversion: Optional[In
     settings.update(steps=cfg.num_steps, precision=_precision_name(cfg, images.device), betas=list(cfg.betas))
     if iri == "arbitrary":
         del settings["adversarial_weight"]  # read by adversarial IRIs only
+    else:
+        settings["adversarial_objective"] = ADVERSARIAL_OBJECTIVE
     images = images.detach()
     return Plan(images, tensor_digest(images), measure, int(k), iri, cfg, settings)
 

@@ -34,6 +34,7 @@ from torch import Tensor, nn
 
 from stir.atomic import torch_save
 from stir.inversion.config import InversionConfig
+from stir.inversion.objectives import ADVERSARIAL_OBJECTIVE
 
 log = logging.getLogger(__name__)
 
@@ -82,12 +83,16 @@ def result_settings(cfg: InversionConfig, adversarial: bool, precision: str) -> 
     """
     skip = set(_NEVER)
     skip |= _FAITHFUL_ONLY if cfg.mode == "fast" else _FAST_ONLY
-    if cfg.mode == "fast" and (adversarial or not cfg.early_stop):
+    if adversarial:
+        skip -= _EARLY_STOP  # the IRI bound of the adversarial objective, in either mode
+    elif cfg.mode == "fast" and not cfg.early_stop:
         skip |= _EARLY_STOP  # no early stop: the tolerance only classifies, it is applied after loading
     if not adversarial:
         skip.add("adversarial_weight")
     settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in skip}
     settings.update(precision=precision, steps=cfg.num_steps, adversarial=adversarial)  # resolved values
+    if adversarial:
+        settings["objective"] = ADVERSARIAL_OBJECTIVE
     return settings
 
 

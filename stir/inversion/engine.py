@@ -5,9 +5,10 @@ x starts from a seed image and descends
 
     r1(x') = || m1(x') - m1(x) ||_2 / || m1(x) ||_2             (Nanda et al., ICML 2022)
 
-and an adversarial IRI (a controversial stimulus, Golan et al. 2020) descends
-
-    r1(x') - w * || m2(x') - m2(x) ||_2 / || m2(x) ||_2
+and an adversarial IRI (a controversial stimulus, Golan et al. 2020) maximises m2's relative
+distance r2(x') = || m2(x') - m2(x) ||_2 / || m2(x) ||_2 subject to r1(x') <= stop_fraction *
+tolerance, through the switching objective of ``stir.inversion.objectives`` (r1 until x' is an IRI,
+then -w * r2), the best feasible iterate kept
 
 with every iterate projected onto [0, 1]. Both models are in eval mode with frozen parameters
 throughout (``stir.models.frozen``); every module's mode and every ``requires_grad`` flag is
@@ -138,8 +139,9 @@ def invert_adversarial(
 ) -> InversionResult:
     """Adversarial IRIs (controversial stimuli): m1 at ``tap1`` matched, m2 at ``tap2`` pushed away.
 
-    Minimises r1(x') - cfg.adversarial_weight * r2(x') per image; no early stopping (the second
-    term keeps improving after r1 meets the tolerance). Cached on both models when ``cache_dir``.
+    Per image: the x' with the largest r2 among the iterates with r1 <= stop_fraction * tolerance
+    (the IRIs), or the smallest r1 when no iterate got there; no early stopping (r2 keeps growing
+    after r1 meets the bound). Cached on both models when ``cache_dir``.
     """
     return _run(Problem(m1, tap1, m2, tap2, adversarial=True), images, cfg or InversionConfig())
 
@@ -185,7 +187,8 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig)
         forward = resolve_forward(cfg.precision, cfg.channels_last, images.device)
         first = make_term(problem.m1, problem.tap1, images, forward)
         second = make_term(problem.m2, problem.second_tap, images, forward) if problem.adversarial else None
-        objective = InversionObjective(first, forward, cfg.normalize_residual, second, cfg.adversarial_weight)
+        objective = InversionObjective(first, forward, cfg.normalize_residual, second, cfg.adversarial_weight,
+                                       bound=cfg.stop_fraction * cfg.tolerance)
 
         times: List[float] = []
         start = time.perf_counter()

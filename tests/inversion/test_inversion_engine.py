@@ -109,8 +109,51 @@ def test_adversarial_iris_push_m2_away_and_keep_m1_matched():
     assert (adversarial.m2_distance > 2 * arbitrary.m2_distance).all()
     assert adversarial.residual.max() < cfg.tolerance
     assert adversarial.x_prime.min() >= 0 and adversarial.x_prime.max() <= 1
-    faithful = invert_adversarial(m1, m2, x, "logits", cfg=InversionConfig(mode="faithful", steps=100, adversarial_weight=1.0))
-    assert faithful.m2_distance.median() > arbitrary.m2_distance.median()
+    faithful = InversionConfig(mode="faithful", steps=100, tolerance=0.05)
+    f_arbitrary = invert(m1, x, "logits", faithful, m2=m2)
+    f_adversarial = invert_adversarial(m1, m2, x, "logits", cfg=faithful)
+    reached = f_arbitrary.residual <= faithful.stop_fraction * faithful.tolerance
+    assert reached.sum() >= 2 and (f_adversarial.residual[reached] < faithful.tolerance).all()
+    assert f_adversarial.m2_distance[reached].median() > f_arbitrary.m2_distance[reached].median()
+
+
+@pytest.mark.parametrize("weight", [0.1, 1.0, 10.0])
+def test_adversarial_iris_are_iris_wherever_arbitrary_ones_are(weight):
+    # The switching objective follows the arbitrary inversion exactly until x' meets the bound, and
+    # keeps the feasible iterate with the largest r2: so every image that the (early-stopped)
+    # arbitrary inversion turns into an IRI is an IRI here too, with m2 pushed at least as far.
+    m1, m2, x = _resnet(0), _resnet(1), _smooth_images(8)
+    cfg = InversionConfig(steps=60, tolerance=0.05, adversarial_weight=weight)
+    arbitrary = invert(m1, x, "penultimate", cfg, m2=m2)
+    adversarial = invert_adversarial(m1, m2, x, "penultimate", cfg=cfg)
+    bound = cfg.stop_fraction * cfg.tolerance
+    reached = arbitrary.residual <= bound
+    assert reached.sum() >= 4, "the test needs images that become IRIs"
+    assert (adversarial.residual[reached] <= bound + 1e-6).all()
+    assert (adversarial.m2_distance[reached] >= arbitrary.m2_distance[reached] - 1e-6).all()
+    assert adversarial.m2_distance[reached].median() > 1.5 * arbitrary.m2_distance[reached].median()
+
+
+def test_the_switching_objective_orders_iterates_feasible_first():
+    from stir.inversion.objectives import Forward, InversionObjective, make_term
+
+    m1, m2, x = _seq(0), _seq(1), _smooth_images(64)
+    index = torch.arange(64)
+    candidates = (x + 0.2 * torch.randn(x.shape, generator=torch.Generator().manual_seed(2)) * torch.rand(64, 1, 1, 1)).clamp(0, 1)
+    first, second = make_term(m1, "logits", x, Forward()), make_term(m2, "logits", x, Forward())
+    r1 = first.relative(first.distance(candidates, index, Forward()), index)
+    r2 = second.relative(second.distance(candidates, index, Forward()), index)
+    bound = float(r1.median())  # half the candidates feasible
+    for normalize in (True, False):
+        objective = InversionObjective(first, Forward(), normalize, second, weight=0.5, bound=bound)
+        value = objective(candidates, index)
+        feasible = r1 <= bound
+        b = torch.full_like(r1, bound) if normalize else bound * first.target_norm
+        assert torch.allclose(value[feasible], (b - 0.5 * (r2 if normalize else r2 * second.target_norm))[feasible], atol=1e-5)
+        assert torch.allclose(value[~feasible], (r1 if normalize else r1 * first.target_norm)[~feasible], atol=1e-5)
+        assert (value[feasible] <= b[feasible]).all() and (value[~feasible] > b[~feasible]).all()
+    with pytest.raises(ValueError, match="bound"):
+        InversionObjective(first, Forward(), True, second, weight=1.0)
 
 
 # -- exactness of faithful mode -------------------------------------------------------------------------
