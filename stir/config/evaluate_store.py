@@ -1,11 +1,14 @@
 """Hydra registration and validation of the ``evaluate.py`` schema."""
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Sequence
+
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, ListConfig
 
 from stir.config.evaluate_schema import EvaluateConfig
-from stir.config.store import to_dataclass
+from stir.config.store import compose, to_dataclass
 from stir.config.validate import ConfigError, check_choice, check_positive
 
 IRI_KINDS = ("arbitrary", "adversarial", "both")
@@ -21,6 +24,12 @@ def evaluate_config(cfg: DictConfig) -> EvaluateConfig:
     out = to_dataclass(cfg, EvaluateConfig)
     validate_evaluate(out)
     return out
+
+
+def compose_evaluate(config_dir: Path, overrides: Sequence[str]) -> EvaluateConfig:
+    """The EvaluateConfig that ``python evaluate.py *overrides`` would run (config_dir: configs/evaluate)."""
+    register_evaluate_configs()
+    return evaluate_config(compose(config_dir, "evaluate", overrides))
 
 
 def validate_evaluate(cfg: EvaluateConfig) -> None:

@@ -1,12 +1,10 @@
 """Register the typed schema with Hydra and turn a composed DictConfig into checked dataclasses."""
 from __future__ import annotations
 
-from typing import Type, TypeVar
-
 from pathlib import Path
-from typing import Sequence
+from typing import Sequence, Type, TypeVar
 
-from hydra import compose, initialize_config_dir
+from hydra import compose as hydra_compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.initialize import get_gh_backup, restore_gh_from_backup
@@ -38,18 +36,22 @@ def train_config(cfg: DictConfig) -> TrainConfig:
     return out
 
 
-def compose_train(config_dir: Path, overrides: Sequence[str]) -> TrainConfig:
-    """The TrainConfig that ``python train.py *overrides`` would run, composed without running it.
+def compose(config_dir: Path, config_name: str, overrides: Sequence[str]) -> DictConfig:
+    """``config_name`` under ``config_dir`` composed with ``overrides``, as the entry point would.
 
     Works inside another Hydra app (evaluate.py resolving zoo recipes): the caller's Hydra state
-    is saved and restored around a private composition of ``train.yaml``.
+    is saved and restored around this private composition.
     """
-    register_configs()
     backup = get_gh_backup()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
-            cfg = compose(config_name="train", overrides=list(overrides))
+            return hydra_compose(config_name=config_name, overrides=list(overrides))
     finally:
         restore_gh_from_backup(backup)
-    return train_config(cfg)
+
+
+def compose_train(config_dir: Path, overrides: Sequence[str]) -> TrainConfig:
+    """The TrainConfig that ``python train.py *overrides`` would run, composed without running it."""
+    register_configs()
+    return train_config(compose(config_dir, "train", overrides))

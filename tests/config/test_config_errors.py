@@ -25,7 +25,7 @@ def test_defaults_are_resnet18_vanilla_cifar10_seed0():
 
 def test_groups_and_keys_compose():
     cfg = train_config(composed("data=cifar100", "model=vgg19", "loss=trades", "loss.beta=6.0", "attack.steps=1", "profile=cpu"))
-    assert (cfg.data.num_classes, cfg.model.arch, cfg.model.width, cfg.loss.beta, cfg.attack.steps) == (100, "vgg19", 16, 6.0, 1)
+    assert (cfg.data.num_classes, cfg.model.arch, cfg.model.width, cfg.loss.beta, cfg.attack.steps) == (100, "vgg19", 8, 6.0, 1)
     assert cfg.data.train_size == 5000
 
 
