@@ -10,7 +10,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from stir.config.evaluate_store import evaluate_config, register_evaluate_configs
-from stir.evaluation.experiments import run
+from stir.evaluation.experiments import run, run_shard
 from stir.evaluation.publish import publish
 from stir.evaluation.session import Session
 
@@ -23,6 +23,11 @@ register_evaluate_configs()
 def main(cfg: DictConfig) -> None:
     config = evaluate_config(cfg)  # typed and validated before any work
     session = Session.open(config, repo=REPO)
+    if config.shards > 1:  # one process of several: its share of the measurements, no report
+        done = run_shard(session, config.shard, config.shards)
+        log.info("shard %d/%d stored %d unit(s) of %s; run again without shard/shards for the report",
+                 config.shard, config.shards, done, config.experiment.name)
+        return
     report = run(session)
     publish(report, session.out, config.logger, OmegaConf.to_container(cfg, resolve=True), run_name=f"evaluate/{config.experiment.name}")
     log.info("results in %s", session.out)

@@ -51,6 +51,10 @@ class EvaluateConfig:
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
     train_missing: bool = False  # train zoo models that have no finished run first
     device: str = "auto"  # auto | cpu | cuda | cuda:1 ...
+    # Several processes (e.g. one per GPU) share an experiment: process `shard` of `shards` computes
+    # every shards-th pair / matrix row / link into the shared store; a run without them assembles.
+    shard: int = 0
+    shards: int = 1
     out_dir: str = "results"  # results/<experiment name>/: store, tables, plots
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     iri_grid_images: int = 8  # originals and IRIs shown in the example grid

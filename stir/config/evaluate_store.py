@@ -40,6 +40,14 @@ def validate_evaluate(cfg: EvaluateConfig) -> None:
     check_choice("split", cfg.split, SPLITS)
     check_choice("experiment.kind", cfg.experiment.kind, KINDS)
     check_choice("zoo.profile", cfg.zoo.profile, ("full", "cpu"))
+    check_positive("shards", cfg.shards)
+    if not 0 <= cfg.shard < cfg.shards:
+        raise ConfigError(f"shard={cfg.shard} with shards={cfg.shards}: shard must be one of 0..{cfg.shards - 1}")
+    if cfg.shards > 1 and cfg.train_missing:
+        raise ConfigError(
+            "train_missing=true with shards > 1 would train the same models in several processes: train the "
+            "zoo models first (one run with train_missing=true, or train.py), then start the shards"
+        )
     check_positive("n", cfg.n)
     check_positive("k", cfg.k)
     if isinstance(cfg.layers, (list, tuple, ListConfig)):

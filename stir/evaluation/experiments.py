@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -119,6 +120,29 @@ def run_pairs(session: Session, pairs: Sequence[Tuple[str, str]], title: str) ->
     return report
 
 
+def measure_matrix_row(session: Session, names: Sequence[str], i: int):
+    """Row i of a matrix: STIR(m_j | m_i) for every j, and S(m_i, m_j) for j >= i (None below).
+
+    A row shares its reference's arbitrary IRIs (the inversion cache), which makes it the unit of
+    work that a shard takes.
+    """
+    cfg = session.cfg
+    images = session.images(names[0])  # one image set for the whole matrix
+    ref, directions, similarities = names[i], [], []
+    for j, target in enumerate(names):
+        iri = "arbitrary" if i == j else cfg.iri  # adversarial IRIs against oneself are meaningless
+        log.info("matrix: STIR(%s | %s)", target, ref)
+        ids, record = (session.model(ref).identity, session.model(target).identity), session.record(ref, target)
+        directions.append(evaluate_direction(
+            session.network(ref), session.network(target), images, "penultimate", "penultimate",
+            measure=cfg.measure, k=cfg.k, iri=iri, inversion=cfg.inversion, names=(ref, target), ids=ids,
+            store=session.store, record=record))
+        similarities.append(None if j < i else evaluate_similarity(
+            session.network(ref), session.network(target), images, "penultimate", measure=cfg.measure,
+            names=(ref, target), ids=ids, store=session.store, record=record))
+    return directions, similarities
+
+
 def run_matrix(session: Session, names: Sequence[str], title: str) -> Report:
     """STIR(m_j|m_i) for every ordered pair (diagonal: a model against itself), CKA beside it."""
     cfg = session.cfg
@@ -126,23 +150,12 @@ def run_matrix(session: Session, names: Sequence[str], title: str) -> Report:
     m = len(names)
     stir, stir_adv, sim = (np.full((m, m), np.nan) for _ in range(3))
     rows = []
-    images = session.images(names[0])  # one image set for the whole matrix
-    for i, ref in enumerate(names):
-        for j, target in enumerate(names):
-            iri = "arbitrary" if i == j else cfg.iri  # adversarial IRIs against oneself are meaningless
-            log.info("matrix: STIR(%s | %s)", target, ref)
-            d = evaluate_direction(
-                session.network(ref), session.network(target), images, "penultimate", "penultimate",
-                measure=cfg.measure, k=cfg.k, iri=iri, inversion=cfg.inversion, names=(ref, target),
-                ids=(session.model(ref).identity, session.model(target).identity), store=session.store,
-                record=session.record(ref, target))
+    for i in range(m):
+        directions, similarities = measure_matrix_row(session, names, i)
+        for j, (d, s) in enumerate(zip(directions, similarities)):
             stir[i, j], stir_adv[i, j] = _mean(d.stir), _mean(d.stir_adv)
             rows.append(d.to_row())
-            if j >= i:
-                s = evaluate_similarity(
-                    session.network(ref), session.network(target), images, "penultimate", measure=cfg.measure,
-                    names=(ref, target), ids=(session.model(ref).identity, session.model(target).identity),
-                    store=session.store, record=session.record(ref, target))
+            if s is not None:
                 sim[i, j] = sim[j, i] = s.value
     report.tables["directions"] = (rows, None)
     for name, values in (("stir", stir), ("stir_adv", stir_adv), (cfg.measure, sim)):
@@ -168,13 +181,18 @@ def run_matrix(session: Session, names: Sequence[str], title: str) -> Report:
     return report
 
 
+def _links(chain: Sequence[str]) -> List[Tuple[str, str]]:
+    """Consecutive (m_t-1, m_t) of an incremental chain."""
+    return list(zip(chain[:-1], chain[1:]))
+
+
 def run_incremental(session: Session, chains: Dict[str, Sequence[str]], title: str) -> Report:
     """For each chain m_1, m_2, ... (growing training sets): STIR(m_t|m_t-1) and STIR(m_t-1|m_t)."""
     report = Report(title)
     rows, display, sizes, series, errors = [], [], {}, {}, {}
     for label, chain in chains.items():
         fwd, bwd, xs = [], [], []
-        for prev, cur in zip(chain[:-1], chain[1:]):
+        for prev, cur in _links(chain):
             result = _pair(session, prev, cur, "penultimate")  # m1 = m_t-1, m2 = m_t
             size = session.data_config(cur).train_size or float("nan")
             rows.append({"chain": label, "train_size": size, **result.to_row()})
@@ -219,3 +237,35 @@ def run(session: Session) -> Report:
     if exp.kind == "incremental":
         return run_incremental(session, {k: list(v) for k, v in exp.chains.items()}, title)
     raise ValueError(f"experiment.kind={exp.kind!r}; choose one of pair, pairs, matrix, incremental")
+
+
+def work_units(session: Session) -> List[Callable[[], Any]]:
+    """The experiment's independent measurements, in a fixed order: a pair, a matrix row, a link.
+
+    ``run`` computes them all (reading what the store holds); ``run_shard`` computes every
+    ``shards``-th one, so that several processes (one per GPU) can share an experiment's work.
+    """
+    cfg, exp = session.cfg, session.cfg.experiment
+    if exp.kind in ("pair", "pairs"):
+        pairs = [(cfg.ref, cfg.target)] if exp.kind == "pair" else [tuple(p) for p in exp.pairs]
+        if cfg.layers != "penultimate":
+            return [partial(_layers, session, ref, target) for ref, target in pairs]
+        return [partial(_pair, session, ref, target, "penultimate") for ref, target in pairs]
+    if exp.kind == "matrix":
+        return [partial(measure_matrix_row, session, list(exp.models), i) for i in range(len(exp.models))]
+    if exp.kind == "incremental":
+        return [partial(_pair, session, a, b, "penultimate") for chain in exp.chains.values() for a, b in _links(list(chain))]
+    raise ValueError(f"experiment.kind={exp.kind!r}; choose one of pair, pairs, matrix, incremental")
+
+
+def run_shard(session: Session, shard: int, shards: int) -> int:
+    """Compute units shard, shard + shards, ... of the experiment into the store; how many were taken.
+
+    Shards write to the same results store (one atomic file per measurement), so they may run at
+    the same time on different devices; a run without shards then assembles the report from the
+    store without recomputing anything.
+    """
+    units = work_units(session)[shard::shards]
+    for unit in units:
+        unit()
+    return len(units)

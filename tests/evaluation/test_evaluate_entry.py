@@ -110,3 +110,35 @@ def test_bad_input_gets_a_clear_error(workspace, cifar10_root, monkeypatch, extr
 def test_missing_model_error_prints_the_train_command(workspace, cifar10_root, monkeypatch):
     with pytest.raises(FileNotFoundError, match=r"(?s)not trained.*python train.py profile=full .*loss=at seed=1"):
         run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at_s1", "target=vanilla"), monkeypatch)
+
+
+def test_shards_split_a_matrix_by_rows_and_the_assembling_run_recomputes_nothing(workspace, cifar10_root, monkeypatch):
+    out = workspace / "results_shards"
+
+    def evaluate(*extra):
+        run_entry_point("evaluate", eval_args(workspace, cifar10_root, "experiment=relative_robustness",
+                                              "experiment.models=[at,vanilla]", f"out_dir={out}", *extra), monkeypatch)
+
+    def stored(kind):
+        return {p: p.stat().st_mtime_ns for p in (out / "store" / kind).glob("*.json")}
+
+    evaluate("shard=1", "shards=2")  # row 1 (reference vanilla): 2 directions, S(vanilla, vanilla)
+    assert (len(stored("direction")), len(stored("similarity"))) == (2, 1)
+    assert sorted(json.loads(p.read_text())["result"]["ref"] for p in stored("direction")) == ["vanilla", "vanilla"]
+    evaluate("shard=0", "shards=2")  # row 0 (reference at): 2 directions, S(at, at) and S(at, vanilla)
+    assert (len(stored("direction")), len(stored("similarity"))) == (4, 3)
+    assert not (out / "relative_robustness/matrix_stir.csv").exists()  # shards write no report
+    before = {**stored("direction"), **stored("similarity")}
+    evaluate()
+    assert {**stored("direction"), **stored("similarity")} == before  # assembled from the store alone
+    assert (out / "relative_robustness/matrix_stir.csv").is_file()
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [(["shard=2", "shards=2"], r"shard must be one of 0\.\.1"),
+     (["shards=2", "train_missing=true"], r"train the zoo models first")],
+)
+def test_bad_shard_settings_fail_before_any_work(workspace, cifar10_root, monkeypatch, extra, message):
+    with pytest.raises(ValueError, match=message):
+        run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", *extra), monkeypatch)
