@@ -22,6 +22,7 @@ from stir.data.splits import sample_indices, split_indices
 log = logging.getLogger(__name__)
 
 SPLIT_NAMES = ("train", "holdout", "test")
+TEST_ORDER_SEED = 0  # the one fixed order of the test split (see setup)
 
 
 class StirDataModule(L.LightningDataModule):
@@ -61,10 +62,13 @@ class StirDataModule(L.LightningDataModule):
             data.train_images.shape[0], self.cfg.holdout_size, self.cfg.train_size, self.cfg.data_seed
         )
         self._holdout_idx, self._train_idx, self._classes = holdout_idx, train_idx, data.classes
+        # The test split in one fixed shuffled order: an image folder lists its classes one after
+        # another, so its first k images (the robust-accuracy subset) would all be airplanes.
+        test_order = torch.randperm(len(data.test_labels), generator=torch.Generator().manual_seed(TEST_ORDER_SEED))
         self._splits = {
             "train": (data.train_images[train_idx], data.train_labels[train_idx]),  # (n_train, 3, H, W)
             "holdout": (data.train_images[holdout_idx], data.train_labels[holdout_idx]),
-            "test": (data.test_images, data.test_labels),
+            "test": (data.test_images[test_order], data.test_labels[test_order]),
         }
         log.info("data %s: %d train (seed %d), %d holdout, %d test images, %d classes", self.cfg.name,
                  len(train_idx), self.cfg.data_seed, len(holdout_idx), len(data.test_labels), len(data.classes))

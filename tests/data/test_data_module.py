@@ -5,6 +5,7 @@ import torch
 from stir.config.schema import DataConfig
 from stir.data import StirDataModule, split_indices
 from stir.data import synthetic
+from stir.data.datamodule import TEST_ORDER_SEED
 
 
 @pytest.fixture
@@ -50,3 +51,22 @@ def test_sample_images(cfg):
         dm.sample_images("train", 31, seed=0)
     with pytest.raises(ValueError, match="unknown split"):
         dm.sample_images("val", 1, seed=0)
+
+
+def test_first_test_images_mix_classes_even_when_the_source_lists_them_by_class(tmp_path):
+    # Robust test accuracy uses the first robust_test_size test images; an image folder (like the
+    # CIFAR-10 JPEG archive) lists test/airplane/* first, so unshuffled they would be one class.
+    written = synthetic.write_image_folder(tmp_path / "folder", num_classes=10, n_train=40, n_test=100)
+    assert written.test_labels[:10].unique().numel() == 1  # the source order: by class
+    cfg = DataConfig(source=str(tmp_path / "folder"), root=str(tmp_path / "cache"), holdout_size=10, eval_batch_size=50)
+    dm = StirDataModule(cfg)
+    dm.setup()
+    images, labels = dm.split_tensors("test")
+    assert labels[:20].unique().numel() >= 6
+    perm = torch.randperm(100, generator=torch.Generator().manual_seed(TEST_ORDER_SEED))
+    assert torch.equal(images, written.test_images[perm]) and torch.equal(labels, written.test_labels[perm])
+    again = StirDataModule(cfg)
+    again.setup()
+    assert torch.equal(again.split_tensors("test")[1], labels)  # the same fixed order every time
+    first = next(iter(dm.test_dataloader()))[1]
+    assert torch.equal(first, labels[:50])
