@@ -346,6 +346,10 @@ def _direction(
         quality["arbitrary"] = _quality(arbitrary_runs)
     if adversarial_runs:
         quality["adversarial"] = _quality(adversarial_runs)
+    for kind, q in quality.items():  # X' that are not IRIs still count in STIR: say how many
+        if q["fraction_iri"] < plan.cfg.warn_below:
+            notes.append(f"{kind} IRIs: only {q['fraction_iri']:.0%} within tolerance {plan.cfg.tolerance:g} "
+                         f"(median residual {q['median_residual']:.3g}); raise inversion.steps for a cleaner STIR")
     return DirectionResult(
         ref=names[0], target=names[1], ref_id=ids[0], target_id=ids[1], tap_ref=tap_ref, tap_target=tap_tgt,
         measure=plan.measure, n=plan.n, k=plan.k, iri=plan.iri,

@@ -127,6 +127,16 @@ def test_self_pair_adversarial_iris_are_nan_with_reason(images):
     assert any("against itself" in note for note in r.notes)
 
 
+def test_a_direction_whose_x_prime_are_mostly_not_iris_says_so(images):
+    m1, m2 = convnet(0), convnet(1)
+    short = InversionConfig(steps=2, seed=0)  # two steps from noise: almost no x' is an IRI
+    r = evaluate_direction(m1, m2, images, "logits", "logits", k=1, iri="arbitrary", inversion=short)
+    assert r.quality["arbitrary"]["fraction_iri"] < short.warn_below
+    assert any(n.startswith("arbitrary IRIs: only") and "raise inversion.steps" in n for n in r.notes)
+    clean = evaluate_direction(m1, m2, images, "logits", "logits", k=1, iri="arbitrary", inversion=FAST)
+    assert not any("IRIs: only" in n for n in clean.notes)  # FAST sets warn_below=0
+
+
 def test_constant_target_gives_nan_and_a_reason_not_an_exception(images):
     dead = nn.Sequential(nn.Flatten(), nn.Linear(192, 4))
     nn.init.zeros_(dead[1].weight)
