@@ -26,7 +26,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from stir.atomic import write_bytes
 
@@ -105,7 +105,7 @@ def _draw_matrix(fig: Figure, ax: Axes, arr: np.ndarray, row_labels: Sequence[st
             label.set_rotation_mode("anchor")
     ax.set_xlabel(col_axis, fontsize=FONT + 1)
     ax.set_ylabel(row_axis, fontsize=FONT + 1)
-    ax.set_title(title, fontsize=FONT + 2)
+    ax.set_title(_wrap(title), fontsize=FONT + 2)
     colourbar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.03)
     colourbar.set_label(value_label, fontsize=FONT + 1)
     if annotate:
@@ -177,7 +177,7 @@ def plot_matrix_pair(left: Any, right: Any, row_labels: Sequence[str], col_label
                  left_value_label, vmin, vmax, annotate, cmap, fmt)
     _draw_matrix(fig, axes[1], b, right_rows, right_cols, right_title, right_row_axis,
                  right_col_axis, right_value_label, vmin, vmax, annotate, cmap, fmt)
-    fig.suptitle(title, fontsize=FONT + 3)
+    fig.suptitle(_wrap(title, 90), fontsize=FONT + 3)
     return _save(fig, path)
 
 
@@ -206,8 +206,13 @@ def _curve(ax: Axes, xs: np.ndarray, ys: np.ndarray, err: np.ndarray | None, **s
     return ax.plot(xs, ys, **style)[0]
 
 
+def _wrap(title: str, width: int = 60) -> str:
+    """Long titles (experiment descriptions) on several lines instead of cut off at the figure edge."""
+    return textwrap.fill(title, width)
+
+
 def _finish_axes(ax: Axes, title: str, xlabel: str, ylabel: str, handles: list) -> None:
-    ax.set_title(title, fontsize=FONT + 2)
+    ax.set_title(_wrap(title), fontsize=FONT + 2)
     ax.set_xlabel(xlabel, fontsize=FONT + 1)
     ax.set_ylabel(ylabel, fontsize=FONT + 1)
     ax.grid(True, alpha=0.3)
@@ -290,6 +295,7 @@ def plot_incremental(sizes: Sequence[float] | Mapping[str, Sequence[float]],
                               label=name))
     if logx:
         ax.set_xscale("log")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # sizes are image counts: no 1.5 images
     ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
     _finish_axes(ax, title, xlabel, ylabel, handles)
     return _save(fig, path)
@@ -347,7 +353,7 @@ def plot_iri_grid(originals: Any, rows: Mapping[str, Any], path: PathLike, title
         # Wrapped so long set names do not squeeze the images.
         axes[i, 0].set_ylabel("\n".join(textwrap.wrap(name, 18)) or name, rotation=0,
                               ha="right", va="center", fontsize=FONT - 1, labelpad=8)
-    fig.suptitle(title, fontsize=FONT + 2)
+    fig.suptitle(_wrap(title, 90), fontsize=FONT + 2)
     return _save(fig, path)
 
 
@@ -383,7 +389,7 @@ def plot_bars(labels: Sequence[str], values: Sequence[float], errors: Sequence[f
         for label in ax.get_xticklabels():
             label.set_horizontalalignment("right")
             label.set_rotation_mode("anchor")
-    ax.set_title(title, fontsize=FONT + 2)
+    ax.set_title(_wrap(title), fontsize=FONT + 2)
     ax.set_ylabel(ylabel, fontsize=FONT + 1)
     ax.grid(True, axis="y", alpha=0.3)
     tops = ys + (np.nan_to_num(err, nan=0.0) if err is not None else 0.0)
