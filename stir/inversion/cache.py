@@ -85,10 +85,10 @@ def result_settings(cfg: InversionConfig, adversarial: bool, precision: str) -> 
     skip |= _FAITHFUL_ONLY if cfg.mode == "fast" else _FAST_ONLY
     if adversarial:
         skip -= _EARLY_STOP  # the IRI bound of the adversarial objective, in either mode
-    elif cfg.mode == "fast" and not cfg.early_stop:
-        skip |= _EARLY_STOP  # no early stop: the tolerance only classifies, it is applied after loading
-    if not adversarial:
+    else:
         skip.add("adversarial_weight")
+        if cfg.mode == "fast" and not cfg.early_stop:
+            skip |= _EARLY_STOP  # no early stop: the tolerance only classifies, it is applied after loading
     settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in skip}
     settings.update(precision=precision, steps=cfg.num_steps, adversarial=adversarial)  # resolved values
     if adversarial:

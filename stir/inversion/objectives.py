@@ -117,13 +117,13 @@ class InversionObjective:
 
     def __call__(self, x: Tensor, index: Tensor) -> Tensor:
         d1 = self.first.distance(x, index, self.forward)  # (b,)
-        loss = self.first.relative(d1, index) if self.normalize else d1
+        r1 = self.first.relative(d1, index)
+        loss = r1 if self.normalize else d1
         if self.second is None:
             return loss
         bound = torch.full_like(loss, self.bound) if self.normalize else self.bound * self.first.target_norm[index]
-        feasible = self.first.relative(d1, index) <= self.bound  # (b,) x' is already an IRI
         push = bound - self.weight * self._scaled(self.second, x, index)
-        return torch.where(feasible, push, loss)
+        return torch.where(r1 <= self.bound, push, loss)  # x' already an IRI: push m2; else match m1
 
     def _scaled(self, term: Term, x: Tensor, index: Tensor) -> Tensor:
         d = term.distance(x, index, self.forward)
