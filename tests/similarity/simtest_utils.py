@@ -45,6 +45,17 @@ def orthonormal_centred(n: int, k: int, seed: int) -> torch.Tensor:
     return q
 
 
+def close(a, b, tol: float = 1e-6) -> bool:
+    """|a - b| <= tol for two scalars (floats or 0-d tensors)."""
+    return abs(float(a) - float(b)) <= tol
+
+
+def uvw(n: int = 10, seed: int = 1):
+    """Three mutually orthogonal, centred unit columns (n, 1) each."""
+    q = orthonormal_centred(n, 3, seed)
+    return q[:, :1], q[:, 1:2], q[:, 2:3]
+
+
 def hsic_u_bruteforce(k: np.ndarray, l: np.ndarray) -> float:
     """Song et al. (2012) unbiased HSIC as the U-statistic over ordered distinct quadruples.
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 from simtest_utils import (
     F64,
+    close,
     hsic_u_bruteforce,
     orthonormal_centred,
     randn,
@@ -30,10 +31,6 @@ MEASURES = {
 }
 
 
-def _close(a, b, tol=1e-6):
-    return abs(float(a) - float(b)) <= tol
-
-
 # ---------------------------------------------------------------- hand-computed values
 
 
@@ -44,7 +41,7 @@ def test_linear_cka_hand_value(form):
     uv = orthonormal_centred(8, 2, seed=1)
     u, v = uv[:, :1], uv[:, 1:]
     x, y = torch.cat([10 * u, v], 1), torch.cat([u, 10 * v], 1)
-    assert _close(linear_cka(x, y, form=form), 200 / 10001, 1e-12)
+    assert close(linear_cka(x, y, form=form), 200 / 10001, 1e-12)
 
 
 @pytest.mark.parametrize("form", ["feature", "gram"])
@@ -53,17 +50,17 @@ def test_linear_cka_debiased_hand_value(form):
     # HSIC_1(K, L) = (-1/4 + 1/6 - 1/4) / 4 = -1/12, HSIC_1(K, K) = HSIC_1(L, L) = 1/6 -> -1/2.
     s = torch.tensor([[1.0], [-1.0], [1.0], [-1.0]], dtype=F64)
     t = torch.tensor([[1.0], [1.0], [-1.0], [-1.0]], dtype=F64)
-    assert _close(linear_cka_debiased(s, t, form=form), -0.5, 1e-12)
+    assert close(linear_cka_debiased(s, t, form=form), -0.5, 1e-12)
 
 
 def test_rbf_bandwidth_hand_value_odd_n():
     # Squared distances of 0, 1, 3: {0,0,0,1,1,4,4,9,9}; median (full matrix, zeros included) = 1.
     x = torch.tensor([[0.0], [1.0], [3.0]], dtype=F64)
     k = rbf_gram(x, threshold=1.0)
-    assert _close(k[0, 1], math.exp(-1 / 2), 1e-12)
-    assert _close(k[0, 2], math.exp(-9 / 2), 1e-12)
-    assert _close(k[1, 2], math.exp(-4 / 2), 1e-12)
-    assert _close(k[1, 1], 1.0, 1e-12)
+    assert close(k[0, 1], math.exp(-1 / 2), 1e-12)
+    assert close(k[0, 2], math.exp(-9 / 2), 1e-12)
+    assert close(k[1, 2], math.exp(-4 / 2), 1e-12)
+    assert close(k[1, 1], 1.0, 1e-12)
 
 
 def test_rbf_bandwidth_hand_value_even_n_averages_middle_pair():
@@ -71,8 +68,8 @@ def test_rbf_bandwidth_hand_value_even_n_averages_middle_pair():
     # Median of the 16 values = (4 + 9) / 2 = 6.5 (np.median convention); threshold 2 -> sigma^2 = 4 * 6.5.
     x = torch.tensor([[0.0], [1.0], [3.0], [7.0]], dtype=F64)
     k = rbf_gram(x, threshold=2.0)
-    assert _close(k[0, 1], math.exp(-1 / (2 * 4 * 6.5)), 1e-12)
-    assert _close(k[2, 3], math.exp(-16 / (2 * 4 * 6.5)), 1e-12)
+    assert close(k[0, 1], math.exp(-1 / (2 * 4 * 6.5)), 1e-12)
+    assert close(k[2, 3], math.exp(-16 / (2 * 4 * 6.5)), 1e-12)
 
 
 # ---------------------------------------------------------------- equivalent forms / references
@@ -84,12 +81,12 @@ def test_feature_and_gram_forms_agree(fn, n, d1, d2):
     x, y = randn(n, d1, 1), randn(n, d2, 2)
     y[:, :1] += x[:, :1]  # some shared signal
     a, b, auto = fn(x, y, form="feature"), fn(x, y, form="gram"), fn(x, y)
-    assert _close(a, b, 1e-12) and _close(auto, a, 1e-12)
+    assert close(a, b, 1e-12) and close(auto, a, 1e-12)
 
 
 def test_linear_cka_matches_textbook():
     x, y = related_pair(seed=3)
-    assert _close(linear_cka(x, y), textbook_linear_cka(x.numpy(), y.numpy()), 1e-12)
+    assert close(linear_cka(x, y), textbook_linear_cka(x.numpy(), y.numpy()), 1e-12)
 
 
 @pytest.mark.parametrize("n", [5, 6, 7])
@@ -106,21 +103,21 @@ def test_linear_cka_debiased_matches_u_statistics():
     y[:, 0] += x[:, 0]
     k, l = (x @ x.T).numpy(), (y @ y.T).numpy()
     expected = hsic_u_bruteforce(k, l) / math.sqrt(hsic_u_bruteforce(k, k) * hsic_u_bruteforce(l, l))
-    assert _close(linear_cka_debiased(x, y), expected, 1e-10)
+    assert close(linear_cka_debiased(x, y), expected, 1e-10)
 
 
 @pytest.mark.parametrize("threshold", [0.5, 1.0, 2.0])
 def test_rbf_cka_matches_reference(threshold):
     x, y = related_pair(n=31, seed=4)
     expected = textbook_rbf_cka(x.numpy(), y.numpy(), threshold)
-    assert _close(rbf_cka(x, y, threshold=threshold), expected, 1e-10)
+    assert close(rbf_cka(x, y, threshold=threshold), expected, 1e-10)
 
 
 def test_rbf_cka_debiased_uses_unbiased_hsic():
     x, y = related_pair(n=7, seed=5)
     k, l = rbf_gram(x, 1.0).numpy(), rbf_gram(y, 1.0).numpy()
     expected = hsic_u_bruteforce(k, l) / math.sqrt(hsic_u_bruteforce(k, k) * hsic_u_bruteforce(l, l))
-    assert _close(rbf_cka(x, y, debiased=True), expected, 1e-10)
+    assert close(rbf_cka(x, y, debiased=True), expected, 1e-10)
 
 
 # ---------------------------------------------------------------- invariances
@@ -132,10 +129,10 @@ def test_invariances(name):
     x, y = related_pair(n=50, d1=8, d2=6, seed=7)
     base = fn(x, y)
     shift = randn(1, 8, 8) * 5
-    assert _close(fn(x @ random_orthogonal(8, 9), y), base)
-    assert _close(fn(x, y @ random_orthogonal(6, 10)), base)
-    assert _close(fn(3.7 * x, 0.02 * y), base)
-    assert _close(fn(x + shift, y - 2.0), base)
+    assert close(fn(x @ random_orthogonal(8, 9), y), base)
+    assert close(fn(x, y @ random_orthogonal(6, 10)), base)
+    assert close(fn(3.7 * x, 0.02 * y), base)
+    assert close(fn(x + shift, y - 2.0), base)
 
 
 @pytest.mark.parametrize("name", list(MEASURES))
@@ -149,8 +146,8 @@ def test_not_invariant_to_invertible_maps(name):
 def test_symmetric_and_identity(name):
     fn = MEASURES[name]
     x, y = related_pair(seed=12)
-    assert _close(fn(x, y), fn(y, x), 1e-10)
-    assert _close(fn(x, x), 1.0, 1e-10)
+    assert close(fn(x, y), fn(y, x), 1e-10)
+    assert close(fn(x, x), 1.0, 1e-10)
 
 
 # ---------------------------------------------------------------- numerics
@@ -167,9 +164,9 @@ def test_float32_with_large_offset(name, offset):
     assert torch.isfinite(got)
     # Same as float64 on the very same (rounded) values: products of float32 input run in float32
     # after float64 centring (~1e-7 here, far below the input's own rounding of ~3e-5 at offset 1e3) ...
-    assert _close(got, fn(x32.double(), y32.double()), 1e-6)
+    assert close(got, fn(x32.double(), y32.double()), 1e-6)
     if offset == 1e3:  # ... and close to the unrounded data (float32 keeps ~1e-4 of the signal).
-        assert _close(got, fn(x, y), 1e-3)
+        assert close(got, fn(x, y), 1e-3)
 
 
 @pytest.mark.parametrize("name", list(MEASURES))
@@ -179,7 +176,7 @@ def test_d_much_larger_than_n(name):
     y[:, :100] += x[:, :100] * 3
     value = float(fn(x, y))
     assert math.isfinite(value) and -1.0 <= value <= 1.0 + 1e-12
-    assert _close(fn(x, x), 1.0, 1e-10)
+    assert close(fn(x, x), 1.0, 1e-10)
 
 
 @pytest.mark.parametrize("name", ["linear_cka", "linear_cka_debiased", "rbf_cka"])
@@ -190,7 +187,7 @@ def test_nearly_collinear_columns_are_continuous(name):
     exact = torch.cat([a, a, 2 * a], 1)
     near = torch.cat([a, a + 1e-9 * b, 2 * a - 1e-9 * b], 1)
     assert torch.isfinite(fn(exact, y))
-    assert _close(fn(near, y), fn(exact, y), 1e-6)
+    assert close(fn(near, y), fn(exact, y), 1e-6)
 
 
 def test_cka_of_independent_noise_is_small_when_debiased():
@@ -227,7 +224,7 @@ def test_float32_input_agrees_with_float64_textbook():
     x, y = related_pair(seed=25)
     got = linear_cka(x.float(), y.float())
     ref = textbook_linear_cka(x.float().double().numpy(), y.float().double().numpy())
-    assert np.isfinite(ref) and _close(got, ref, 1e-6)
+    assert np.isfinite(ref) and close(got, ref, 1e-6)
 
 
 def test_float32_products_respect_matmul_precision_setting():
@@ -239,4 +236,4 @@ def test_float32_products_respect_matmul_precision_setting():
         got = linear_cka(x.float(), y.float())
     finally:
         torch.set_float32_matmul_precision(before)
-    assert _close(got, linear_cka(x.float().double(), y.float().double()), 1e-12)
+    assert close(got, linear_cka(x.float().double(), y.float().double()), 1e-12)
