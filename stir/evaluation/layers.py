@@ -16,10 +16,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 from torch import Tensor, nn
 
-from stir.evaluation.pair import DIRECTIONS, evaluate_pair
+from stir.evaluation.pair import DIRECTIONS, evaluate_pair, identities
 from stir.evaluation.results import SLUGS, LayerwiseResult, PairResult
 from stir.evaluation.store import ResultStore
-from stir.inversion import InversionConfig, model_fingerprint
+from stir.inversion import InversionConfig
 from stir.models import tap_names
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ def evaluate_layers(
     relative depth (``fit_slope``); ``fits`` fits every computed STIR / STIR_adv. Each tap pair is
     stored per direction (``store``), so an interrupted sweep resumes where it stopped.
     """
-    ids = tuple(ids) if ids is not None else (model_fingerprint(m1), model_fingerprint(m2))  # hash once
+    ids = identities(ids, m1, m2)  # hash once for every tap pair
     pairs = layer_pairs(m1, m2, taps)
     rows: List[PairResult] = []
     for tap1, tap2, depth in pairs:

@@ -98,7 +98,7 @@ def evaluate_direction(
     """
     tap_tgt = tap_tgt or tap_ref
     plan = _plan(images, measure, k, iri, inversion)
-    ids = tuple(ids) if ids is not None else (model_fingerprint(m_ref), model_fingerprint(m_tgt))
+    ids = identities(ids, m_ref, m_tgt)
     key = direction_key(plan, ids, (tap_ref, tap_tgt))
     result = _lookup(store, DIRECTION, key, DirectionResult.from_dict)
     if result is None:
@@ -127,7 +127,7 @@ def evaluate_similarity(
     """
     tap2 = tap2 or tap1
     plan = _plan(images, measure, 1, "arbitrary", None)
-    ids = tuple(ids) if ids is not None else (model_fingerprint(m1), model_fingerprint(m2))
+    ids = identities(ids, m1, m2)
     key = similarity_key(plan, ids, (tap1, tap2))
     result = _lookup(store, SIMILARITY, key, SimilarityResult.from_dict)
     if result is None:
@@ -169,7 +169,7 @@ def evaluate_pair(
     if unknown or not directions:
         raise ValueError(f"directions must be a non-empty subset of {DIRECTIONS}, got {list(directions)}")
     plan = _plan(images, measure, k, iri, inversion)
-    ids = tuple(ids) if ids is not None else (model_fingerprint(m1), model_fingerprint(m2))
+    ids = identities(ids, m1, m2)
     # Each direction as (ref, target) indices into the pair: "m2|m1" = IRIs of model 0, measured on model 1.
     roles = {"m2|m1": (0, 1), "m1|m2": (1, 0)}
     models, taps = (m1, m2), (tap1, tap2)
@@ -460,6 +460,11 @@ def _check_models(images: Tensor, models: List[Tuple[str, nn.Module, str]]) -> N
 # ----------------------------------------------------------------------------------------------
 # Store and combination
 # ----------------------------------------------------------------------------------------------
+
+
+def identities(ids: Optional[Sequence[str]], m1: nn.Module, m2: nn.Module) -> Tuple[str, str]:
+    """The two models' identities in store keys: ``ids`` when given, else their content hashes."""
+    return tuple(ids) if ids is not None else (model_fingerprint(m1), model_fingerprint(m2))
 
 
 def _lookup(store: Optional[ResultStore], kind: str, key: str, parse: Callable[[Dict[str, Any]], Any]):
