@@ -13,7 +13,6 @@ from stir.config.validate import ConfigError, check_choice, check_positive
 
 IRI_KINDS = ("arbitrary", "adversarial", "both")
 SPLITS = ("train", "holdout", "test")
-KINDS = ("pair", "pairs", "matrix", "incremental")
 
 
 def register_evaluate_configs() -> None:
@@ -33,12 +32,13 @@ def compose_evaluate(config_dir: Path, overrides: Sequence[str]) -> EvaluateConf
 
 
 def validate_evaluate(cfg: EvaluateConfig) -> None:
+    from stir.evaluation.experiments import kinds  # the registry of experiment modules
     from stir.similarity import names as measures
 
     check_choice("measure", cfg.measure, measures())
     check_choice("iri", cfg.iri, IRI_KINDS)
     check_choice("split", cfg.split, SPLITS)
-    check_choice("experiment.kind", cfg.experiment.kind, KINDS)
+    check_choice("experiment.kind", cfg.experiment.kind, kinds())
     check_choice("zoo.profile", cfg.zoo.profile, ("full", "cpu"))
     check_positive("shards", cfg.shards)
     if not 0 <= cfg.shard < cfg.shards:
