@@ -14,7 +14,7 @@ from later forward passes, which is where early stopping saves work).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -34,6 +34,7 @@ class DescentResult:
     steps: Tensor  # (B,) gradient steps taken (fewer than `steps` for examples stopped early)
     evaluations: int  # per-example objective evaluations spent, summed over the batch
     history: Tensor  # (T + 1, B) objective of each evaluated iterate, NaN once an example stopped
+    snapshots: Dict[int, Tensor]  # step t -> (B, ...) the best iterates among x_0..x_t (keep_best)
 
 
 def descend(
@@ -46,13 +47,22 @@ def descend(
     stop: Optional[StopRule] = None,
     generator: Optional[torch.Generator] = None,
     x_init: Optional[Tensor] = None,
+    snapshots: Sequence[int] = (),
 ) -> DescentResult:
     """Minimise ``objective`` per example from ``origin`` (B, ...) under ``geometry``.
 
     ``x_init`` overrides the geometry's starting point (e.g. a noise seed for an inversion).
     The final iterate is evaluated once more without gradient so that ``loss`` is always the
     objective at the returned ``x``. The objective's models should be frozen (``stir.models.frozen``).
+    ``snapshots``: steps t (0 <= t <= steps) at which to copy the best iterates among x_0..x_t
+    (the returned ``x`` when t = steps); needs ``keep_best``. An example stopped early keeps its
+    best iterate, so its snapshots after the stop equal its final x.
     """
+    if snapshots and not keep_best:
+        raise ValueError("snapshots are copies of the best iterates so far: they need keep_best=True")
+    if any(t < 0 or t > steps for t in snapshots):
+        raise ValueError(f"snapshot steps must lie in [0, {steps}], got {list(snapshots)}")
+    wanted, kept = set(snapshots), {}
     start, state = geometry.init(origin, generator)
     x = (start if x_init is None else x_init).detach().clone()
     batch = x.shape[0]
@@ -79,6 +89,8 @@ def descend(
         else:
             best_loss[active] = loss_d
             best_x[active] = xa.detach()
+        if t in wanted:
+            kept[t] = best_x.clone()
         if final:
             break
         (grad,) = torch.autograd.grad(loss.sum(), xa)
@@ -91,4 +103,7 @@ def descend(
         active = moving
         if len(active) == 0:
             break
-    return DescentResult(x=best_x, loss=best_loss, steps=steps_taken, evaluations=evaluations, history=history)
+    for t in wanted - set(kept):  # every example stopped before step t: nothing moves any more
+        kept[t] = best_x.clone()
+    return DescentResult(x=best_x, loss=best_loss, steps=steps_taken, evaluations=evaluations, history=history,
+                         snapshots=dict(sorted(kept.items())))

@@ -69,7 +69,7 @@ def depth_taps(model: nn.Module) -> List[str]:
     depth order for sequential stacks and an approximation otherwise; pass explicit taps then.
     """
     if getattr(model, "taps", None):
-        return [t for t in tap_names(model) if t != LOGITS]
+        return [t.name for t in model.taps if t.name != LOGITS]  # the depth list, not the inner taps
     return [name for name, module in model.named_modules() if name and not any(True for _ in module.children())]
 
 

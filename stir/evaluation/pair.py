@@ -10,7 +10,19 @@ Invariances". For a reference m1 read at tap1, a target m2 read at tap2, images 
                       pushed away (controversial stimuli)                             (eq. 7)
     S_r(m1(X), m2(X))                                    plain similarity, once over all n images
     agreement on m1's IRIs = mean_i [argmax m1(x'_i) == argmax m2(x'_i)], x' arbitrary IRIs of m1
-    difficulty(m2|m1)      = mean_i ||x_i - x_c,i||_2, x_c the adversarial IRIs above (appendix C)
+    difficulty(m2|m1)      = mean over the images that get there of the smallest ||x_c - x||_2 that
+                             makes x_c controversial, walking from x (appendix C, eq. 8;
+                             ``stir.inversion.controversial``), with the fraction that got there
+
+Convergence: every STIR value is also recorded along the inversion budget (``convergence``): at
+each step t of ``inversion.snapshot_steps`` the best iterates so far give S_r(m2(X), m2(X'_t)),
+with the median residual and the fraction of IRIs at t, so a user sees whether the value has
+settled. Draws whose reference residuals are not finite, or with fewer IRIs than
+``inversion.min_fraction_iri``, give NaN with the reason: a STIR of failed inversions is not STIR.
+
+Images: ``images`` is X (n, c, h, w), fixed for the k draws (the default: the paper's tables report
+CKA +- 0.000 over draws, which only a fixed X gives), or a sequence of k such tensors, one per draw
+(eq. 6 read literally: X resampled for each draw; ``resample_images=true`` in evaluate.py).
 
 Argument order: S_r(m2(X), m2(X')), i.e. the representation of the original images first; it
 matters only for asymmetric measures (``stir.similarity.is_symmetric``). Mean and std are over the
@@ -33,11 +45,12 @@ reason in ``notes``; every other error propagates.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import math
 from dataclasses import dataclass, fields, replace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -47,7 +60,9 @@ from stir.evaluation.results import DIRECTIONS, IRI_KINDS, DirectionResult, Pair
 from stir.evaluation.store import ResultStore
 from stir.inversion import InversionConfig, InversionResult, invert, invert_adversarial, model_fingerprint
 from stir.inversion.cache import tensor_digest
-from stir.inversion.objectives import ADVERSARIAL_OBJECTIVE, resolve_forward
+from stir.inversion.config import ControversialConfig
+from stir.inversion.controversial import controversial_perturbation
+from stir.inversion.objectives import resolve_forward
 from stir.models import frozen, representation, representations, tap_names
 
 log = logging.getLogger(__name__)
@@ -59,6 +74,8 @@ DIRECTION, SIMILARITY = "direction", "similarity"  # the store's kinds
 # InversionConfig fields that cannot change a reported number: where/how fast it runs, logging.
 # channels_last changes x' only at the level of floating-point rounding (as in the inversion cache).
 _NOT_RESULT_SETTINGS = frozenset({"cache_dir", "progress", "warn_below", "batch_size", "channels_last"})
+
+Images = Union[Tensor, Sequence[Tensor]]  # X fixed for every draw, or one X per draw (k tensors)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -77,6 +94,7 @@ def evaluate_direction(
     k: int = 5,
     iri: str = "both",
     inversion: Optional[InversionConfig] = None,
+    difficulty: Optional[ControversialConfig] = None,
     names: Tuple[str, str] = ("ref", "target"),
     ids: Optional[Tuple[str, str]] = None,
     store: Optional[ResultStore] = None,
@@ -86,23 +104,24 @@ def evaluate_direction(
 
     Args:
         m_ref, m_tgt: models taking (n, c, h, w) images in [0, 1], on the images' device.
-        images: X, (n, c, h, w) in [0, 1].
+        images: X, (n, c, h, w) in [0, 1]; or k such tensors, one per draw (X resampled per draw).
         tap_ref, tap_tgt: where each model is read (``stir.models.tap_names``); tap_tgt defaults to tap_ref.
         measure: a ``stir.similarity`` name.  k: seed draws (seeds ``inversion.seed + j``).
         iri: "arbitrary" (STIR, agreement) | "adversarial" (STIR_adv, difficulty) | "both".
-        inversion: the engine's settings (default ``InversionConfig()``); set ``cache_dir`` to reuse
-            the reference's arbitrary IRIs across targets.
+        inversion: the engine's settings (default ``InversionConfig()``: the published procedure); set
+            ``cache_dir`` to reuse the reference's arbitrary IRIs across targets.
+        difficulty: how controversial-stimulus difficulty is measured (default ``ControversialConfig()``).
         names: display names.  ids: identities for the store key (default ``model_fingerprint``).
         store: if given, the result is looked up first and saved the moment it is computed.
         record: provenance stored beside the result (resolved config, checkpoint paths, ...).
     """
     tap_tgt = tap_tgt or tap_ref
-    plan = _plan(images, measure, k, iri, inversion)
+    plan = _plan(images, measure, k, iri, inversion, difficulty)
     ids = identities(ids, m_ref, m_tgt)
     key = direction_key(plan, ids, (tap_ref, tap_tgt))
     result = _lookup(store, DIRECTION, key, DirectionResult.from_dict)
     if result is None:
-        _check_models(images, [(names[0], m_ref, tap_ref), (names[1], m_tgt, tap_tgt)])
+        _check_models(plan.images, [(names[0], m_ref, tap_ref), (names[1], m_tgt, tap_tgt)])
         result = _direction(m_ref, m_tgt, tap_ref, tap_tgt, plan, names, ids)
         _save(store, DIRECTION, key, result, record)
     return replace(result, ref=names[0], target=names[1])
@@ -131,10 +150,10 @@ def evaluate_similarity(
     key = similarity_key(plan, ids, (tap1, tap2))
     result = _lookup(store, SIMILARITY, key, SimilarityResult.from_dict)
     if result is None:
-        _check_models(images, [(names[0], m1, tap1), (names[1], m2, tap2)])
+        _check_models(plan.images, [(names[0], m1, tap1), (names[1], m2, tap2)])
         with frozen(m1, m2), torch.no_grad():
-            rep1 = _observe(m1, images, tap1, plan.batch_size)[0]
-            rep2 = _observe(m2, images, tap2, plan.batch_size)[0]
+            rep1 = _observe(m1, plan.images, tap1, plan.batch_size)[0]
+            rep2 = _observe(m2, plan.images, tap2, plan.batch_size)[0]
         result = _similarity(plan, names, ids, (tap1, tap2), rep1, rep2)
         _save(store, SIMILARITY, key, result, record)
     return replace(result, ref=names[0], target=names[1])
@@ -151,6 +170,7 @@ def evaluate_pair(
     k: int = 5,
     iri: str = "both",
     inversion: Optional[InversionConfig] = None,
+    difficulty: Optional[ControversialConfig] = None,
     names: Tuple[str, str] = ("m1", "m2"),
     ids: Optional[Tuple[str, str]] = None,
     store: Optional[ResultStore] = None,
@@ -168,7 +188,7 @@ def evaluate_pair(
     unknown = [d for d in directions if d not in DIRECTIONS]
     if unknown or not directions:
         raise ValueError(f"directions must be a non-empty subset of {DIRECTIONS}, got {list(directions)}")
-    plan = _plan(images, measure, k, iri, inversion)
+    plan = _plan(images, measure, k, iri, inversion, difficulty)
     ids = identities(ids, m1, m2)
     # Each direction as (ref, target) indices into the pair: "m2|m1" = IRIs of model 0, measured on model 1.
     roles = {"m2|m1": (0, 1), "m1|m2": (1, 0)}
@@ -181,9 +201,9 @@ def evaluate_pair(
     by_key = {key: _lookup(store, DIRECTION, key, DirectionResult.from_dict) for key in dict.fromkeys(keys.values())}
 
     if sim is None or any(v is None for v in by_key.values()):
-        _check_models(images, [(names[0], m1, tap1), (names[1], m2, tap2)])
+        _check_models(plan.images, [(names[0], m1, tap1), (names[1], m2, tap2)])
         with frozen(m1, m2), torch.no_grad():
-            reps = [_observe(m, images, tap, plan.batch_size)[0] for m, tap in zip(models, taps)]  # (n, d_i) once
+            reps = [_observe(m, plan.images, tap, plan.batch_size)[0] for m, tap in zip(models, taps)]  # (n, d_i) once
         if sim is None:
             sim = _similarity(plan, names, ids, taps, reps[0], reps[1])
             _save(store, SIMILARITY, sim_key, sim, record)
@@ -191,7 +211,7 @@ def evaluate_pair(
             if by_key[keys[d]] is None:
                 r, t = roles[d]
                 by_key[keys[d]] = _direction(models[r], models[t], taps[r], taps[t], plan, (names[r], names[t]),
-                                             (ids[r], ids[t]), tgt_rep=reps[t])
+                                             (ids[r], ids[t]), tgt_rep=None if plan.resampled else reps[t])
                 _save(store, DIRECTION, keys[d], by_key[keys[d]], record)
     return _combine(plan, names, ids, taps, sim, {d: by_key[keys[d]] for d in directions})
 
@@ -209,13 +229,16 @@ class Plan:
     ``precision`` resolved; ``seed`` = the base seed), the part of the settings in every key.
     """
 
-    images: Tensor  # (n, c, h, w) in [0, 1]
-    digest: str  # sha256 of the images' dtype, shape and bytes
+    images: Tensor  # (n, c, h, w) in [0, 1]: X (of draw 0 when resampled), the plain similarity's images
+    draw_images: Tuple[Tensor, ...]  # X of each draw j: k times ``images``, or the k resampled sets
+    digest: str  # sha256 of the images' dtype, shape and bytes (every draw's when resampled)
     measure: str
     k: int
     iri: str
     cfg: InversionConfig
     inversion: Dict[str, Any]
+    difficulty_cfg: ControversialConfig
+    resampled: bool
 
     @property
     def n(self) -> int:
@@ -234,23 +257,33 @@ class Plan:
         return self.iri in ("adversarial", "both")
 
     @property
+    def difficulty(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self.difficulty_cfg)
+
+    @property
     def settings(self) -> Dict[str, Any]:
-        return {"inversion": self.inversion, "seed": self.cfg.seed,
-                "seeds": [self.cfg.seed + j for j in range(self.k)], "measure": self.measure}
+        settings = {"inversion": self.inversion, "seed": self.cfg.seed,
+                    "seeds": [self.cfg.seed + j for j in range(self.k)], "measure": self.measure,
+                    "resample_images": self.resampled}
+        if self.adversarial:
+            settings["difficulty"] = self.difficulty
+        return settings
 
 
 def make_plan(
-    images: Tensor, measure: str = "linear_cka", k: int = 5, iri: str = "both", inversion: Optional[InversionConfig] = None
+    images: Images, measure: str = "linear_cka", k: int = 5, iri: str = "both",
+    inversion: Optional[InversionConfig] = None, difficulty: Optional[ControversialConfig] = None,
 ) -> Plan:
     """Validate the arguments and resolve the settings (what ``evaluate_*`` do first)."""
-    return _plan(images, measure, k, iri, inversion)
+    return _plan(images, measure, k, iri, inversion, difficulty)
 
 
 def direction_key(plan: Plan, ids: Tuple[str, str], taps: Tuple[str, str]) -> str:
     """Store key of the direction (target ids[1] at taps[1]) given (reference ids[0] at taps[0])."""
+    extra = {"difficulty": plan.difficulty} if plan.adversarial else {}
     return ResultStore.key(
         kind=DIRECTION, ref=[ids[0], taps[0]], target=[ids[1], taps[1]], images=plan.digest, n=plan.n,
-        measure=plan.measure, k=plan.k, iri=plan.iri, inversion=plan.inversion,
+        measure=plan.measure, k=plan.k, iri=plan.iri, inversion=plan.inversion, **extra,
     )
 
 
@@ -262,7 +295,7 @@ def similarity_key(plan: Plan, ids: Tuple[str, str], taps: Tuple[str, str]) -> s
     return ResultStore.key(kind=SIMILARITY, models=models, images=plan.digest, n=plan.n, measure=plan.measure)
 
 
-def _plan(images: Tensor, measure: str, k: int, iri: str, inversion: Optional[InversionConfig]) -> Plan:
+def _check_images(images: Tensor) -> None:
     if not isinstance(images, Tensor) or images.dim() != 4 or images.shape[0] == 0:
         raise ValueError(f"images must be a non-empty (n, c, h, w) tensor, got {getattr(images, 'shape', type(images))}")
     if not images.dtype.is_floating_point:
@@ -270,6 +303,16 @@ def _plan(images: Tensor, measure: str, k: int, iri: str, inversion: Optional[In
     lo, hi = images.min().item(), images.max().item()
     if lo < 0 or hi > 1:
         raise ValueError(f"images must lie in [0, 1] (models normalise internally), got range [{lo:.3g}, {hi:.3g}]")
+
+
+def _plan(images: Images, measure: str, k: int, iri: str, inversion: Optional[InversionConfig],
+          difficulty: Optional[ControversialConfig] = None) -> Plan:
+    resampled = not isinstance(images, Tensor)
+    sets = [x.detach() for x in images] if resampled else [images]
+    for x in sets:
+        _check_images(x)
+    if resampled and (len(sets) != k or len({tuple(x.shape) for x in sets}) != 1):
+        raise ValueError(f"resampled images must be k={k} tensors of one shape, got {[tuple(x.shape) for x in sets]}")
     similarity.get(measure)  # unknown name: ValueError listing the valid ones
     if iri not in IRI_KINDS:
         raise ValueError(f"iri must be one of {IRI_KINDS}, got {iri!r}")
@@ -277,13 +320,13 @@ def _plan(images: Tensor, measure: str, k: int, iri: str, inversion: Optional[In
         raise ValueError(f"k (seed draws) must be a positive integer, got {k!r}")
     cfg = inversion or InversionConfig()
     settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in _NOT_RESULT_SETTINGS}
-    settings.update(steps=cfg.num_steps, precision=_precision_name(cfg, images.device), betas=list(cfg.betas))
+    settings.update(steps=cfg.num_steps, precision=_precision_name(cfg, sets[0].device), betas=list(cfg.betas),
+                    fake_relu=cfg.use_fake_relu, record_steps=list(cfg.snapshot_steps))
     if iri == "arbitrary":
-        del settings["adversarial_weight"]  # read by adversarial IRIs only
-    else:
-        settings["adversarial_objective"] = ADVERSARIAL_OBJECTIVE
-    images = images.detach()
-    return Plan(images, tensor_digest(images), measure, int(k), iri, cfg, settings)
+        del settings["adversarial_weight"], settings["adversarial_objective"]  # read by adversarial IRIs only
+    digest = tensor_digest(torch.stack(sets)) if resampled else tensor_digest(sets[0])
+    draws = tuple(sets) if resampled else (sets[0],) * int(k)
+    return Plan(sets[0], draws, digest, measure, int(k), iri, cfg, settings, difficulty or ControversialConfig(), resampled)
 
 
 def _precision_name(cfg: InversionConfig, device: torch.device) -> str:
@@ -307,39 +350,56 @@ def _direction(
     ids: Tuple[str, str],
     tgt_rep: Optional[Tensor] = None,
 ) -> DirectionResult:
-    """One direction, tgt given ref, over k draws; ``tgt_rep`` = tgt(X) (n, d) if already computed."""
-    log.info("STIR(%s|%s) at (%s, %s): %s IRIs, k=%d, n=%d", names[1], names[0], tap_ref, tap_tgt,
-             plan.iri, plan.k, plan.n)
-    images, fn = plan.images, similarity.get(plan.measure)
-    if tgt_rep is None:
-        with frozen(m_tgt), torch.no_grad():
-            tgt_rep = _observe(m_tgt, images, tap_tgt, plan.batch_size)[0]  # tgt(X): (n, d_tgt), once
+    """One direction, tgt given ref, over k draws; ``tgt_rep`` = tgt(X) (n, d) if already computed
+    (fixed X only)."""
+    log.info("STIR(%s|%s) at (%s, %s): %s IRIs, k=%d, n=%d, %s mode, %d steps", names[1], names[0], tap_ref,
+             tap_tgt, plan.iri, plan.k, plan.n, plan.cfg.mode, plan.cfg.num_steps)
+    fn = similarity.get(plan.measure)
     notes: List[str] = []
     stir, agreement, arbitrary_runs = [], [], []
-    stir_adv, difficulty, adversarial_runs = [], [], []
+    stir_adv, adversarial_runs = [], []
+    difficulty, reached = [], []
+    curves: Dict[str, List[Dict[int, float]]] = {"arbitrary": [], "adversarial": []}  # per draw: step -> S_r
     # Adversarial IRIs of a model against itself (same identity and tap) are undefined: the push
     # term cancels the match term exactly, the objective is 0 and x' never leaves its seed.
     self_pair = (m_ref is m_tgt or ids[0] == ids[1]) and tap_ref == tap_tgt
     for j in range(plan.k):
+        images = plan.draw_images[j]
+        if tgt_rep is None or plan.resampled:
+            with frozen(m_tgt), torch.no_grad():
+                rep_j = _observe(m_tgt, images, tap_tgt, plan.batch_size)[0]  # tgt(X_j): (n, d_tgt)
+            if not plan.resampled:
+                tgt_rep = rep_j  # fixed X: once for every draw
+        else:
+            rep_j = tgt_rep
         cfg_j = replace(plan.cfg, seed=plan.cfg.seed + j)  # draw j: X'_j from seed base + j
         label = f"draw {j} (seed {cfg_j.seed})"
         if plan.arbitrary:
             # m_tgt is only measured (m2_distance): the engine's cache key ignores it.
             run = invert(m_ref, images, tap_ref, cfg_j, m2=m_tgt, tap2=tap_tgt)
-            value, agree = _stir_draw(m_ref, m_tgt, tap_ref, tap_tgt, tgt_rep, run.x_prime, fn, plan, f"STIR {label}", notes)
-            stir.append(value)
+            value, agree = _stir_draw(m_ref, m_tgt, tap_ref, tap_tgt, rep_j, run.x_prime, fn, plan, f"STIR {label}", notes)
+            stir.append(_refuse_failed(value, run, plan, f"STIR {label}", notes))
             agreement.append(agree)
+            curves["arbitrary"].append(_curve(m_tgt, tap_tgt, rep_j, run, fn, plan))
             arbitrary_runs.append(_summary(run))  # not the run: its x' (n, c, h, w) is done with
         if plan.adversarial and not self_pair:
             run = invert_adversarial(m_ref, m_tgt, images, tap_ref, tap_tgt, cfg_j)
-            value, _ = _stir_draw(m_ref, m_tgt, tap_ref, tap_tgt, tgt_rep, run.x_prime, fn, plan, f"STIR_adv {label}", notes)
-            stir_adv.append(value)
-            difficulty.append(run.l2_to_original.mean().item())  # mean_i ||x_i - x_c,i||_2
+            value, _ = _stir_draw(m_ref, m_tgt, tap_ref, tap_tgt, rep_j, run.x_prime, fn, plan, f"STIR_adv {label}", notes)
+            stir_adv.append(_refuse_failed(value, run, plan, f"STIR_adv {label}", notes))
+            curves["adversarial"].append(_curve(m_tgt, tap_tgt, rep_j, run, fn, plan))
             adversarial_runs.append(_summary(run))
+            walk = controversial_perturbation(m_ref, m_tgt, images, tap_ref, tap_tgt, plan.difficulty_cfg, cfg_j)
+            difficulty.append(walk.delta)  # mean ||x_c - x||_2 over the images that became controversial
+            reached.append(walk.fraction)
+            if not walk.reached.any():
+                notes.append(f"difficulty {label}: no image became controversial within {plan.difficulty_cfg.steps} "
+                             f"steps of {plan.difficulty_cfg.step_size:g} (r1 <= {plan.cfg.tolerance:g} and "
+                             f"r2 >= {plan.difficulty_cfg.m2_threshold:g}): m2 shares m1's invariances there")
     if plan.adversarial and self_pair:
         notes.append("STIR_adv and difficulty: undefined for a model against itself at the same tap "
                      "(adversarial IRIs would match and push away the same representation)")
         stir_adv = difficulty = [math.nan] * plan.k
+        reached = [0.0] * plan.k
 
     quality = {}
     if arbitrary_runs:
@@ -350,6 +410,8 @@ def _direction(
         if q["fraction_iri"] < plan.cfg.warn_below:
             notes.append(f"{kind} IRIs: only {q['fraction_iri']:.0%} within tolerance {plan.cfg.tolerance:g} "
                          f"(median residual {q['median_residual']:.3g}); raise inversion.steps for a cleaner STIR")
+    runs = {"arbitrary": arbitrary_runs, "adversarial": adversarial_runs}
+    convergence = {kind: _convergence(curves[kind], runs[kind], plan.cfg) for kind in runs if curves[kind]}
     return DirectionResult(
         ref=names[0], target=names[1], ref_id=ids[0], target_id=ids[1], tap_ref=tap_ref, tap_target=tap_tgt,
         measure=plan.measure, n=plan.n, k=plan.k, iri=plan.iri,
@@ -357,8 +419,50 @@ def _direction(
         stir_adv=Stat.from_values(stir_adv) if plan.adversarial else None,
         agreement=Stat.from_values(agreement) if plan.arbitrary else None,
         difficulty=Stat.from_values(difficulty) if plan.adversarial else None,
-        quality=quality, notes=notes, settings=plan.settings,
+        difficulty_fraction=Stat.from_values(reached) if plan.adversarial else None,
+        quality=quality, convergence=convergence, notes=notes, settings=plan.settings,
     )
+
+
+def _refuse_failed(value: float, run: InversionResult, plan: Plan, label: str, notes: List[str]) -> float:
+    """NaN (with the reason) when the draw's X' are not IRIs: non-finite residuals, or too few IRIs."""
+    if not bool(torch.isfinite(run.residual).all()):
+        notes.append(f"{label}: NaN because the reference's residuals are not finite (the model outputs NaN/Inf)")
+        return math.nan
+    if run.fraction_iri < plan.cfg.min_fraction_iri:
+        notes.append(f"{label}: NaN because only {run.fraction_iri:.0%} of X' are IRIs, below "
+                     f"inversion.min_fraction_iri={plan.cfg.min_fraction_iri:g}")
+        return math.nan
+    return value
+
+
+def _curve(m_tgt: nn.Module, tap_tgt: str, tgt_rep: Tensor, run: InversionResult,
+           fn: Callable[[Tensor, Tensor], Tensor], plan: Plan) -> Dict[int, float]:
+    """S_r(tgt(X), tgt(X'_t)) at every snapshot step t of one draw (the last one is x' itself)."""
+    curve = {}
+    with frozen(m_tgt), torch.no_grad():
+        for t, x in run.snapshots.items():
+            rep = _observe(m_tgt, x, tap_tgt, plan.batch_size)[0]
+            try:
+                curve[t] = float(fn(tgt_rep, rep))
+            except ValueError:  # undefined at this step (e.g. constant): the final value's note says why
+                curve[t] = math.nan
+    return curve
+
+
+def _convergence(curves: List[Dict[int, float]], runs: List[Dict[str, Any]], cfg: InversionConfig) -> Dict[str, List[float]]:
+    """STIR (mean, std over draws), median residual and fraction of IRIs at every snapshot step."""
+    steps = sorted(curves[0])
+    record: Dict[str, List[float]] = {"steps": [float(t) for t in steps], "stir": [], "stir_std": [],
+                                      "median_residual": [], "fraction_iri": []}
+    for t in steps:
+        stat = Stat.from_values([c[t] for c in curves])
+        residual = torch.cat([r["snapshot_residual"][t] for r in runs])  # (n * k,)
+        record["stir"].append(stat.mean)
+        record["stir_std"].append(stat.std)
+        record["median_residual"].append(residual.quantile(0.5).item())
+        record["fraction_iri"].append((residual <= cfg.tolerance).double().mean().item())
+    return record
 
 
 def _stir_draw(
@@ -402,7 +506,8 @@ def _summary(run: InversionResult) -> Dict[str, Any]:
     """What IRI quality needs from one draw: residual (n,), target distance (n,) or None, cost."""
     m2 = run.m2_distance
     return {"residual": run.residual.detach().double().cpu(), "fraction_iri": run.fraction_iri,
-            "evaluations": run.evaluations, "target_distance": None if m2 is None else m2.detach().double().cpu()}
+            "evaluations": run.evaluations, "target_distance": None if m2 is None else m2.detach().double().cpu(),
+            "snapshot_residual": {t: r.detach().double().cpu() for t, r in run.snapshot_residual.items()}}
 
 
 def _quality(runs: List[Dict[str, Any]]) -> Dict[str, float]:
@@ -496,6 +601,9 @@ def _combine(plan: Plan, names, ids, taps, sim: SimilarityResult, directions: Di
         stir_adv_m2_given_m1=pick(d21, "stir_adv"), stir_adv_m1_given_m2=pick(d12, "stir_adv"),
         agreement_on_m1_iris=pick(d21, "agreement"), agreement_on_m2_iris=pick(d12, "agreement"),
         difficulty_m2_given_m1=pick(d21, "difficulty"), difficulty_m1_given_m2=pick(d12, "difficulty"),
+        difficulty_fraction_m2_given_m1=pick(d21, "difficulty_fraction"),
+        difficulty_fraction_m1_given_m2=pick(d12, "difficulty_fraction"),
         quality={label: d.quality for label, d in directions.items()},
+        convergence={label: d.convergence for label, d in directions.items()},
         notes=notes, settings=plan.settings,
     )

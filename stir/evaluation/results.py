@@ -84,11 +84,17 @@ class DirectionResult:
         stir: STIR(tgt|ref) = 1/k sum_j S_r(tgt(X), tgt(X'_j)), X'_j arbitrary IRIs of ref (eq. 6).
         stir_adv: the same with adversarial IRIs (ref matched, tgt pushed away) (eq. 7).
         agreement: fraction of images with argmax ref(X'_j) == argmax tgt(X'_j), X'_j arbitrary IRIs.
-        difficulty: mean_i ||x_i - x_c,i||_2 over the adversarial IRIs x_c (paper appendix C).
+        difficulty: Delta, the mean over the images that became controversial of the smallest
+            ||x_c - x||_2 that made them so, walking from x (paper appendix C, eq. 8;
+            ``stir.inversion.controversial``); NaN in a draw where none did.
+        difficulty_fraction: the fraction of images that became controversial within the budget.
         quality: {"arbitrary" | "adversarial": {"median_residual", "fraction_iri", "fraction_iri_std",
             "median_target_distance", "evaluations", "cached_draws"}}; residuals and target
             distances pooled over the n * k inversions; "median_target_distance" is the engine's
             m2_distance ||tgt(x') - tgt(x)|| / ||tgt(x)||.
+        convergence: {"arbitrary" | "adversarial": {"steps", "stir", "stir_std", "median_residual",
+            "fraction_iri"}}: the STIR (STIR_adv) value at each recorded step of the inversion budget,
+            measured at the best iterates so far (mean and std over draws), with their residuals.
         notes: reasons for every NaN.  settings: what produced the numbers (key-relevant settings).
     """
 
@@ -106,7 +112,9 @@ class DirectionResult:
     stir_adv: Optional[Stat] = None
     agreement: Optional[Stat] = None
     difficulty: Optional[Stat] = None
+    difficulty_fraction: Optional[Stat] = None
     quality: Dict[str, Dict[str, float]] = field(default_factory=dict)
+    convergence: Dict[str, Dict[str, List[float]]] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
     settings: Dict[str, Any] = field(default_factory=dict)
 
@@ -115,7 +123,7 @@ class DirectionResult:
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "DirectionResult":
-        stats = {"stir", "stir_adv", "agreement", "difficulty"}
+        stats = {"stir", "stir_adv", "agreement", "difficulty", "difficulty_fraction"}
         kwargs = {f.name: d[f.name] for f in fields(cls)}  # KeyError on a missing field: not ours
         kwargs.update({name: _stat_or_none(d[name]) for name in stats})
         return cls(**kwargs)
@@ -126,7 +134,7 @@ class DirectionResult:
             name: getattr(self, name)
             for name in ("ref", "target", "ref_id", "target_id", "tap_ref", "tap_target", "measure", "n", "k", "iri")
         }
-        for name in ("stir", "stir_adv", "agreement", "difficulty"):
+        for name in ("stir", "stir_adv", "agreement", "difficulty", "difficulty_fraction"):
             _put_stat(row, name, getattr(self, name))
         _put_quality(row, self.quality, "")
         row.update(_settings_row(self.settings))
@@ -174,7 +182,8 @@ class PairResult:
     m1, measured on m2): ``stir_m2_given_m1`` = STIR(m2|m1) (eq. 6), ``stir_adv_m2_given_m1`` =
     STIR_adv(m2|m1) (eq. 7), ``difficulty_m2_given_m1`` from the controversial stimuli with m1
     matched and m2 pushed away, ``agreement_on_m1_iris`` on m1's arbitrary IRIs. ``similarity`` =
-    S_r(m1(X), m2(X)). ``quality`` = {"m2|m1" | "m1|m2": DirectionResult.quality}. Stats not
+    S_r(m1(X), m2(X)). ``quality`` = {"m2|m1" | "m1|m2": DirectionResult.quality}, ``convergence``
+    likewise (``DirectionResult.convergence``). Stats not
     computed (other iri kind, or a direction not requested) are None.
     """
 
@@ -197,13 +206,17 @@ class PairResult:
     agreement_on_m2_iris: Optional[Stat] = None
     difficulty_m2_given_m1: Optional[Stat] = None
     difficulty_m1_given_m2: Optional[Stat] = None
+    difficulty_fraction_m2_given_m1: Optional[Stat] = None
+    difficulty_fraction_m1_given_m2: Optional[Stat] = None
     quality: Dict[str, Dict[str, Dict[str, float]]] = field(default_factory=dict)
+    convergence: Dict[str, Dict[str, Dict[str, List[float]]]] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
     settings: Dict[str, Any] = field(default_factory=dict)
 
     _STATS = (
         "stir_m2_given_m1", "stir_m1_given_m2", "stir_adv_m2_given_m1", "stir_adv_m1_given_m2",
         "agreement_on_m1_iris", "agreement_on_m2_iris", "difficulty_m2_given_m1", "difficulty_m1_given_m2",
+        "difficulty_fraction_m2_given_m1", "difficulty_fraction_m1_given_m2",
     )
 
     def to_dict(self) -> Dict[str, Any]:

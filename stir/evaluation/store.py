@@ -27,7 +27,9 @@ from stir.provenance import library_versions
 
 log = logging.getLogger(__name__)
 
-STORE_VERSION = 1  # bump when what a stored result means changes (definitions, fields, algorithm)
+# Bump when what a stored result means changes (definitions, fields, algorithm). 2: the published
+# inversion by default, difficulty walked from x, the convergence record, NaN for failed inversions.
+STORE_VERSION = 2
 
 _REQUIRED = ("kind", "key", "store_version", "result", "versions", "timestamp")
 

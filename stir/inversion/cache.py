@@ -34,14 +34,15 @@ from torch import Tensor, nn
 
 from stir.atomic import torch_save
 from stir.inversion.config import InversionConfig
-from stir.inversion.objectives import ADVERSARIAL_OBJECTIVE
 
 log = logging.getLogger(__name__)
 
-ALGORITHM_VERSION = 1  # bump when the inversion algorithm (objective, geometry, measurement) changes
+# Bump when the inversion algorithm (objective, geometry, measurement) changes. 2: faithful mode reads
+# its input through the published clamp, FakeReLU, snapshots along the budget in every entry.
+ALGORITHM_VERSION = 2
 
 # Settings that never change x' (see the module docstring), and those only one mode reads.
-_NEVER = {"batch_size", "cache_dir", "progress", "warn_below", "channels_last"}
+_NEVER = {"batch_size", "cache_dir", "progress", "warn_below", "channels_last", "min_fraction_iri"}
 _FAST_ONLY = {"lr", "betas", "schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance"}
 _FAITHFUL_ONLY = {"step_size"}
 _EARLY_STOP = {"stop_fraction", "tolerance"}  # read by the fast mode only while it stops early
@@ -81,18 +82,17 @@ def result_settings(cfg: InversionConfig, adversarial: bool, precision: str) -> 
     ``precision`` is the resolved one ("32" | "bf16" | "16": "auto" depends on the device).
     Every field not excluded explicitly is in, so a new setting is keyed by default.
     """
-    skip = set(_NEVER)
+    skip = set(_NEVER) | {"fake_relu"}  # keyed by its resolved value below
     skip |= _FAITHFUL_ONLY if cfg.mode == "fast" else _FAST_ONLY
     if adversarial:
         skip -= _EARLY_STOP  # the IRI bound of the adversarial objective, in either mode
     else:
-        skip.add("adversarial_weight")
+        skip |= {"adversarial_weight", "adversarial_objective"}
         if cfg.mode == "fast" and not cfg.early_stop:
             skip |= _EARLY_STOP  # no early stop: the tolerance only classifies, it is applied after loading
     settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in skip}
-    settings.update(precision=precision, steps=cfg.num_steps, adversarial=adversarial)  # resolved values
-    if adversarial:
-        settings["objective"] = ADVERSARIAL_OBJECTIVE
+    settings.update(precision=precision, steps=cfg.num_steps, adversarial=adversarial,  # resolved values
+                    fake_relu=cfg.use_fake_relu, record_steps=list(cfg.snapshot_steps))
     return settings
 
 
@@ -123,7 +123,8 @@ def _expected_shapes(n: int, image_shape: Tuple[int, ...], steps: int) -> Dict[s
     }
 
 
-def load_entry(path: Path, key: str, n: int, image_shape: Tuple[int, ...], steps: int) -> Optional[Dict[str, Any]]:
+def load_entry(path: Path, key: str, n: int, image_shape: Tuple[int, ...], steps: int,
+               snapshot_steps: Sequence[int] = ()) -> Optional[Dict[str, Any]]:
     """The entry at ``path`` if it exists and is valid; None otherwise (an invalid one is deleted)."""
     if not path.exists():
         return None
@@ -137,6 +138,14 @@ def load_entry(path: Path, key: str, n: int, image_shape: Tuple[int, ...], steps
                 raise ValueError(f"{name}: expected shape {shape}, got {getattr(value, 'shape', type(value))}")
         if not isinstance(entry.get("evaluations"), int):
             raise ValueError("evaluations missing")
+        inner = [t for t in snapshot_steps if t != steps]  # the last snapshot is x_prime itself
+        snaps, snap_res = entry.get("snapshots"), entry.get("snapshot_residual")
+        if not isinstance(snaps, dict) or sorted(snaps) != sorted(inner):
+            raise ValueError(f"snapshots: expected steps {inner}")
+        if any(tuple(v.shape) != (n, *image_shape) for v in snaps.values()):
+            raise ValueError("snapshots have the wrong shape")
+        if not isinstance(snap_res, dict) or sorted(snap_res) != sorted(snapshot_steps):
+            raise ValueError(f"snapshot_residual: expected steps {list(snapshot_steps)}")
         m2 = entry.get("m2_distance")
         if m2 is not None and (not isinstance(m2, Tensor) or tuple(m2.shape) != (n,)):
             raise ValueError("m2_distance has the wrong shape")
@@ -150,6 +159,11 @@ def load_entry(path: Path, key: str, n: int, image_shape: Tuple[int, ...], steps
 
 def save_entry(path: Path, key: str, entry: Dict[str, Any]) -> None:
     """Write ``entry`` (CPU tensors and ints) atomically under ``path``."""
-    payload = {name: (v.detach().cpu() if isinstance(v, Tensor) else v) for name, v in entry.items()}
+    def cpu(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: cpu(x) for k, x in v.items()}
+        return v.detach().cpu() if isinstance(v, Tensor) else v
+
+    payload = {name: cpu(v) for name, v in entry.items()}
     payload["key"] = key
     torch_save(payload, path)

@@ -2,14 +2,21 @@
 
 Two modes share every field that is not about the optimiser:
 
-* ``faithful``: the published STIR procedure (Nanda et al., ICML 2022, official code): 1000 steps of
-  fixed L2 length 0.5 along the per-image normalized gradient, clamp to [0, 1] after every step, the
-  best iterate per image kept, no early stopping.
-* ``fast`` (default): per-image Adam on the gradient with an inverse-time decayed learning rate
+* ``faithful`` (default): the published STIR procedure (Nanda et al., ICML 2022, official code): 1000
+  steps of fixed L2 length 0.5 along the per-image normalized gradient, the model reading its input
+  through the published clamp (so the first step sees the raw N(0, 1) seed projected onto [0, 1]),
+  clamp to [0, 1] after every step, the best iterate per image kept, no early stopping, and FakeReLU
+  on the last stage of ResNets (``fake_relu``). The STIR numbers of the paper come from this.
+* ``fast`` (opt-in, a DIFFERENT estimator): per-image Adam on the gradient with an inverse-time decayed learning rate
   (lr / (1 + t / decay_steps): no horizon, so a larger step budget never slows the first steps),
   the best iterate per image, per-image early stopping once the relative residual meets
-  ``tolerance``, bf16 autocast and channels-last on CUDA. ``bench/bench_inversion.py`` measures
-  the two modes and the alternatives (bench/README.md).
+  ``tolerance``, bf16 autocast and channels-last on CUDA. It finds other IRIs than the published
+  procedure and gives other STIR values on the same models and images, even stopped at the same
+  residual (README, "Fast vs faithful"); use it only labelled as such.
+
+Adversarial IRIs have three objectives (``adversarial_objective``, see ``stir.inversion.objectives``):
+``constrained`` (default: max r2 subject to r1 <= bound, IRIs that stay IRIs), ``paper`` (eq. 7 of
+the paper, d1 - d2 unnormalised) and ``original`` (the original code's r1 - 0.1 r2).
 """
 from __future__ import annotations
 
@@ -18,7 +25,8 @@ from typing import Optional, Tuple
 
 from stir.inversion.seeds import SEED_KINDS
 
-MODES = ("fast", "faithful")
+MODES = ("faithful", "fast")
+ADVERSARIAL_OBJECTIVES = ("constrained", "paper", "original")
 PRECISIONS = ("auto", "32", "bf16", "16")
 SCHEDULES = ("inverse_time", "cosine", "constant")
 
@@ -30,7 +38,7 @@ DEFAULT_STEPS = {"faithful": 1000, "fast": 300}
 class InversionConfig:
     """How identically represented inputs (IRIs) are made; see ``stir.inversion.invert``."""
 
-    mode: str = "fast"  # fast | faithful
+    mode: str = "faithful"  # faithful (the published procedure) | fast (a different estimator, opt-in)
     steps: Optional[int] = None  # most gradient steps per image; None: 1000 (faithful) / 300 (fast)
     step_size: float = 0.5  # faithful: L2 length of every step (the published 0.5)
     lr: float = 0.2  # fast: Adam's initial learning rate (about the first step per pixel; images in [0, 1])
@@ -49,11 +57,21 @@ class InversionConfig:
     # 81% for every w (as arbitrary IRIs), m2 pushed 2.4x / 3.2x / 2.8x further than by arbitrary
     # IRIs at w = 0.1 / 1 / 3.
     adversarial_weight: float = 1.0
+    adversarial_objective: str = "constrained"  # constrained | paper (eq. 7) | original (the code's r1 - 0.1 r2)
+    # FakeReLU on the last stage of ResNets while inverting (identity gradient through the block
+    # output ReLUs, as the original code); None: on in faithful mode, off in fast mode.
+    fake_relu: Optional[bool] = None
+    # Steps at which the best iterate so far is kept, to record STIR and the residual along the
+    # budget (the convergence record); steps >= the budget are ignored, the final step is always in.
+    record_steps: Tuple[int, ...] = (100, 250, 500)
     batch_size: int = 1000  # images optimised together (each independently: only memory and speed)
     cache_dir: Optional[str] = None  # on-disk cache of finished inversions; None: no cache
     precision: str = "auto"  # auto (bf16 on CUDA, 32 elsewhere) | 32 | bf16 | 16: the models' forward
     channels_last: bool = True  # CUDA only: feed images in channels-last memory format
     warn_below: float = 0.9  # log a warning when the fraction of IRIs is below this
+    # A draw with fewer IRIs than this (or non-finite residuals) gives STIR = NaN with the reason:
+    # below it the value describes the seeds, not inputs the reference represents like X.
+    min_fraction_iri: float = 0.1
     progress: bool = False  # tqdm bar over batches
 
     def __post_init__(self) -> None:
@@ -75,9 +93,53 @@ class InversionConfig:
             raise ValueError(f"inversion.decay_steps must be > 0, got {self.decay_steps}")
         if not 0 < self.stop_fraction <= 1:
             raise ValueError(f"inversion.stop_fraction must be in (0, 1], got {self.stop_fraction}")
+        if self.adversarial_objective not in ADVERSARIAL_OBJECTIVES:
+            raise ValueError(f"inversion.adversarial_objective must be one of {ADVERSARIAL_OBJECTIVES}, "
+                             f"got {self.adversarial_objective!r}")
+        if any(int(s) != s or s < 1 for s in self.record_steps):
+            raise ValueError(f"inversion.record_steps must be positive step counts, got {list(self.record_steps)}")
         self.betas = tuple(self.betas)  # YAML gives a list
+        self.record_steps = tuple(sorted({int(s) for s in self.record_steps}))
 
     @property
     def num_steps(self) -> int:
         """Gradient steps per image: ``steps``, or the mode's default."""
         return self.steps if self.steps is not None else DEFAULT_STEPS[self.mode]
+
+    @property
+    def use_fake_relu(self) -> bool:
+        """Whether FakeReLU is on: ``fake_relu``, or the mode's default (faithful: on)."""
+        return self.fake_relu if self.fake_relu is not None else self.mode == "faithful"
+
+    @property
+    def snapshot_steps(self) -> Tuple[int, ...]:
+        """The recorded steps inside the budget, then the budget itself: (t_1 < ... < steps)."""
+        return tuple(s for s in self.record_steps if s < self.num_steps) + (self.num_steps,)
+
+
+@dataclass
+class ControversialConfig:
+    """How controversial-stimulus difficulty is measured (``stir.inversion.controversial``).
+
+    The STIR paper (appendix C, eq. 8) makes controversial stimuli x_c by minimising
+    ||m1(x) - m1(x_c)|| - ||m2(x) - m2(x_c)|| and reports Delta = mean ||x - x_c||_2, "the amount of
+    perturbation needed". Here x_c starts at x (plus a perturbation of L2 norm ``start_noise``, where
+    the distances have a gradient) and moves by fixed-length steps under the adversarial objective
+    of ``InversionConfig.adversarial_objective``; an image becomes controversial at the first
+    iterate with r1 <= ``InversionConfig.tolerance`` (m1 still cannot tell x_c from x) and
+    r2 >= ``m2_threshold`` (m2's relative distance, ||m2(x_c) - m2(x)|| / ||m2(x)||). Its
+    difficulty is the smallest ||x_c - x||_2 among such iterates; images that never get there
+    within ``steps`` count in the reported fraction, not in Delta.
+    """
+
+    steps: int = 200  # fixed-length steps from x
+    step_size: float = 0.1  # L2 length of each step: the resolution of Delta (at most steps * step_size)
+    start_noise: float = 1e-3  # L2 norm of the random perturbation x_c starts from
+    m2_threshold: float = 0.5  # r2 at which m2 is taken to represent x_c differently from x
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise ValueError(f"difficulty.steps must be >= 1, got {self.steps}")
+        if self.step_size <= 0 or self.start_noise <= 0 or self.m2_threshold <= 0:
+            raise ValueError("difficulty.step_size, difficulty.start_noise and difficulty.m2_threshold must be > 0, "
+                             f"got {self.step_size}, {self.start_noise}, {self.m2_threshold}")

@@ -14,20 +14,24 @@ with every iterate projected onto [0, 1]. Both models are in eval mode with froz
 throughout (``stir.models.frozen``); every module's mode and every ``requires_grad`` flag is
 restored exactly afterwards. The optimisation runs through ``stir.descent.descend``:
 
-* faithful mode, the published procedure: ``FixedLengthStep(step_size=0.5)`` (x <- clamp(x - 0.5 *
-  g / ||g||_2, 0, 1)), 1000 steps, the best iterate per image, no early stopping, starting from the
-  raw seed (the published code takes its first gradient at the unclamped N(0, 1) noise). Two
-  defects of the published code are not reproduced: its models are left in train mode after the
-  first inversion (batch-norm statistics change), and its clamp sits inside the differentiated
-  path on current torch (pixels that reach 0 or 1 receive zero gradient for good); here the clamp
-  is a projection after the step, outside autograd.
-* fast mode (default): per-image ``Adam`` (lr 0.2, betas (0.9, 0.99)) with the inverse-time
+* faithful mode (default), the published procedure: ``FixedLengthStep(step_size=0.5)`` (x <- clamp(x
+  - 0.5 * g / ||g||_2, 0, 1)), 1000 steps, the best iterate per image, no early stopping, starting
+  from the raw seed, which the model reads through the published clamp (``published_clamp``: the
+  first step sees the N(0, 1) seed projected onto [0, 1], and out-of-range seed pixels get no
+  gradient, as the original's normaliser does), with FakeReLU on the last stage of ResNets
+  (``stir.models.fake_relu``; ``fake_relu`` in the config). Two defects of the published code are
+  not reproduced: its models are left in train mode after the first inversion (batch-norm
+  statistics change), and on current torch its clamp would freeze pixels that reach exactly 0 or 1
+  (``published_clamp`` passes the gradient there, as the torch of the published runs did).
+* fast mode (opt-in, a different estimator): per-image ``Adam`` (lr 0.2, betas (0.9, 0.99)) with the inverse-time
   schedule lr / (1 + (t - 1) / 20), the best iterate per image, per-image early stopping once
   r1 <= stop_fraction * tolerance, from the seed projected onto [0, 1]; on CUDA the models run
   under bf16 autocast with channels-last inputs. Why this method: bench/README.md.
 
 Every result is re-measured in full precision at the returned x': ``residual`` (r1), ``m2_distance``
-(the r2 of m2, when m2 is given), ``l2_to_original`` (||x' - x||_2). A "model evaluation" is one
+(the r2 of m2, when m2 is given), ``l2_to_original`` (||x' - x||_2). ``snapshots`` keeps the best
+iterate so far at each of ``cfg.snapshot_steps`` (with its residual), so that a caller can see how
+a value computed from x' moves with the budget (``stir.evaluation`` records STIR along it). A "model evaluation" is one
 image's forward (+ backward) pass through the model(s) up to the tap during the optimisation; the
 target and measurement passes (a few per image) are not counted.
 """
@@ -36,7 +40,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -46,9 +50,12 @@ from stir.descent import Adam, Constant, Cosine, FixedLengthStep, InverseTime, S
 from stir.descent.loop import StopRule
 from stir.inversion.cache import cache_key, entry_path, load_entry, result_settings, save_entry
 from stir.inversion.config import InversionConfig
-from stir.inversion.objectives import Forward, InversionObjective, make_term, relative_distance, resolve_forward
+from stir.inversion.objectives import (
+    Forward, InversionObjective, make_term, published_clamp, relative_distance, resolve_forward,
+)
 from stir.inversion.seeds import make_seed, seed_generator
 from stir.models import frozen
+from stir.models.fake_relu import fake_relu
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +78,9 @@ class InversionResult:
             ``normalize_residual``), in the optimisation's precision; NaN after an image stopped.
         elapsed: (T + 1,) wall-clock seconds from the start of the optimisation until iterate t was
             evaluated, summed over batches (for a cached result: the run that computed it).
+        snapshots: step t -> (n, c, h, w) the best iterates among steps 0..t, in [0, 1], for every t
+            of ``cfg.snapshot_steps`` (the last is ``x_prime`` itself).
+        snapshot_residual: step t -> (n,) r1 of ``snapshots[t]``, measured in full precision.
         from_cache: whether x' was read from the cache.
     """
 
@@ -85,6 +95,8 @@ class InversionResult:
     tolerance: float
     history: Tensor
     elapsed: Tensor
+    snapshots: Dict[int, Tensor]
+    snapshot_residual: Dict[int, Tensor]
     from_cache: bool = False
 
 
@@ -158,7 +170,7 @@ def _run(problem: Problem, images: Tensor, cfg: InversionConfig) -> InversionRes
         settings = result_settings(cfg, problem.adversarial, precision)
         key = cache_key(models, images, settings)
         path = entry_path(cfg.cache_dir, key)
-        entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.num_steps)
+        entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.num_steps, cfg.snapshot_steps)
         if entry is not None:
             log.info("inversion cache hit: %s", path)
             result = _from_entry(problem, images, entry, cfg)
@@ -188,31 +200,39 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig)
         first = make_term(problem.m1, problem.tap1, images, forward)
         second = make_term(problem.m2, problem.second_tap, images, forward) if problem.adversarial else None
         objective = InversionObjective(first, forward, cfg.normalize_residual, second, cfg.adversarial_weight,
-                                       bound=cfg.stop_fraction * cfg.tolerance)
+                                       bound=cfg.stop_fraction * cfg.tolerance, kind=cfg.adversarial_objective)
+        faithful = cfg.mode == "faithful"
 
         times: List[float] = []
         start = time.perf_counter()
 
         def timed(x: Tensor, index: Tensor) -> Tensor:  # records when each iterate was evaluated
-            loss = objective(x, index)
+            loss = objective(published_clamp(x) if faithful else x, index)
             times.append(time.perf_counter() - start)
             return loss
 
-        if cfg.mode == "faithful":
+        if faithful:
             geometry, x_init, stop = FixedLengthStep(cfg.step_size), seeds, None  # raw seed, as published
         else:
             geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
             x_init, stop = None, _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
-        run = descend(timed, seeds, geometry, cfg.num_steps, keep_best=True, stop=stop, x_init=x_init)
+        with fake_relu(*problem.models, enabled=cfg.use_fake_relu):  # gradient only: values are unchanged
+            run = descend(timed, seeds, geometry, cfg.num_steps, keep_best=True, stop=stop, x_init=x_init,
+                          snapshots=cfg.snapshot_steps)
 
-        x_prime = run.x.clamp(0, 1)  # a no-op unless the raw seed itself was the best iterate
+        # The clamp is a no-op unless the raw seed itself was the best iterate (then: what the model saw).
+        snapshots = {t: x.clamp(0, 1) for t, x in run.snapshots.items()}
+        x_prime = snapshots[cfg.num_steps]
         residual = relative_distance(problem.m1, problem.tap1, x_prime, images)
+        snapshot_residual = {t: residual if t == cfg.num_steps else relative_distance(problem.m1, problem.tap1, x, images)
+                             for t, x in snapshots.items()}
         m2_distance = (
             relative_distance(problem.m2, problem.second_tap, x_prime, images) if problem.m2 is not None else None
         )
     elapsed = torch.tensor(times, dtype=torch.float64)
     elapsed = torch.cat([elapsed, elapsed[-1:].expand(cfg.num_steps + 1 - len(times))])  # flat once all stopped
-    return _result(x_prime, residual, m2_distance, images, run.steps, run.evaluations, run.history, elapsed, cfg.tolerance)
+    return _result(x_prime, residual, m2_distance, images, run.steps, run.evaluations, run.history, elapsed,
+                   cfg.tolerance, snapshots, snapshot_residual)
 
 
 def _schedule(cfg: InversionConfig) -> Schedule:
@@ -232,7 +252,8 @@ def _early_stop(objective: InversionObjective, cfg: InversionConfig) -> StopRule
     return stop
 
 
-def _result(x_prime, residual, m2_distance, images, steps, evaluations, history, elapsed, tolerance) -> InversionResult:
+def _result(x_prime, residual, m2_distance, images, steps, evaluations, history, elapsed, tolerance,
+            snapshots, snapshot_residual) -> InversionResult:
     is_iri = residual <= tolerance
     return InversionResult(
         x_prime=x_prime,
@@ -246,6 +267,8 @@ def _result(x_prime, residual, m2_distance, images, steps, evaluations, history,
         tolerance=tolerance,
         history=history,
         elapsed=elapsed,
+        snapshots=snapshots,
+        snapshot_residual=snapshot_residual,
     )
 
 
@@ -266,6 +289,8 @@ def concat_results(parts: List[InversionResult], tolerance: float) -> InversionR
         tolerance=tolerance,
         history=torch.cat([p.history for p in parts], dim=1),
         elapsed=torch.stack([p.elapsed for p in parts]).sum(0),
+        snapshots={t: torch.cat([p.snapshots[t] for p in parts]) for t in parts[0].snapshots},
+        snapshot_residual={t: torch.cat([p.snapshot_residual[t] for p in parts]) for t in parts[0].snapshot_residual},
         from_cache=all(p.from_cache for p in parts),
     )
 
@@ -279,6 +304,9 @@ def _to_entry(result: InversionResult, problem: Problem) -> dict:
         "evaluations": result.evaluations,
         "history": result.history,
         "elapsed": result.elapsed,
+        # the last snapshot is x_prime itself: not stored twice
+        "snapshots": {t: x for t, x in result.snapshots.items() if t != max(result.snapshots)},
+        "snapshot_residual": dict(result.snapshot_residual),
     }
     if problem.adversarial:  # m2 shaped x': its distance belongs to the entry
         entry["m2_distance"] = result.m2_distance
@@ -294,9 +322,12 @@ def _from_entry(problem: Problem, images: Tensor, entry: dict, cfg: InversionCon
     elif problem.m2 is not None:  # arbitrary IRIs: m2 is only measured, so measure it now
         with frozen(problem.m2):
             m2_distance = relative_distance(problem.m2, problem.second_tap, x_prime, images)
+    snapshots = {t: x.to(device=device, dtype=images.dtype) for t, x in entry["snapshots"].items()}
+    snapshots[cfg.num_steps] = x_prime
     result = _result(
         x_prime, entry["residual"].to(device), m2_distance, images, entry["steps"].to(device),
         entry["evaluations"], entry["history"].to(device), entry["elapsed"], cfg.tolerance,
+        snapshots, {t: r.to(device) for t, r in entry["snapshot_residual"].items()},
     )
     result.from_cache = True
     return result

@@ -16,7 +16,13 @@ switching subgradient method for constrained problems):
     L(x') = r1(x')            while r1(x') >  b   (infeasible: become an IRI first)
     L(x') = b - w * r2(x')    once  r1(x') <= b   (feasible: push m2 away)
 
-Its value orders iterates lexicographically, so the loop's best-iterate rule returns the feasible
+This is ``adversarial_objective=constrained`` (the default). Two readings of the published method
+are available for reproduction, both with the best (lowest) iterate kept and no IRI guarantee:
+
+    paper:     L(x') = d1(x') - d2(x')                   eq. 7 of the paper, unnormalised
+    original:  L(x') = r1(x') - 0.1 * r2(x')             the original code's ControversialStimuliLoss
+
+The switching objective's value orders iterates lexicographically, so the loop's best-iterate rule returns the feasible
 iterate with the largest r2 (or, when none was feasible, the one with the smallest r1): every
 feasible value is <= b < every infeasible one. A weighted difference r1 - w * r2 has no such
 guarantee: on trained ResNets w = 1 left m1's median residual at 0.62 (no IRIs at all). w only
@@ -30,16 +36,15 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
 from stir.models import representation
 
-# Names the adversarial objective in every cache and store key: a result made by another
-# (the weighted difference r1 - w * r2 of earlier versions) is never reused as this one's.
-ADVERSARIAL_OBJECTIVE = "switching"
+# The push weight of the original code's ControversialStimuliLoss (its default beta).
+ORIGINAL_CODE_BETA = 0.1
 
 _TINY = 1e-12  # a zero target norm (a dead representation) would divide by zero
 
@@ -110,30 +115,65 @@ class InversionObjective:
     second: Optional[Term] = None  # set: adversarial IRIs (controversial stimuli)
     weight: float = 1.0
     bound: Optional[float] = None
+    kind: str = "constrained"  # constrained | paper | original (module docstring); with ``second`` only
 
     def __post_init__(self) -> None:
-        if self.second is not None and (self.bound is None or self.bound <= 0):
+        if self.second is not None and self.kind == "constrained" and (self.bound is None or self.bound <= 0):
             raise ValueError(f"an adversarial objective needs a residual bound > 0, got {self.bound}")
+        if self.kind not in ("constrained", "paper", "original"):
+            raise ValueError(f"unknown adversarial objective {self.kind!r}; choose constrained, paper or original")
 
     def __call__(self, x: Tensor, index: Tensor) -> Tensor:
+        return self.parts(x, index)[0]
+
+    def parts(self, x: Tensor, index: Tensor) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        """(loss (b,), r1 (b,), r2 (b,) or None without a second model) for x holding rows ``index``."""
         d1 = self.first.distance(x, index, self.forward)  # (b,)
         r1 = self.first.relative(d1, index)
         loss = r1 if self.normalize else d1
         if self.second is None:
-            return loss
+            return loss, r1, None
+        d2 = self.second.distance(x, index, self.forward)
+        r2 = self.second.relative(d2, index)
+        if self.kind == "paper":
+            return d1 - d2, r1, r2
+        if self.kind == "original":
+            return r1 - ORIGINAL_CODE_BETA * r2, r1, r2
         bound = torch.full_like(loss, self.bound) if self.normalize else self.bound * self.first.target_norm[index]
-        push = bound - self.weight * self._scaled(self.second, x, index)
-        return torch.where(r1 <= self.bound, push, loss)  # x' already an IRI: push m2; else match m1
-
-    def _scaled(self, term: Term, x: Tensor, index: Tensor) -> Tensor:
-        d = term.distance(x, index, self.forward)
-        return term.relative(d, index) if self.normalize else d
+        push = bound - self.weight * (r2 if self.normalize else d2)
+        return torch.where(r1 <= self.bound, push, loss), r1, r2  # x' already an IRI: push m2; else match m1
 
     def relative_residual(self, loss: Tensor, index: Tensor) -> Tensor:
         """r1 from the objective value of an arbitrary-IRI objective (no second term): (b,)."""
         if self.second is not None:
             raise ValueError("the residual of an adversarial objective is not a function of its value")
         return loss if self.normalize else self.first.relative(loss, index)
+
+
+class _PublishedClamp(torch.autograd.Function):
+    """clamp(x, 0, 1) with the gradient of older torch: passed where 0 <= x <= 1, zero outside.
+
+    The original code's input normaliser clamps x inside the differentiated path. Current torch
+    gives zero gradient at exactly 0 and 1 too (pixels the projection puts on the boundary would
+    freeze for good); the published runs passed it there. In faithful mode this matters only at the
+    first step, at the raw seed: afterwards every iterate is in [0, 1] and this is the identity.
+    """
+
+    @staticmethod
+    def forward(ctx, x: Tensor) -> Tensor:  # noqa: D401 - autograd signature
+        inside = (x >= 0) & (x <= 1)
+        ctx.save_for_backward(inside)
+        return x.clamp(0, 1)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:
+        (inside,) = ctx.saved_tensors
+        return grad * inside
+
+
+def published_clamp(x: Tensor) -> Tensor:
+    """The published code's view of its input: clamp to [0, 1], gradient passed inside (inclusive)."""
+    return _PublishedClamp.apply(x)
 
 
 def relative_distance(model: nn.Module, tap: str, x_prime: Tensor, images: Tensor, forward: Forward = Forward()) -> Tensor:

@@ -84,6 +84,8 @@ def _to_cpu(r: InversionResult) -> InversionResult:
         l2_to_original=move(r.l2_to_original), steps=move(r.steps), evaluations=r.evaluations,
         is_iri=move(r.is_iri), fraction_iri=r.fraction_iri, tolerance=r.tolerance,
         history=move(r.history), elapsed=move(r.elapsed), from_cache=r.from_cache,
+        snapshots={t: move(x) for t, x in r.snapshots.items()},
+        snapshot_residual={t: move(x) for t, x in r.snapshot_residual.items()},
     )
 
 
@@ -113,6 +115,8 @@ def merge_predictions(predictions: Sequence[Prediction]) -> InversionResult:
         tolerance=tolerance,
         history=cat("history", 1)[:, order],
         elapsed=torch.stack([p.elapsed for p in parts]).sum(0),
+        snapshots={t: torch.cat([p.snapshots[t] for p in parts])[order] for t in parts[0].snapshots},
+        snapshot_residual={t: torch.cat([p.snapshot_residual[t] for p in parts])[order] for t in parts[0].snapshot_residual},
     )
 
 

@@ -40,13 +40,20 @@ class Network(nn.Module):
     """Base class of registered networks: ``taps`` in depth order, ``forward`` returns logits."""
 
     taps: Tuple[Tap, ...] = ()
+    inner_taps: Tuple[Tap, ...] = ()  # readable too, but not in the depth list (e.g. inside a block)
+    fake_relu_sites: Tuple[str, ...] = ()  # OutputReLU module paths the published inversion fakes
+
+    @property
+    def original_layer_taps(self) -> Tuple[str, ...]:
+        """The layer list of the original STIR code for this family (default: the depth taps)."""
+        return tuple(t.name for t in self.taps if t.name != "logits")
 
     def tap(self, name: str) -> Tap:
-        for t in self.taps:
+        for t in self.taps + self.inner_taps:
             if t.name == name:
                 return t
         raise ValueError(
-            f"unknown tap {name!r} for {type(self).__name__}; valid taps: {[t.name for t in self.taps]}"
+            f"unknown tap {name!r} for {type(self).__name__}; valid taps: {[t.name for t in self.taps + self.inner_taps]}"
         )
 
 

@@ -1,7 +1,11 @@
 """CIFAR ResNet18/34 (He et al. 2016), the variant with a 3x3 stem and no max-pool.
 
 Taps: ``stem``, every residual block (``layer1.0`` ... ``layer4.1``), ``penultimate`` (global
-average pool, (n, 8 * width)) and ``logits``.
+average pool, (n, 8 * width)) and ``logits``; the depth list of ``layers=all``. Inner taps (readable,
+not in that list): each block's first post-ReLU output ``layerI.J.relu1`` and its pre-ReLU sum
+``layerI.J.sum``, the representations the original STIR code lists layer by layer
+(``original_layer_taps``). The output ReLUs of the last stage are ``OutputReLU`` modules, which
+``stir.models.fake_relu`` can make fake during inversion, as the original code does.
 """
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Sequence
 from torch import Tensor, nn
 
 from stir.config.schema import ModelConfig
+from stir.models.fake_relu import OutputReLU
 from stir.models.normalize import Normalize
 from stir.models.registry import Network, Tap, register
 
@@ -21,15 +26,17 @@ class BasicBlock(nn.Module):
         self.bn1 = nn.BatchNorm2d(c_out)
         self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(c_out)
-        self.relu = nn.ReLU()
+        self.relu1 = nn.ReLU()
+        self.sum = nn.Identity()  # a readable point: the pre-ReLU sum (tap layerI.J.sum)
+        self.relu_out = OutputReLU()  # fake during the published inversion (last stage)
         self.shortcut = nn.Sequential()
         if stride != 1 or c_in != c_out:
             self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
 
     def forward(self, x: Tensor) -> Tensor:
-        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu1(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
-        return self.relu(out + self.shortcut(x))
+        return self.relu_out(self.sum(out + self.shortcut(x)))
 
 
 class GlobalAvgPool(nn.Module):
@@ -45,6 +52,7 @@ class ResNet(Network):
         self.normalize = Normalize(mean, std)
         self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
         taps = [Tap("stem", "stem", width, 1)]
+        inner, original = [], ["stem"]
         c_in, stride_total = width, 1
         for i, n_blocks in enumerate(blocks):
             c_out, stride = width * 2**i, 1 if i == 0 else 2
@@ -53,11 +61,24 @@ class ResNet(Network):
             for j in range(n_blocks):
                 layer.append(BasicBlock(c_in, c_out, stride if j == 0 else 1))
                 c_in = c_out
-                taps.append(Tap(f"layer{i + 1}.{j}", f"layer{i + 1}.{j}", c_out, stride_total))
+                name = f"layer{i + 1}.{j}"
+                taps.append(Tap(name, name, c_out, stride_total))
+                inner += [Tap(f"{name}.relu1", f"{name}.relu1", c_out, stride_total),
+                          Tap(f"{name}.sum", f"{name}.sum", c_out, stride_total)]
+                original += [f"{name}.relu1", f"{name}.sum"]
             self.add_module(f"layer{i + 1}", nn.Sequential(*layer))
         self.pool = GlobalAvgPool()
         self.fc = nn.Linear(c_in, num_classes)
         self.taps = tuple(taps) + (Tap("penultimate", "pool", c_in, 0), Tap("logits", "fc", num_classes, 0))
+        self.inner_taps = tuple(inner)
+        self._original = tuple(original) + ("penultimate",)
+        # The original code passes fake_relu to every block of layer4.
+        self.fake_relu_sites = tuple(f"layer4.{j}.relu_out" for j in range(blocks[-1]))
+
+    @property
+    def original_layer_taps(self) -> tuple:
+        """stem, then (relu1, sum) of every block, then penultimate: the original code's list."""
+        return self._original
 
     def forward(self, x: Tensor) -> Tensor:  # (b, 3, h, w) in [0, 1] -> (b, num_classes)
         x = self.stem(self.normalize(x))

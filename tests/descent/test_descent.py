@@ -1,4 +1,5 @@
 """The one descent loop and its step geometries, on objectives with known minimisers."""
+import pytest
 import torch
 
 from stir.descent import FixedLengthStep, L2Ball, LinfBall, descend
@@ -58,3 +59,22 @@ def test_the_seeded_random_start_is_reproducible():
     a = descend(obj, origin, L2Ball(1.0, 0.1), 3, generator=torch.Generator().manual_seed(5))
     b = descend(obj, origin, L2Ball(1.0, 0.1), 3, generator=torch.Generator().manual_seed(5))
     assert torch.equal(a.x, b.x)
+
+
+def test_snapshots_are_the_best_iterates_so_far():
+    # 1-d quadratic with an overshooting fixed step: the loss is not monotone, the best-so-far is.
+    from stir.descent import FixedLengthStep
+
+    target = torch.full((2, 1, 2, 2), 0.5)
+    start = target + 0.35 * torch.ones_like(target) / 2  # distance 0.35, steps of 0.2 overshoot
+    objective = lambda x, i: (x - target[i]).flatten(1).norm(dim=1)  # noqa: E731
+    run = descend(objective, start, FixedLengthStep(0.2), 4, keep_best=True, x_init=start, snapshots=(0, 1, 2, 4))
+    dist = run.history[:, 0]  # 0.35, 0.15, 0.05 (past), 0.25, 0.05 ...
+    for t, x in run.snapshots.items():
+        best = (x - target).flatten(1).norm(dim=1)
+        assert torch.allclose(best, dist[: t + 1].min().expand(2), atol=1e-6), t
+    assert torch.equal(run.snapshots[4], run.x)
+    with pytest.raises(ValueError, match="keep_best"):
+        descend(objective, start, FixedLengthStep(0.2), 4, snapshots=(2,))
+    with pytest.raises(ValueError, match="snapshot steps"):
+        descend(objective, start, FixedLengthStep(0.2), 4, keep_best=True, snapshots=(5,))

@@ -13,7 +13,7 @@ from stir.evaluation import (
 from stir.inversion import InversionConfig
 from stir.models import build, channel_stats, tap_names
 
-FAST = InversionConfig(steps=20, lr=0.05, seed=0, warn_below=0.0)
+FAST = InversionConfig(mode="fast", steps=20, lr=0.05, seed=0, warn_below=0.0, min_fraction_iri=0.0)
 
 
 def test_equal_lists_pair_one_to_one():
@@ -49,7 +49,7 @@ def test_slope_of_exact_linear_data_and_undefined_slopes():
 def test_depth_taps_of_registered_and_plain_networks():
     net = build(ModelConfig("resnet18", width=4), 10, *channel_stats("cifar10"))
     taps = depth_taps(net)
-    assert taps == [t for t in tap_names(net) if t != "logits"] and taps[-1] == "penultimate" and taps[0] == "stem"
+    assert taps == [t.name for t in net.taps if t.name != "logits"] and taps[-1] == "penultimate" and taps[0] == "stem"
     seq = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Sequential(nn.ReLU(), nn.Flatten()), nn.LazyLinear(2))
     assert depth_taps(seq) == ["0", "1.0", "1.1", "2"]  # leaves in order; containers are not layers
 
@@ -66,7 +66,7 @@ def test_registered_network_default_tap_is_penultimate():
     a = build(ModelConfig("resnet18", width=4), 10, *channel_stats("cifar10"))
     b = build(ModelConfig("resnet18", width=4), 10, *channel_stats("cifar10"))
     images = torch.rand(6, 3, 32, 32, generator=torch.Generator().manual_seed(0))
-    r = evaluate_direction(a, b, images, k=1, iri="arbitrary", inversion=InversionConfig(steps=3, warn_below=0.0))
+    r = evaluate_direction(a, b, images, k=1, iri="arbitrary", inversion=InversionConfig(steps=3, warn_below=0.0, min_fraction_iri=0.0))
     assert (r.tap_ref, r.tap_target) == ("penultimate", "penultimate") and math.isfinite(r.stir.mean)
     assert a.training and b.training  # modes restored after the evaluation
 

@@ -9,7 +9,7 @@ from stir.evaluation import evaluate_direction, evaluate_pair
 from stir.inversion import InversionConfig
 
 # Fast-mode inversions that converge on these tiny models within a few dozen steps (CPU, fp32).
-FAST = InversionConfig(steps=60, lr=0.05, seed=0, warn_below=0.0)
+FAST = InversionConfig(mode="fast", steps=60, lr=0.05, seed=0, warn_below=0.0, min_fraction_iri=0.0)
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_swapping_reference_and_target_swaps_every_directional_value(images):
     representations are a structured function of X, which CKA scores as similar).
     """
     a, b = convnet(0), convnet(1)
-    cfg = InversionConfig(steps=25, lr=0.05, seed=3, warn_below=0.0)
+    cfg = InversionConfig(mode="fast", steps=25, lr=0.05, seed=3, warn_below=0.0, min_fraction_iri=0.0)
     ab = evaluate_pair(a, b, images, "5", "5", k=2, iri="both", inversion=cfg)
     ba = evaluate_pair(b, a, images, "5", "5", k=2, iri="both", inversion=cfg)
     assert ab.stir_m2_given_m1 == ba.stir_m1_given_m2 and ab.stir_m1_given_m2 == ba.stir_m2_given_m1

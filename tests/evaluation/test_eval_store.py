@@ -11,7 +11,7 @@ from stir.evaluation import (
 )
 from stir.inversion import InversionConfig
 
-FAST = InversionConfig(steps=20, lr=0.05, seed=0, warn_below=0.0)
+FAST = InversionConfig(mode="fast", steps=20, lr=0.05, seed=0, warn_below=0.0, min_fraction_iri=0.0)
 
 
 class Killed(Exception):
@@ -104,10 +104,16 @@ def test_every_result_relevant_setting_changes_the_key_and_nothing_else_does(ima
 
     changed = [
         key(k=3), key(measure="rbf_cka"), key(iri="arbitrary"), key(seed=1), key(steps=10), key(tolerance=0.05),
-        key(mode="faithful"), key(taps=("logits", "body.1")), key(ids=("id2", "id1")), key(images=images[:4]),
+        key(mode="fast"), key(taps=("logits", "body.1")), key(fake_relu=False), key(record_steps=(5,)),
+        key(adversarial_objective="paper"), key(min_fraction_iri=0.5), key(ids=("id2", "id1")), key(images=images[:4]),
         key(images=images.flip(0)),
     ]
     assert base not in changed and len(set(changed)) == len(changed)
+    from stir.inversion.config import ControversialConfig
+
+    assert direction_key(make_plan(images, "linear_cka", 2, "both", InversionConfig(), ControversialConfig(steps=7)),
+                         ids, taps) != base  # difficulty settings are in the key of adversarial results
+    assert direction_key(make_plan([images, images.flip(0)], "linear_cka", 2, "both", InversionConfig()), ids, taps) != base
     assert key(batch_size=3, cache_dir="/tmp/x", progress=True, warn_below=0.1) == base
 
     # The plain similarity has no direction for a symmetric measure, and ignores the inversion settings.
@@ -153,7 +159,7 @@ def test_resume_after_a_kill_computes_only_what_is_missing(tmp_path, images):
 def test_the_references_arbitrary_iris_are_inverted_once_for_all_targets(tmp_path, images):
     """With ``inversion.cache_dir`` the engine's cache (keyed without the target) serves every target."""
     ref = Counting(0)
-    cfg = InversionConfig(steps=20, lr=0.05, seed=0, warn_below=0.0, early_stop=False, cache_dir=str(tmp_path))
+    cfg = InversionConfig(mode="fast", steps=20, lr=0.05, seed=0, warn_below=0.0, min_fraction_iri=0.0, early_stop=False, cache_dir=str(tmp_path))
     first = evaluate_direction(ref, Counting(1), images, "logits", "logits", k=2, iri="arbitrary", inversion=cfg)
     inverting = ref.forwards
     assert inverting > 2 * 20  # two draws of 20 gradient steps each

@@ -18,7 +18,7 @@ def eval_args(root: Path, data_root: Path, *extra: str) -> list:
     overrides = ",".join(f'"{o}"' for o in [f"data.root={data_root}", *ZOO_OVERRIDES])
     return [
         f"zoo.overrides=[{overrides}]", f"zoo.runs_dir={root / 'runs'}", f"out_dir={root / 'results'}",
-        "n=12", "k=2", "inversion.steps=15", "inversion.tolerance=0.05", "iri_grid_images=4",
+        "n=12", "k=2", "inversion.steps=15", "inversion.tolerance=0.05", "inversion.min_fraction_iri=0", "iri_grid_images=4",
         "logger.wandb.mode=disabled", *extra,
     ]
 

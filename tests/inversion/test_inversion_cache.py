@@ -70,11 +70,13 @@ def _changed_inputs():
         ("tolerance (early stop)", tiny_net(), noise_images(3), "logits", {"tolerance": 0.5}),
         ("mode", tiny_net(), noise_images(3), "logits", {"mode": "faithful"}),
         ("normalize_residual", tiny_net(), noise_images(3), "logits", {"normalize_residual": False}),
+        ("fake_relu", tiny_net(), noise_images(3), "logits", {"fake_relu": True}),
+        ("record_steps", tiny_net(), noise_images(3), "logits", {"record_steps": (2,)}),
     ]
 
 
 def test_miss_when_any_part_of_the_key_changes(tmp_path):
-    cfg = InversionConfig(steps=4, cache_dir=str(tmp_path))
+    cfg = InversionConfig(mode="fast", steps=4, cache_dir=str(tmp_path))
     invert(tiny_net(), noise_images(3), "logits", cfg)
     for i, (name, model, images, tap, changes) in enumerate(_changed_inputs()):
         r = invert(model, images, tap, replace(cfg, **changes))
@@ -87,6 +89,8 @@ def test_adversarial_entries_are_keyed_on_both_models(tmp_path, monkeypatch):
     first = invert_adversarial(tiny_net(), tiny_net(1), noise_images(3), "logits", cfg=cfg)
     assert not invert_adversarial(tiny_net(), tiny_net(2), noise_images(3), "logits", cfg=cfg).from_cache
     assert not invert_adversarial(tiny_net(), tiny_net(1), noise_images(3), "logits", cfg=replace(cfg, adversarial_weight=0.5)).from_cache
+    assert not invert_adversarial(tiny_net(), tiny_net(1), noise_images(3), "logits",
+                                  cfg=replace(cfg, adversarial_objective="paper")).from_cache
     assert not invert(tiny_net(), noise_images(3), "logits", cfg).from_cache  # arbitrary and adversarial never mix
     _no_compute(monkeypatch)
     again = invert_adversarial(tiny_net(), tiny_net(1), noise_images(3), "logits", cfg=cfg)

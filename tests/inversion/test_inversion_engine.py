@@ -96,14 +96,14 @@ def test_low_fraction_of_iris_warns(caplog):
 
 def test_model_inverted_against_itself_is_nearly_always_an_iri():
     m, x = _resnet(0), _smooth_images(8)
-    r = invert(m, x, "penultimate", InversionConfig(steps=100, tolerance=0.05), m2=m)
+    r = invert(m, x, "penultimate", InversionConfig(mode="fast", steps=100, tolerance=0.05), m2=m)
     assert r.fraction_iri >= 7 / 8
     assert torch.allclose(r.m2_distance, r.residual, atol=1e-6)  # m2 = m1 at the same tap
 
 
 def test_adversarial_iris_push_m2_away_and_keep_m1_matched():
     m1, m2, x = _seq(0), _seq(1), _smooth_images(6)
-    cfg = InversionConfig(steps=100, tolerance=0.05, early_stop=False)
+    cfg = InversionConfig(mode="fast", steps=100, tolerance=0.05, early_stop=False)
     arbitrary = invert(m1, x, "logits", cfg, m2=m2)
     adversarial = invert_adversarial(m1, m2, x, "logits", cfg=cfg)
     assert (adversarial.m2_distance > 2 * arbitrary.m2_distance).all()
@@ -123,7 +123,7 @@ def test_adversarial_iris_are_iris_wherever_arbitrary_ones_are(weight):
     # keeps the feasible iterate with the largest r2: so every image that the (early-stopped)
     # arbitrary inversion turns into an IRI is an IRI here too, with m2 pushed at least as far.
     m1, m2, x = _resnet(0), _resnet(1), _smooth_images(8)
-    cfg = InversionConfig(steps=60, tolerance=0.05, adversarial_weight=weight)
+    cfg = InversionConfig(mode="fast", steps=60, tolerance=0.05, adversarial_weight=weight)
     arbitrary = invert(m1, x, "penultimate", cfg, m2=m2)
     adversarial = invert_adversarial(m1, m2, x, "penultimate", cfg=cfg)
     bound = cfg.stop_fraction * cfg.tolerance
@@ -187,17 +187,93 @@ def test_faithful_returns_the_best_iterate_not_the_last():
     assert torch.allclose(r.x_prime, x - 0.2 * u, atol=1e-5)
 
 
-def test_faithful_starts_from_the_raw_seed_and_clamps_after_the_step():
+def _trained_resnet(seed: int) -> nn.Module:
+    """A width-4 ResNet18 after 30 SGD steps on smooth images labelled by their mean colour."""
+    m = _resnet(seed).train()
+    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    for step in range(30):
+        x = _smooth_images(32, seed=100 + step)
+        y = x.mean(dim=(2, 3)).argmax(dim=1)  # 3 classes of 10: a learnable rule
+        loss = nn.functional.cross_entropy(m(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return m.eval()
+
+
+def _published_inversion(m: nn.Module, x: torch.Tensor, seeds: torch.Tensor, steps: int, fake: bool) -> torch.Tensor:
+    """The original STIR update, step by step, written from its description (no stir code):
+
+    x_0 = raw N(0, 1) seed; the model reads clamp(x, 0, 1) with the gradient of older torch
+    (passed where 0 <= x <= 1, zero outside); loss = mean_i ||m(x_i) - m(x~_i)|| / ||m(x~_i)||;
+    x <- clamp(x - 0.5 * g_i / (||g_i|| + 1e-10), 0, 1); the best iterate per image (strictly lower
+    loss replaces), the final iterate evaluated once more. FakeReLU (forward ReLU, identity
+    gradient) on the output ReLUs of the last stage when ``fake``, by hooks on those modules.
+    """
+    hooks = []
+    if fake:
+        def straight_through(_module, inputs, output):
+            return inputs[0] + (output - inputs[0]).detach()  # value relu(x), gradient identity
+        hooks = [m.get_submodule(p).register_forward_hook(straight_through) for p in ("layer4.0.relu_out", "layer4.1.relu_out")]
+    try:
+        with torch.no_grad():
+            target = _penultimate(m, x)
+        best_x, best_loss = None, None
+        cur = seeds.clone()
+        for it in range(steps + 1):
+            cur = cur.detach().requires_grad_(it < steps)
+            inside = (cur >= 0) & (cur <= 1)
+            seen = torch.where(inside, cur, cur.clamp(0, 1).detach())
+            losses = (_penultimate(m, seen) - target).norm(dim=1) / target.norm(dim=1)
+            if best_loss is None:
+                best_x, best_loss = cur.detach().clone(), losses.detach().clone()
+            else:
+                better = losses.detach() < best_loss
+                best_x[better], best_loss[better] = cur.detach()[better], losses.detach()[better]
+            if it == steps:
+                break
+            (g,) = torch.autograd.grad(-losses.mean(), cur)  # targeted: m = -1
+            g_norm = g.flatten(1).norm(dim=1).view(-1, 1, 1, 1)
+            cur = (cur + 0.5 * g / (g_norm + 1e-10)).clamp(0, 1)
+        return best_x.clamp(0, 1)
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def _penultimate(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    out = {}
+    h = m.pool.register_forward_hook(lambda _m, _i, o: out.setdefault("rep", o))
+    try:
+        m(x)
+    finally:
+        h.remove()
+    return out["rep"]
+
+
+@pytest.mark.parametrize("fake", [True, False])
+def test_faithful_mode_equals_the_published_update_step_by_step(fake):
+    # Acceptance (issue 9): same seeds, a small trained model, 20 steps: x' equal to 1e-5.
+    m, x = _trained_resnet(0), _smooth_images(4, seed=7)
+    cfg = InversionConfig(mode="faithful", steps=20, seed_kind="normal", seed=3, fake_relu=fake)
+    seeds = make_seed("normal", x, seed_generator(3))
+    assert (seeds < 0).any() and (seeds > 1).any()  # the first step does see a clamped seed
+    ours = invert(m, x, "penultimate", cfg).x_prime
+    reference = _published_inversion(m, x, seeds, 20, fake)
+    assert (ours - reference).abs().max() < 1e-5
+    other = _published_inversion(m, x, seeds, 20, not fake)  # the option is not a no-op
+    assert (ours - other).abs().max() > 1e-3
+
+
+def test_faithful_first_step_sees_the_clamped_seed_and_moves_only_in_range_pixels():
     m, x = _seq(0), _smooth_images(3)
-    cfg = InversionConfig(mode="faithful", steps=3, seed_kind="normal", seed=5)
     seeds = torch.randn(x.shape, generator=torch.Generator().manual_seed(5))
-    r = invert(m, x, "logits", cfg)
-    xs = seeds.clone().requires_grad_(True)  # first gradient at the unclamped noise
+    r = solve(Problem(m, "logits"), x, seeds, InversionConfig(mode="faithful", steps=1))
     t = m(x).detach()
-    (g,) = torch.autograd.grad(((m(xs) - t).norm(dim=1) / t.norm(dim=1)).sum(), xs)
-    first = (seeds - 0.5 * g / g.flatten(1).norm(dim=1).view(-1, 1, 1, 1)).clamp(0, 1)
-    first_loss = (m(first) - t).norm(dim=1) / t.norm(dim=1)
-    assert torch.allclose(r.history[1], first_loss.detach(), atol=1e-5)
+    assert torch.allclose(r.history[0], (m(seeds.clamp(0, 1)) - t).norm(dim=1) / t.norm(dim=1), atol=1e-6)
+    outside = (seeds < 0) | (seeds > 1)
+    stepped = r.snapshots[1]  # the iterate after one step (best so far: it is lower than the seed's)
+    assert torch.equal(stepped[outside], seeds.clamp(0, 1)[outside])  # no gradient there: only projected
     assert r.x_prime.min() >= 0 and r.x_prime.max() <= 1
 
 
@@ -246,8 +322,8 @@ def test_modes_batchnorm_statistics_and_requires_grad_are_unchanged():
 @pytest.mark.parametrize("precision", ["bf16", "16"])
 def test_mixed_precision_optimises_in_low_precision_and_reports_full_precision(precision):
     m, x = _seq(0), _smooth_images(6)
-    full = invert(m, x, "logits", InversionConfig(steps=100, tolerance=0.05, precision="32"))
-    low = invert(m, x, "logits", InversionConfig(steps=100, tolerance=0.05, precision=precision))
+    full = invert(m, x, "logits", InversionConfig(mode="fast", steps=100, tolerance=0.05, precision="32"))
+    low = invert(m, x, "logits", InversionConfig(mode="fast", steps=100, tolerance=0.05, precision=precision))
     assert low.is_iri.all() and full.is_iri.all()
     assert not torch.equal(low.history[0], full.history[0])  # the objective did run in low precision
     assert torch.allclose(low.residual, relative_distance(m, "logits", low.x_prime, x))  # reported in fp32

@@ -29,8 +29,10 @@ def test_every_tap_has_its_declared_shape(arch, num_classes):
 
 def test_resnet_taps_stem_and_every_block():
     net = build(ModelConfig("resnet34", width=4), 10, *channel_stats("cifar10"))
-    blocks = [t for t in tap_names(net) if t.startswith("layer")]
+    blocks = [t.name for t in net.taps if t.name.startswith("layer")]  # the depth list
     assert tap_names(net)[0] == "stem" and len(blocks) == 3 + 4 + 6 + 3
+    inner = set(tap_names(net)) - {t.name for t in net.taps}  # readable inside every block
+    assert inner == {f"{b}.{part}" for b in blocks for part in ("relu1", "sum")}
     assert net.tap("penultimate").channels == 32  # 8 * width
 
 

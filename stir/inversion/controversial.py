@@ -1,0 +1,102 @@
+"""Controversial stimuli started at the image: how much perturbation makes two models disagree.
+
+Nanda et al., ICML 2022, appendix C (eq. 8), after Golan et al. (2020): for an image x, a
+controversial stimulus x_c is represented like x by m1 and unlike x by m2. Its difficulty is the
+perturbation it needs, ||x_c - x||_2. Starting the search at a noise seed (as for IRIs) would make
+that the seed's distance from x (about 23 for CIFAR images, whatever the models); so here
+
+    x_0       = clamp(x + start_noise * u),  u uniform on the unit sphere (seeded)
+    x_{t+1}   = clamp(x_t - step_size * g / ||g||_2),  g = grad of the adversarial objective
+                (``InversionObjective``: constrained | paper | original)
+    reached_i = exists t: r1(x_t) <= tolerance and r2(x_t) >= m2_threshold
+    delta_i   = min over such t of ||x_t - x_i||_2                    (inf when never reached)
+
+with r1, r2 the relative distances of m1 and m2 at their taps. A pair that shares m1's invariances
+(m2 a function of m1's representation) cannot get there: r2 stays within a factor of r1. Both models
+are frozen in eval mode; FakeReLU follows ``InversionConfig.fake_relu``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from stir.descent import FixedLengthStep, descend
+from stir.inversion.config import ControversialConfig, InversionConfig
+from stir.inversion.objectives import Forward, InversionObjective, make_term
+from stir.inversion.seeds import seed_generator
+from stir.models import frozen
+from stir.models.fake_relu import fake_relu
+
+
+@dataclass(eq=False)
+class ControversialResult:
+    """Per image: the smallest perturbation that made x controversial, and whether any did.
+
+    Attributes:
+        distance: (n,) min ||x_c - x||_2 over controversial iterates; inf where none was.
+        reached: (n,) bool, distance is finite.
+        fraction: mean of ``reached``.
+        delta: mean of ``distance`` over the reached images (NaN when none was reached).
+        max_r2: (n,) the largest r2 seen among iterates with r1 <= tolerance (how far m2 could be pushed).
+    """
+
+    distance: Tensor
+    reached: Tensor
+    fraction: float
+    delta: float
+    max_r2: Tensor
+
+
+def controversial_perturbation(
+    m1: nn.Module,
+    m2: nn.Module,
+    images: Tensor,
+    tap1: str,
+    tap2: Optional[str] = None,
+    cfg: Optional[ControversialConfig] = None,
+    inversion: Optional[InversionConfig] = None,
+) -> ControversialResult:
+    """The smallest perturbation of each image (n, c, h, w) in [0, 1] that m1 ignores and m2 does not.
+
+    ``inversion`` supplies the IRI tolerance, the adversarial objective (and its weight and bound),
+    FakeReLU and the seed of the start perturbation; ``cfg`` the walk (module docstring).
+    """
+    cfg, inversion = cfg or ControversialConfig(), inversion or InversionConfig()
+    tap2 = tap2 or tap1
+    images = images.detach()
+    n = images.shape[0]
+    gen = seed_generator(inversion.seed)
+    u = torch.randn(images.shape, generator=gen, dtype=images.dtype).to(images.device)
+    u = u / u.flatten(1).norm(dim=1).view(-1, *([1] * (images.dim() - 1)))
+    start = (images + cfg.start_noise * u).clamp(0, 1)
+
+    distance = torch.full((n,), float("inf"), device=images.device)
+    max_r2 = torch.zeros(n, device=images.device)
+    with frozen(m1, m2):
+        forward = Forward()  # full precision: the distances decide which iterate counts
+        objective = InversionObjective(
+            make_term(m1, tap1, images, forward), forward, inversion.normalize_residual,
+            make_term(m2, tap2, images, forward), inversion.adversarial_weight,
+            bound=inversion.stop_fraction * inversion.tolerance, kind=inversion.adversarial_objective,
+        )
+
+        def tracked(x: Tensor, index: Tensor) -> Tensor:  # records every iterate's (r1, r2, distance)
+            loss, r1, r2 = objective.parts(x, index)
+            with torch.no_grad():
+                iri = r1.detach() <= inversion.tolerance
+                ok = iri & (r2.detach() >= cfg.m2_threshold)
+                moved = (x.detach() - images[index]).flatten(1).norm(dim=1)
+                rows = index[ok]
+                distance[rows] = torch.minimum(distance[rows], moved[ok])
+                rows = index[iri]
+                max_r2[rows] = torch.maximum(max_r2[rows], r2.detach()[iri])
+            return loss
+
+        with fake_relu(m1, m2, enabled=inversion.use_fake_relu):
+            descend(tracked, images, FixedLengthStep(cfg.step_size), cfg.steps, keep_best=False, x_init=start)
+    reached = torch.isfinite(distance)
+    delta = distance[reached].mean().item() if reached.any() else float("nan")
+    return ControversialResult(distance, reached, reached.float().mean().item(), delta, max_r2)
