@@ -5,7 +5,22 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
 from stir.config.schema import LoggerConfig
-from stir.inversion.config import InversionConfig
+from stir.inversion.config import ControversialConfig, InversionConfig
+
+
+@dataclass
+class LayersConfig:
+    """Where the models are read: one tap, or every corresponding tap (layer-wise STIR)."""
+
+    # penultimate | all (the depth list: stem, every block, penultimate) | original (the original
+    # STIR code's list: each block's first post-ReLU output and pre-ReLU sum) | [tap, ...]
+    taps: Any = "penultimate"
+    # How a spatial map (n, c, h, w) becomes (n, d): flatten (every unit; default) | spatial_mean
+    # (n, c) | original (the original code's mean over channels and height, (n, w): a defect,
+    # for comparison with its numbers only).
+    reduce: str = "flatten"
+    # At most this many tap pairs, evenly spaced over relative depth (first and last kept); None: all.
+    count: Optional[int] = None
 
 
 @dataclass
@@ -30,6 +45,11 @@ class ExperimentConfig:
     pairs: List[List[str]] = field(default_factory=list)  # pairs: [[ref, target], ...]
     models: List[str] = field(default_factory=list)  # matrix: every ordered pair of these
     chains: Any = field(default_factory=dict)  # incremental: {label: [m_1, m_2, ...]} ordered by size
+    # incremental: scratch (each m_t trained from scratch on its larger set, as the paper describes)
+    # | warm (m_t warm-started from m_t-1: the zoo names <name>_warm)
+    update: str = "scratch"
+    # matrix: {model: its seed twin}; the diagonal compares a model with its twin, not with itself
+    seed_twins: Any = field(default_factory=dict)
     compute: str = ""  # the compute this preset needs, as documentation
 
 
@@ -43,10 +63,14 @@ class EvaluateConfig:
     k: int = 5  # seed draws per STIR value
     measure: str = "linear_cka"  # any name of stir.similarity.names()
     iri: str = "both"  # arbitrary | adversarial | both
-    layers: Any = "penultimate"  # penultimate | all | [tap, ...] (taps of the reference model)
+    layers: LayersConfig = field(default_factory=LayersConfig)
     split: str = "train"  # train | holdout | test: where X comes from
     image_seed: int = 0  # which n images
+    # X fixed for the k draws (default; the paper's tables, CKA +- 0.000) or resampled per draw
+    # (eq. 6 read literally: draw j uses images chosen by image_seed + j).
+    resample_images: bool = False
     inversion: InversionConfig = field(default_factory=InversionConfig)
+    difficulty: ControversialConfig = field(default_factory=ControversialConfig)
     zoo: ZooConfig = field(default_factory=ZooConfig)
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
     train_missing: bool = False  # train zoo models that have no finished run first

@@ -50,12 +50,20 @@ def validate_evaluate(cfg: EvaluateConfig) -> None:
         )
     check_positive("n", cfg.n)
     check_positive("k", cfg.k)
-    if isinstance(cfg.layers, (list, tuple, ListConfig)):
-        cfg.layers = [str(t) for t in cfg.layers]
-        if not cfg.layers:
-            raise ConfigError("layers=[] names no tap; use layers=penultimate, layers=all or layers=[tap,...]")
-    elif cfg.layers not in ("penultimate", "all"):
-        raise ConfigError(f"layers={cfg.layers!r}: use penultimate, all, or a list of tap names like layers=[stem,penultimate]")
+    from stir.models.taps import REDUCTIONS
+
+    layers = cfg.layers
+    if isinstance(layers.taps, (list, tuple, ListConfig)):
+        layers.taps = [str(t) for t in layers.taps]
+        if not layers.taps:
+            raise ConfigError("layers.taps=[] names no tap; use layers.taps=penultimate, all, original or [tap,...]")
+    elif layers.taps not in ("penultimate", "all", "original"):
+        raise ConfigError(f"layers.taps={layers.taps!r}: use penultimate, all, original, or a list of tap names "
+                          "like layers.taps=[stem,penultimate]")
+    check_choice("layers.reduce", layers.reduce, REDUCTIONS)
+    if layers.count is not None and layers.count < 2:
+        raise ConfigError(f"layers.count={layers.count}: a layer-wise curve needs at least 2 taps (or null for all)")
+    check_choice("experiment.update", cfg.experiment.update, ("scratch", "warm"))
     if cfg.experiment.kind == "pairs" and not cfg.experiment.pairs:
         raise ConfigError(f"experiment {cfg.experiment.name!r} of kind 'pairs' lists no pairs")
     if any(len(p) != 2 for p in cfg.experiment.pairs):

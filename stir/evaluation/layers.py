@@ -20,7 +20,8 @@ from stir.evaluation.pair import DIRECTIONS, evaluate_pair, identities
 from stir.evaluation.results import SLUGS, LayerwiseResult, PairResult
 from stir.evaluation.store import ResultStore
 from stir.inversion import InversionConfig
-from stir.models import tap_names
+from stir.inversion.config import ControversialConfig
+from stir.models.taps import with_reduction
 
 log = logging.getLogger(__name__)
 
@@ -104,17 +105,39 @@ def _finite_points(depths: Sequence[float], values: Sequence[float]) -> Tuple[np
     return x[keep], y[keep]
 
 
-def layer_pairs(m1: nn.Module, m2: nn.Module, taps: TapSpec = None) -> List[Tuple[str, str, float]]:
+def original_taps(model: nn.Module) -> List[str]:
+    """The layer list of the original STIR code: for its ResNets the stem, every block's first
+    post-ReLU output and pre-ReLU sum, then the penultimate vector; otherwise ``depth_taps``."""
+    listed = getattr(model, "original_layer_taps", None)
+    return list(listed) if listed else depth_taps(model)
+
+
+def layer_pairs(m1: nn.Module, m2: nn.Module, taps: TapSpec = None, reduce: str = "flatten",
+                count: Optional[int] = None) -> List[Tuple[str, str, float]]:
     """The (tap1, tap2, depth) pairs ``evaluate_layers`` measures.
 
-    ``taps`` None or "all": ``corresponding_taps(depth_taps(m1), depth_taps(m2))``. A list of names:
-    each name in both models. A list of (tap1, tap2) pairs: as given. For explicit lists the depth
-    is tap1's relative depth in ``depth_taps(m1)`` ("logits", or a tap outside that list, sits at 1).
+    ``taps`` None or "all": ``corresponding_taps(depth_taps(m1), depth_taps(m2))``; "original": the
+    same over ``original_taps`` (the original code's layer list). A list of names: each name in
+    both models. A list of (tap1, tap2) pairs: as given. For explicit lists the depth is tap1's
+    relative depth in ``depth_taps(m1)`` ("logits", or a tap outside that list, sits at 1).
+    ``reduce`` ("flatten" | "spatial_mean" | "original", ``stir.models.taps``) is appended to
+    every tap: how a spatial map becomes the (n, d) representation, for inversion and measure alike.
+    ``count`` keeps at most that many pairs, evenly spaced in the list (first and last kept).
     """
+    pairs = _layer_pairs(m1, m2, taps)
+    if count is not None and count < len(pairs):
+        keep = sorted({round(i * (len(pairs) - 1) / (count - 1)) for i in range(count)})
+        pairs = [pairs[i] for i in keep]
+    return [(with_reduction(t1, reduce), with_reduction(t2, reduce), d) for t1, t2, d in pairs]
+
+
+def _layer_pairs(m1: nn.Module, m2: nn.Module, taps: TapSpec) -> List[Tuple[str, str, float]]:
     if taps is None or taps == "all":
         return corresponding_taps(depth_taps(m1), depth_taps(m2))
+    if taps == "original":
+        return corresponding_taps(original_taps(m1), original_taps(m2))
     if isinstance(taps, str):
-        raise ValueError(f"taps must be None, 'all' or a list of tap names / (tap1, tap2) pairs, got {taps!r}")
+        raise ValueError(f"taps must be None, 'all', 'original' or a list of tap names / (tap1, tap2) pairs, got {taps!r}")
     order = depth_taps(m1)
     depth_of = dict(zip(order, relative_depths(len(order)))) if order else {}
     pairs = []
@@ -139,21 +162,25 @@ def evaluate_layers(
     store: Optional[ResultStore] = None,
     directions: Sequence[str] = DIRECTIONS,
     record: Optional[Dict[str, Any]] = None,
+    reduce: str = "flatten",
+    count: Optional[int] = None,
+    difficulty: Optional[ControversialConfig] = None,
 ) -> LayerwiseResult:
     """``evaluate_pair`` at every tap pair of ``layer_pairs(m1, m2, taps)`` and STIR's trend over depth.
 
     slope_m2_given_m1 / slope_m1_given_m2 fit STIR (arbitrary IRIs, mean over draws) against
     relative depth (``fit_slope``); ``fits`` fits every computed STIR / STIR_adv. Each tap pair is
-    stored per direction (``store``), so an interrupted sweep resumes where it stopped.
+    stored per direction (``store``), so an interrupted sweep resumes where it stopped. ``reduce``
+    says how spatial maps become vectors (``layer_pairs``).
     """
     ids = identities(ids, m1, m2)  # hash once for every tap pair
-    pairs = layer_pairs(m1, m2, taps)
+    pairs = layer_pairs(m1, m2, taps, reduce, count)
     rows: List[PairResult] = []
     for tap1, tap2, depth in pairs:
         log.info("layer-wise STIR: %s vs %s at depth %.2f", tap1, tap2, depth)
         rows.append(evaluate_pair(
             m1, m2, images, tap1, tap2, measure=measure, k=k, iri=iri, inversion=inversion, names=names,
-            ids=ids, store=store, directions=directions, record=record,
+            ids=ids, store=store, directions=directions, record=record, difficulty=difficulty,
         ))
     depths = [depth for _, _, depth in pairs]
 

@@ -16,7 +16,9 @@ log = logging.getLogger(__name__)
 
 def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, Any], run_name: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    sections = [f"# {report.title}\n"]
+    sections = [f"# {report.title}\n"] + [f"> {note}\n" for note in report.notes]
+    for note in report.notes:
+        log.warning("%s", note)
     for name, (rows, columns) in report.tables.items():
         write_csv(rows, out / f"{name}.csv", columns)
         shown = report.display.get(name, rows)
@@ -27,7 +29,8 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
         sections.append(f"![{name}]({Path(path).name})\n")
         log.info("figure %s: %s", name, path)
     atomic.write_text(out / "README.md", "\n".join(sections))
-    atomic.write_json(out / "record.json", {"config": config, "versions": library_versions(), "summary": report.summary})
+    atomic.write_json(out / "record.json", {"config": config, "versions": library_versions(), "summary": report.summary,
+                                             "notes": report.notes})
     run = log_report(
         project=logger.wandb.project, run_name=run_name, directory=out, mode=logger.wandb.mode, config=config,
         tables=report.tables, images={f"figures/{k}": v for k, v in report.figures.items()},

@@ -5,7 +5,7 @@ import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List, Union
 
 import torch
 from omegaconf import OmegaConf
@@ -76,16 +76,25 @@ class Session:
         log.warning("%s has no config.yaml: taking images from the default data config", name)
         return DataConfig()
 
-    def images(self, name: str) -> Tensor:
-        """X: ``n`` images of ``split`` of model ``name``'s data set, chosen by ``image_seed``; (n, 3, h, w) in [0, 1]."""
+    def images(self, name: str, offset: int = 0) -> Tensor:
+        """X: ``n`` images of ``split`` of model ``name``'s data set, chosen by ``image_seed + offset``;
+        (n, 3, h, w) in [0, 1]."""
         data_cfg = self.data_config(name)
-        key = (dataclasses.astuple(data_cfg), self.cfg.split, self.cfg.n, self.cfg.image_seed)
+        seed = self.cfg.image_seed + offset
+        key = (dataclasses.astuple(data_cfg), self.cfg.split, self.cfg.n, seed)
         if key not in self._images:
             data = StirDataModule(data_cfg)
             data.setup()
-            images, _ = data.sample_images(self.cfg.split, self.cfg.n, self.cfg.image_seed)
+            images, _ = data.sample_images(self.cfg.split, self.cfg.n, seed)
             self._images[key] = to_float(images).to(self.device)
         return self._images[key]
+
+    def stir_images(self, name: str) -> Union[Tensor, List[Tensor]]:
+        """The X of every STIR draw: ``images(name)`` for all k (default), or with
+        ``resample_images=true`` one set per draw j, chosen by ``image_seed + j`` (eq. 6 literally)."""
+        if not self.cfg.resample_images:
+            return self.images(name)
+        return [self.images(name, offset=j) for j in range(self.cfg.k)]
 
     def record(self, *names: str) -> Dict[str, Any]:
         """Provenance stored beside every result: resolved config, models, images."""
@@ -93,5 +102,6 @@ class Session:
             "config": OmegaConf.to_container(OmegaConf.structured(self.cfg)),
             "models": {n: {"run_dir": str(self.model(n).run_dir), "sha256": self.model(n).identity,
                            "command": self.model(n).command} for n in names},
-            "images": {"split": self.cfg.split, "n": self.cfg.n, "seed": self.cfg.image_seed},
+            "images": {"split": self.cfg.split, "n": self.cfg.n, "seed": self.cfg.image_seed,
+                       "resampled_per_draw": self.cfg.resample_images},
         }

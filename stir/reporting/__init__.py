@@ -6,13 +6,13 @@ figures use the Agg canvas directly (no pyplot, no global backend) and wandb is 
 when :func:`log_report` runs.
 """
 
-from .plots import plot_bars, plot_incremental, plot_iri_grid, plot_layerwise, plot_matrix, plot_matrix_pair
+from .plots import plot_bars, plot_convergence, plot_incremental, plot_iri_grid, plot_layerwise, plot_matrix, plot_matrix_pair
 from .tables import format_table, matrix_rows, mean_std, to_markdown, write_csv, write_markdown
 from .wandb_log import WANDB_MODES, log_report
 
 __all__ = [
     "format_table", "to_markdown", "write_csv", "write_markdown", "mean_std", "matrix_rows",
     "plot_matrix", "plot_matrix_pair", "plot_layerwise", "plot_incremental", "plot_iri_grid",
-    "plot_bars",
+    "plot_bars", "plot_convergence",
     "log_report", "WANDB_MODES",
 ]

@@ -399,3 +399,33 @@ def plot_bars(labels: Sequence[str], values: Sequence[float], errors: Sequence[f
     else:
         ax.margins(y=0.15)
     return _save(fig, path)
+
+
+def plot_convergence(steps: Mapping[str, Sequence[float]], stir: Mapping[str, Sequence[float]],
+                     residual: Mapping[str, Sequence[float]], path: PathLike, title: str, *,
+                     errors: Mapping[str, Sequence[float]] | None = None, tolerance: float | None = None,
+                     ylabel: str = "STIR") -> Path:
+    """STIR (left) and the median residual (right, log scale) against inversion steps, one line per series.
+
+    Each series is one direction and IRI kind ("STIR(m2|m1)", "STIR_adv(m1|m2)", ...), measured at
+    the best iterates so far at each recorded step: a flat right end means the value has settled.
+    Shapes: steps[name], stir[name], residual[name] (T_name,); errors[name] like stir[name];
+    ``tolerance`` draws the IRI tolerance on the residual panel.
+    """
+    fig = _new_figure(10.4, 4.2)
+    left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    handles, res_handles = [], []
+    for k, name in enumerate(stir):
+        xs = np.asarray(steps[name], dtype=np.float64)
+        style = dict(color=f"C{k % 10}", marker=MARKERS[k % len(MARKERS)], linewidth=1.6, markersize=5, label=name)
+        handles.append(_curve(left, xs, np.asarray(stir[name], dtype=np.float64),
+                              _errors_for(errors, name, xs.shape[0]), **style))
+        res_handles.append(_curve(right, xs, np.asarray(residual[name], dtype=np.float64), None, **style))
+    if tolerance is not None:
+        res_handles.append(right.axhline(tolerance, color="0.4", linestyle=":", linewidth=1.2,
+                                         label=f"tolerance {tolerance:g}"))
+    right.set_yscale("log")
+    _finish_axes(left, title, "inversion steps", ylabel, handles)
+    _finish_axes(right, "median relative residual of m1", "inversion steps", "||m1(x') - m1(x)|| / ||m1(x)||",
+                 res_handles)
+    return _save(fig, path)

@@ -175,3 +175,58 @@ def test_bad_arguments_raise_before_any_work(images, kwargs, message):
 def test_images_outside_unit_interval_are_rejected(images):
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         evaluate_pair(convnet(0), convnet(1), images * 2 - 0.5, "5")
+
+
+# -- issue 9: the convergence record, failed inversions, resampled X, difficulty ----------------------
+
+
+def test_every_stir_value_carries_its_convergence_record(images):
+    cfg = InversionConfig(mode="faithful", steps=20, record_steps=(5, 10), warn_below=0.0, min_fraction_iri=0.0)
+    r = evaluate_direction(convnet(0), convnet(1), images, "logits", k=2, iri="arbitrary", inversion=cfg)
+    record = r.convergence["arbitrary"]
+    assert record["steps"] == [5.0, 10.0, 20.0]
+    assert record["stir"][-1] == pytest.approx(r.stir.mean, abs=1e-9)  # the last point is the result
+    assert all(0 <= v <= 1 for v in record["stir"]) and len(record["stir_std"]) == 3
+    residual = record["median_residual"]
+    assert residual[0] >= residual[1] >= residual[2]  # best iterates so far: never worse with budget
+    assert "adversarial" not in r.convergence
+    # round trip through the store's JSON
+    from stir.evaluation.results import DirectionResult
+
+    assert DirectionResult.from_dict(r.to_dict()).convergence == r.convergence
+
+
+class NaNNet(nn.Module):
+    def forward(self, x):
+        return x.flatten(1)[:, :6] * float("nan")
+
+
+def test_failed_inversions_give_nan_with_the_reason_not_a_finite_stir(images):
+    r = evaluate_direction(NaNNet(), convnet(1), images, "logits", k=1, iri="arbitrary", inversion=FAST)
+    assert math.isnan(r.stir.mean) and any("not finite" in n for n in r.notes)
+    strict = InversionConfig(mode="faithful", steps=2, warn_below=0.0, min_fraction_iri=0.9)
+    r = evaluate_direction(convnet(0), convnet(1), images, "logits", k=1, iri="arbitrary", inversion=strict)
+    assert math.isnan(r.stir.mean) and any("min_fraction_iri=0.9" in n for n in r.notes)
+
+
+def test_resampled_images_give_one_set_per_draw(images):
+    sets = [images, images.flip(0)]
+    fixed = evaluate_direction(convnet(0), convnet(1), images, "logits", k=2, iri="arbitrary", inversion=FAST)
+    resampled = evaluate_direction(convnet(0), convnet(1), sets, "logits", k=2, iri="arbitrary", inversion=FAST)
+    assert resampled.settings["resample_images"] and not fixed.settings["resample_images"]
+    assert resampled.stir.values[0] == pytest.approx(fixed.stir.values[0], abs=1e-6)  # draw 0: the same X
+    assert resampled.stir.values[1] != pytest.approx(fixed.stir.values[1], abs=1e-6)
+    with pytest.raises(ValueError, match="k=2 tensors"):
+        evaluate_direction(convnet(0), convnet(1), [images], "logits", k=2, iri="arbitrary", inversion=FAST)
+
+
+def test_difficulty_is_the_perturbation_walked_from_x(images):
+    from stir.inversion.config import ControversialConfig
+
+    walk = ControversialConfig(steps=40, step_size=0.05, m2_threshold=0.3)
+    cfg = InversionConfig(mode="fast", steps=30, tolerance=0.05, warn_below=0.0, min_fraction_iri=0.0)
+    r = evaluate_direction(convnet(0), convnet(1), images, "logits", k=1, iri="adversarial", inversion=cfg,
+                           difficulty=walk)
+    assert 0 < r.difficulty_fraction.mean <= 1
+    assert 0 < r.difficulty.mean <= walk.steps * walk.step_size  # not a seed distance (~4.4 for 3x8x8 noise)
+    assert r.settings["difficulty"]["m2_threshold"] == 0.3

@@ -42,7 +42,8 @@ def store_files(root: Path) -> dict:
 
 def test_pair_writes_tables_plots_record_and_wandb(workspace):
     out = workspace / "results/pair_at_vs_vanilla"
-    for name in ("pairs.csv", "pairs.md", "iri_examples.png", "record.json", "README.md"):
+    for name in ("pairs.csv", "pairs.md", "iri_examples.png", "record.json", "README.md", "convergence.csv",
+                 "convergence_at_vs_vanilla.png"):
         assert (out / name).is_file(), name
     table = (out / "pairs.md").read_text()
     assert "STIR(m2|m1)" in table.replace("\\|", "|") and "at" in table and "vanilla" in table
@@ -53,6 +54,11 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
     entry = json.loads(next((workspace / "results/store/direction").glob("*.json")).read_text())
     assert entry["record"]["models"]["at"]["sha256"] and entry["record"]["config"]["k"] == 2
     assert entry["result"]["stir"]["values"] and len(entry["result"]["stir"]["values"]) == 2
+    # issue 9: the published procedure by default, its convergence in every stored STIR, the budget said
+    assert entry["result"]["settings"]["inversion"]["mode"] == "faithful"
+    assert entry["result"]["convergence"]["arbitrary"]["steps"][-1] == 15
+    assert any("15 faithful steps, not the published 1000" in n for n in record["notes"])
+    assert "15 faithful steps" in (out / "README.md").read_text()
 
 
 def test_rerun_reuses_every_stored_result(workspace, cifar10_root, monkeypatch):
@@ -71,7 +77,7 @@ def test_swapping_ref_and_target_swaps_the_directions(workspace, cifar10_root, m
 
 
 def test_layerwise_pair_has_a_row_per_tap_pair_and_a_slope_plot(workspace, cifar10_root, monkeypatch):
-    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", "layers=[stem,layer2.0,penultimate]",
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", "layers.taps=[stem,layer2.0,penultimate]",
                                           "iri=arbitrary", "out_dir=" + str(workspace / "results_layers")), monkeypatch)
     out = workspace / "results_layers/pair_at_vs_vanilla"
     import csv
@@ -82,13 +88,13 @@ def test_layerwise_pair_has_a_row_per_tap_pair_and_a_slope_plot(workspace, cifar
 
 
 def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, monkeypatch):
-    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "experiment=at_methods", "train_missing=true",
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "experiment=relative_robustness", "train_missing=true",
                                           "iri=arbitrary"), monkeypatch)
-    out = workspace / "results/at_methods"
+    out = workspace / "results/relative_robustness"
     import csv
 
     matrix = list(csv.DictReader(open(out / "matrix_stir.csv")))
-    assert [r["m1 (ref) \\ m2 (target)"] for r in matrix] == ["at", "trades", "mart"]
+    assert [r["m1 (ref) \\ m2 (target)"] for r in matrix] == ["at", "at_it1", "vanilla"]
     assert all(0 <= float(r["at"]) <= 1 for r in matrix)
     assert (out / "matrix_stir.png").is_file() and (out / "accuracy.csv").is_file()
 
@@ -97,7 +103,8 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
     "extra, error, message",
     [
         (["ref=nosuchmodel"], ValueError, r"unknown model 'nosuchmodel'.*zoo names: \[.*'at'"),
-        (["layers=[nosuchtap]"], ValueError, r"unknown tap 'nosuchtap'.*valid taps"),
+        (["layers.taps=[nosuchtap]"], ValueError, r"unknown tap 'nosuchtap'.*valid taps"),
+        (["layers.reduce=max"], ValueError, r"layers.reduce='max' is not a valid choice.*spatial_mean"),
         (["n=100000"], ValueError, r"cannot sample n=100000 images"),
         (["measure=nosuchmeasure"], ValueError, r"measure='nosuchmeasure' is not a valid choice"),
     ],

@@ -22,6 +22,7 @@ PRESETS = sorted(p.stem for p in (CONFIGS / "evaluate/experiment").glob("*.yaml"
 def models_of(experiment) -> list:
     names = [m for pair in experiment.pairs for m in pair] + list(experiment.models)
     names += [m for chain in experiment.chains.values() for m in chain]
+    names += list((experiment.seed_twins or {}).values())
     return list(dict.fromkeys(names))
 
 
@@ -49,34 +50,65 @@ def test_preset_models_are_zoo_recipes_that_compose(preset, profile):
 
 
 @pytest.mark.parametrize("profile", ["full", "cpu"])
-def test_incremental_chains_grow_and_warm_start_link_by_link(profile):
+def test_incremental_chains_have_nine_sizes_from_scratch_and_a_warm_variant(profile):
     cfg = compose_evaluate(CONFIGS / "evaluate", ["experiment=incremental", f"profile={profile}"])
-    assert set(cfg.experiment.chains) == {"vanilla", "AT"}
+    assert set(cfg.experiment.chains) == {"vanilla", "AT"} and cfg.experiment.update == "scratch"
+    step = 5000 if profile == "full" else 500
     for label, chain in cfg.experiment.chains.items():
         sizes = [recipe(m, profile).data.train_size for m in chain]
-        assert len(chain) == 5 and sizes == sorted(set(sizes)), f"{label}: sizes {sizes} must strictly grow"
-        assert ZOO[chain[0]].init_from is None
-        assert [ZOO[m].init_from for m in chain[1:]] == list(chain[:-1])
-        losses = {recipe(m, profile).loss.name for m in chain}
+        assert sizes == [step * i for i in range(1, 10)], f"{label}: sizes {sizes}"
+        assert all(ZOO[m].init_from is None for m in chain)  # from scratch, as the paper describes
+        warm = chain[:1] + [f"{m}_warm" for m in chain[1:]]  # update=warm: each from the previous
+        assert [ZOO[m].init_from for m in warm[1:]] == warm[:-1]
+        assert [recipe(m, profile).data.train_size for m in warm] == sizes
+        losses = {recipe(m, profile).loss.name for m in chain + warm}
         assert losses == ({"vanilla"} if label == "vanilla" else {"at"})
     full = compose_evaluate(CONFIGS / "evaluate", ["experiment=incremental", "profile=full"])
     if profile == "cpu":  # the cpu chains are their own, smaller models
         assert set(models_of(cfg.experiment)).isdisjoint(models_of(full.experiment))
+    assert compose_evaluate(CONFIGS / "evaluate", ["experiment=incremental", "experiment.update=warm"]).experiment.update == "warm"
 
 
 @pytest.mark.parametrize("profile", ["full", "cpu"])
-def test_layer_preset_taps_exist_in_every_model(profile):
+def test_layer_preset_reads_the_original_code_taps_of_every_model(profile):
+    from stir.evaluation.layers import layer_pairs
+
     cfg = compose_evaluate(CONFIGS / "evaluate", ["experiment=layers", f"profile={profile}"])
-    assert cfg.layers == "all" if profile == "full" else cfg.layers[-1] == "penultimate"
-    for name in models_of(cfg.experiment):
-        train = recipe(name, profile)
-        taps = tap_names(build(train.model, train.data.num_classes, (0.5,) * 3, (0.25,) * 3))
-        if cfg.layers != "all":
-            assert set(cfg.layers) <= set(taps), f"{name}: {sorted(set(cfg.layers) - set(taps))} not among {taps}"
+    assert cfg.layers.taps == "original" and cfg.layers.reduce == "flatten"
+    assert (cfg.layers.count is None) == (profile == "full")
+    archs = set()
+    for ref, target in cfg.experiment.pairs:
+        nets = []
+        for name in (ref, target):
+            train = recipe(name, profile)
+            archs.add(train.model.arch)
+            nets.append(build(train.model, train.data.num_classes, (0.5,) * 3, (0.25,) * 3))
+        pairs = layer_pairs(*nets, cfg.layers.taps, cfg.layers.reduce, cfg.layers.count)
+        assert pairs[-1][:2] == ("penultimate", "penultimate") and len(pairs) == (cfg.layers.count or len(pairs))
+    assert archs == ({"resnet18", "resnet34", "vgg16", "vgg19"} if profile == "full" else {"resnet18", "vgg16"})
+
+
+def test_architectures_diagonal_compares_seed_twins():
+    cfg = compose_evaluate(CONFIGS / "evaluate", ["experiment=architectures"])
+    twins = cfg.experiment.seed_twins
+    assert set(twins) == set(cfg.experiment.models)
+    for model, twin in twins.items():
+        a, b = recipe(model, "full"), recipe(twin, "full")
+        assert (a.model, a.loss, a.data) == (b.model, b.loss, b.data) and a.seed != b.seed
+
+
+def test_at_methods_runs_both_betas_of_the_paper():
+    cfg = compose_evaluate(CONFIGS / "evaluate", ["experiment=at_methods"])
+    betas = {(recipe(m, "full").loss.name, recipe(m, "full").loss.beta) for pair in cfg.experiment.pairs for m in pair}
+    assert {("trades", 1.0), ("trades", 0.1), ("mart", 1.0), ("mart", 0.1)} <= betas
+    assert cfg.layers.taps == "all"
 
 
 def test_a_preset_without_a_cpu_variant_keeps_its_own_settings():
     seeds = compose_evaluate(CONFIGS / "evaluate", ["experiment=seeds", "profile=cpu"])
-    assert seeds.iri == "both" and seeds.layers == "penultimate" and (seeds.n, seeds.k) == (100, 2)
+    full = compose_evaluate(CONFIGS / "evaluate", ["experiment=seeds"])
+    assert seeds.iri == "both" and seeds.layers.taps == "penultimate" and (seeds.n, seeds.k) == (100, 2)
+    assert seeds.inversion.mode == "faithful" and seeds.inversion.num_steps == 150  # fewer steps, said in the report
+    assert full.inversion.mode == "faithful" and full.inversion.num_steps == 1000 and full.inversion.use_fake_relu
     full = compose_evaluate(CONFIGS / "evaluate", ["experiment=seeds"])
     assert (full.n, full.k, full.zoo.profile) == (1000, 5, "full")

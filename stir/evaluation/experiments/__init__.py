@@ -14,12 +14,14 @@ from __future__ import annotations
 from typing import Any, Callable, List
 
 from stir.evaluation.experiments.registry import get, kinds, register
-from stir.evaluation.experiments.report import Report
+from stir.evaluation.experiments.report import Report, estimator_notes
 
 
 def run(session) -> Report:
     """Run the session's experiment (``cfg.experiment.kind``) and return its report."""
-    return get(session.cfg.experiment.kind).run(session)
+    report = get(session.cfg.experiment.kind).run(session)
+    report.notes = estimator_notes(session.cfg.inversion) + report.notes
+    return report
 
 
 def work_units(session) -> List[Callable[[], Any]]:

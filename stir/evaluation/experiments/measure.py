@@ -15,20 +15,21 @@ def pair(session: Session, ref: str, target: str, tap: str = "penultimate") -> P
     """Both directions, similarity, agreement and difficulty of (ref, target) at one tap."""
     cfg = session.cfg
     return evaluate_pair(
-        session.network(ref), session.network(target), session.images(ref), tap, tap,
-        measure=cfg.measure, k=cfg.k, iri=cfg.iri, inversion=cfg.inversion, names=(ref, target),
+        session.network(ref), session.network(target), session.stir_images(ref), tap, tap,
+        measure=cfg.measure, k=cfg.k, iri=cfg.iri, inversion=cfg.inversion, difficulty=cfg.difficulty, names=(ref, target),
         ids=(session.model(ref).identity, session.model(target).identity), store=session.store,
         record=session.record(ref, target),
     )
 
 
 def layers(session: Session, ref: str, target: str) -> LayerwiseResult:
-    """The pair at every corresponding tap (``layers=all`` or a list), with slopes over depth."""
+    """The pair at every corresponding tap (``layers.taps`` all | original | a list), with slopes over depth."""
     cfg = session.cfg
-    taps = None if cfg.layers == "all" else list(cfg.layers)
+    taps = cfg.layers.taps if isinstance(cfg.layers.taps, str) else list(cfg.layers.taps)
     return evaluate_layers(
-        session.network(ref), session.network(target), session.images(ref), taps=taps, measure=cfg.measure,
-        k=cfg.k, iri=cfg.iri, inversion=cfg.inversion, names=(ref, target),
+        session.network(ref), session.network(target), session.stir_images(ref), taps=taps, measure=cfg.measure,
+        k=cfg.k, iri=cfg.iri, inversion=cfg.inversion, difficulty=cfg.difficulty, reduce=cfg.layers.reduce, count=cfg.layers.count,
+        names=(ref, target),
         ids=(session.model(ref).identity, session.model(target).identity), store=session.store,
         record=session.record(ref, target),
     )

@@ -8,9 +8,11 @@ from typing import Any, Callable, List, Sequence, Tuple
 
 from stir.evaluation.experiments import measure
 from stir.evaluation.experiments.registry import register
-from stir.evaluation.experiments.report import Report, mean, pair_display, std
+from stir.evaluation.experiments.report import (
+    Report, convergence_rows, convergence_series, mean, pair_display, std,
+)
 from stir.evaluation.session import Session
-from stir.reporting import plot_layerwise
+from stir.reporting import plot_convergence, plot_layerwise
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +30,14 @@ def _title(session: Session) -> str:
 def run_pairs(session: Session, pairs: Sequence[Tuple[str, str]], title: str) -> Report:
     """Each (ref, target) pair at the penultimate tap (or per tap with layers=all / a list)."""
     report = Report(title)
-    rows, display = [], []
-    layerwise = session.cfg.layers != "penultimate"
+    rows, display, convergence = [], [], []
+    layerwise = session.cfg.layers.taps != "penultimate"
     for ref, target in pairs:
         log.info("pair %s (m1) vs %s (m2)", ref, target)
         if layerwise:
             result = measure.layers(session, ref, target)
             rows += [{**r, "pair": f"{ref} vs {target}"} for r in result.to_rows()]
+            convergence += [row for r in result.rows for row in convergence_rows(r)]
             display += [{"depth": f"{d:.2f}", **pair_display(r)} for r, d in zip(result.rows, result.depths)]
             series, errors, fits = {}, {}, {}
             for name, key in ((f"STIR({target}|{ref})", "stir_m2_given_m1"), (f"STIR({ref}|{target})", "stir_m1_given_m2")):
@@ -50,11 +53,18 @@ def run_pairs(session: Session, pairs: Sequence[Tuple[str, str]], title: str) ->
             result = measure.pair(session, ref, target)
             rows.append(result.to_row())
             display.append(pair_display(result))
+            convergence += convergence_rows(result)
+            curves = convergence_series(result)
+            report.figures[f"convergence_{ref}_vs_{target}"] = plot_convergence(
+                curves["steps"], curves["stir"], curves["residual"], session.out / f"convergence_{ref}_vs_{target}.png",
+                f"STIR along the inversion budget ({session.cfg.inversion.mode} mode): {ref} vs {target}",
+                errors=curves["stir_std"], tolerance=session.cfg.inversion.tolerance)
             for name, stat in ((f"STIR({target}|{ref})", result.stir_m2_given_m1), (f"STIR({ref}|{target})", result.stir_m1_given_m2)):
                 if stat is not None:
                     report.summary[name] = stat.mean
     report.tables["pairs"] = (rows, None)
     report.display["pairs"] = display
+    report.tables["convergence"] = (convergence, None)
     ref, target = pairs[0]
     report.figures["iri_examples"] = measure.iri_grid(session, ref, target)
     return report
@@ -66,7 +76,7 @@ def run(session: Session) -> Report:
 
 def units(session: Session) -> List[Callable[[], Any]]:
     """One unit per pair (all its taps: they share nothing with other pairs)."""
-    one = measure.layers if session.cfg.layers != "penultimate" else measure.pair
+    one = measure.layers if session.cfg.layers.taps != "penultimate" else measure.pair
     return [partial(one, session, ref, target) for ref, target in _pairs(session)]
 
 
