@@ -239,7 +239,7 @@ def main() -> None:
     x = bench_images(data, args.images).to(device)
     invert(model, x[:2], TAP, InversionConfig(steps=2, warn_below=0))  # warm-up: first-call overheads
 
-    faithful_cfg, fast_cfg = InversionConfig(mode="faithful"), InversionConfig()
+    faithful_cfg, fast_cfg = InversionConfig(mode="faithful"), InversionConfig(mode="fast")
     faithful, t_faithful = timed_invert(model, x, faithful_cfg)
     target = faithful.residual.median().item()
     fast, t_fast = timed_invert(model, x, fast_cfg)

@@ -338,3 +338,20 @@ def test_cuda_bf16_channels_last_matches_the_cpu_seeds():
     assert r.x_prime.is_cuda and r.x_prime.min() >= 0 and r.x_prime.max() <= 1
     assert r.fraction_iri >= 14 / 16
     assert torch.equal(make_seed("normal", x.cuda(), seed_generator(0)).cpu(), make_seed("normal", x, seed_generator(0)))
+
+
+def test_paper_and_original_adversarial_objectives_are_the_published_formulas():
+    from stir.inversion.objectives import ORIGINAL_CODE_BETA, Forward, InversionObjective, make_term
+
+    m1, m2, x = _seq(0), _seq(1), _smooth_images(8)
+    index = torch.arange(8)
+    cand = (x + 0.1 * torch.randn(x.shape, generator=torch.Generator().manual_seed(4))).clamp(0, 1)
+    first, second = make_term(m1, "logits", x, Forward()), make_term(m2, "logits", x, Forward())
+    d1, d2 = (m1(cand) - m1(x)).norm(dim=1), (m2(cand) - m2(x)).norm(dim=1)
+    paper = InversionObjective(first, Forward(), True, second, kind="paper")
+    original = InversionObjective(first, Forward(), True, second, kind="original")
+    assert torch.allclose(paper(cand, index), d1 - d2, atol=1e-5)  # eq. 7, unnormalised
+    r1, r2 = d1 / m1(x).norm(dim=1), d2 / m2(x).norm(dim=1)
+    assert torch.allclose(original(cand, index), r1 - ORIGINAL_CODE_BETA * r2, atol=1e-5)
+    with pytest.raises(ValueError, match="adversarial_objective"):
+        InversionConfig(adversarial_objective="weighted")
