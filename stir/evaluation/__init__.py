@@ -1,5 +1,11 @@
 """STIR evaluation: shared invariance between two networks (Nanda et al., ICML 2022).
 
+Modules, bottom up: ``keys`` (what identifies a measurement), ``observe`` (representations,
+predictions, a measure's value), ``convergence`` (IRI quality, STIR along the budget),
+``direction`` (one direction: STIR, STIR_adv, agreement, difficulty), ``similarity`` (plain
+S_r), ``pair`` (both directions + similarity), ``layers`` (every corresponding tap),
+``experiments/`` (what evaluate.py runs), ``publish`` (reports).
+
 Public API:
     evaluate_direction(m_ref, m_tgt, images, tap_ref, tap_tgt, *, measure, k, iri, inversion, ...)
         -> DirectionResult      STIR(tgt|ref) (eq. 6), STIR_adv (eq. 7), agreement, difficulty, quality

@@ -11,7 +11,7 @@ from stir.evaluation import (
     slope_reason,
 )
 from stir.inversion import InversionConfig
-from stir.models import build, channel_stats, tap_names
+from stir.models import build, channel_stats
 
 FAST = InversionConfig(mode="fast", steps=20, lr=0.05, seed=0, warn_below=0.0, min_fraction_iri=0.0)
 

@@ -11,7 +11,7 @@ import pytest
 from stir.config.evaluate_store import compose_evaluate
 from stir.config.store import compose_train
 from stir.evaluation.zoo import load_zoo
-from stir.models import build, tap_names
+from stir.models import build
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
