@@ -25,9 +25,10 @@ from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, wr
 log = logging.getLogger(__name__)
 
 EXTRA = 'pip install -e ".[robustbench]"'
+# The names RobustBench's model zoo holds for a benchmark (its leaderboard: robustbench.utils.list_available_models).
 LIST_COMMAND = ("python -c \"from robustbench.model_zoo import model_dicts as m; "
                 "from robustbench.model_zoo.enums import BenchmarkDataset as D, ThreatModel as T; "
-                "print(sorted(m[D('cifar10')][T('L2')]))\" (or robustbench.utils.list_available_models)")
+                "print(sorted(m[D('{dataset}')][T('{threat}')]))\" (or robustbench.utils.list_available_models)")
 
 
 def _autoattack_alias() -> None:
@@ -67,7 +68,7 @@ def load(name: str, options: SourceOptions) -> LoadedModel:
     models = model_dicts[dataset].get(threat, {})
     if name not in models:
         raise SourceError(f"unknown RobustBench model {name!r} for {dataset.value}/{threat.value}; list the names with "
-                          f"{LIST_COMMAND}; e.g. {sorted(models)[:6]}")
+                          f"{LIST_COMMAND.format(dataset=dataset.value, threat=threat.value)}; e.g. {sorted(models)[:6]}")
     entry = models[name]
     folder = Path(rb.model_dir) / dataset.value / threat.value
     files = ([folder / f"{name}.pt_m{i}.pt" for i in range(len(entry["gdrive_id"]))]
