@@ -1,5 +1,9 @@
 """Small foreign networks for the model-source tests (``python:source_nets:...``): plain nn.Modules
-written the way other code bases write them, not this project's registered networks."""
+written the way other code bases write them, not this project's registered networks; and weights
+of a RobustBench architecture written in RobustBench's layout."""
+from pathlib import Path
+
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -66,3 +70,30 @@ def logits_and_features() -> nn.Module:
             return self.head(h), h  # a tuple, as some repositories return
 
     return Both()
+
+
+# RobustBench (optional extra): its own model definitions, weights in its layout.
+
+def robustbench_or_skip():
+    """RobustBench's (model_dicts, BenchmarkDataset, ThreatModel, load_model), or skip the test."""
+    from stir.models.sources import SourceError
+    from stir.models.sources.robustbench import _import
+
+    try:
+        return _import()
+    except SourceError as err:
+        pytest.skip(f"the robustbench extra is not installed or importable: {err}")
+
+
+RB_NAME = "Sehwag2021Proxy_R18"  # a ResNet-18 of RobustBench's CIFAR-10 L2 zoo
+
+
+def write_robustbench_weights(model_dir: Path, name: str = RB_NAME, seed: int = 0) -> Path:
+    """Random weights of a RobustBench architecture, saved where RobustBench looks for them."""
+    model_dicts, Dataset, Threat, _ = robustbench_or_skip()
+    torch.manual_seed(seed)
+    net = model_dicts[Dataset("cifar10")][Threat("L2")][name]["model"]()
+    file = model_dir / "cifar10" / "L2" / f"{name}.pt"
+    file.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"state_dict": net.state_dict()}, file)
+    return file

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 import source_nets
+from source_nets import RB_NAME, robustbench_or_skip, write_robustbench_weights
 from stir.inversion import model_fingerprint
 from stir.models import representation, representations, tap_names
 from stir.models.sources import RobustBenchOptions, SourceError, SourceOptions, content_identity, load, names
@@ -143,29 +144,6 @@ def test_sources_are_listed():
 
 # ------------------------------------------------------------------------------------------------
 # RobustBench (optional extra): its own model definitions and loader, weights in its layout.
-
-def robustbench_or_skip():
-    try:
-        from stir.models.sources.robustbench import _import
-
-        return _import()
-    except SourceError as err:
-        pytest.skip(f"the robustbench extra is not installed or importable: {err}")
-
-
-RB_NAME = "Sehwag2021Proxy_R18"  # a ResNet-18 of RobustBench's CIFAR-10 L2 zoo
-
-
-def write_robustbench_weights(model_dir: Path, name: str = RB_NAME, seed: int = 0) -> Path:
-    """Random weights of a RobustBench architecture, saved where RobustBench looks for them."""
-    model_dicts, Dataset, Threat, _ = robustbench_or_skip()
-    torch.manual_seed(seed)
-    net = model_dicts[Dataset("cifar10")][Threat("L2")][name]["model"]()
-    file = model_dir / "cifar10" / "L2" / f"{name}.pt"
-    file.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": net.state_dict()}, file)
-    return file
-
 
 def test_robustbench_model_loads_from_its_layout_with_its_penultimate(tmp_path):
     file = write_robustbench_weights(tmp_path)

@@ -191,6 +191,26 @@ def import_object(path: str, what: str) -> Any:
 def load_weights_file(net: nn.Module, path: str, spec: str) -> Path:
     """Load a state-dict file (a plain state dict or {'state_dict': ...}; DataParallel's 'module.'
     prefixes removed) into ``net`` strictly; SourceError naming the file otherwise."""
+    file, state = read_state_dict(path, spec)
+    try:
+        net.load_state_dict(state)
+    except RuntimeError as err:
+        raise SourceError(f"{spec}: the weights in {file} do not fit the architecture: {err}") from err
+    return file
+
+
+def classes_in_weights(net: nn.Module, path: str, spec: str) -> Optional[int]:
+    """The class count of a weights file when it differs from ``net``'s: the rows of the weight of
+    ``net``'s last ``nn.Linear`` in the file (None when equal, or when the file has no such entry)."""
+    linears = [(name, m) for name, m in net.named_modules() if isinstance(m, nn.Linear)]
+    _, state = read_state_dict(path, spec)
+    weight = state.get(f"{linears[-1][0]}.weight") if linears else None
+    if weight is None or weight.dim() != 2 or weight.shape[0] == linears[-1][1].out_features:
+        return None
+    return int(weight.shape[0])
+
+
+def read_state_dict(path: str, spec: str) -> Tuple[Path, Dict[str, Tensor]]:
     file = Path(path)
     if not file.is_file():
         raise SourceError(f"{spec}: no weights file at {file}")
@@ -201,12 +221,7 @@ def load_weights_file(net: nn.Module, path: str, spec: str) -> Path:
     state = blob.get("state_dict", blob) if isinstance(blob, dict) else blob
     if not isinstance(state, dict):
         raise SourceError(f"{spec}: {file} holds a {type(state).__name__}, not a state dict")
-    state = {k[len("module."):] if k.startswith("module.") else k: v for k, v in state.items()}
-    try:
-        net.load_state_dict(state)
-    except RuntimeError as err:
-        raise SourceError(f"{spec}: the weights in {file} do not fit the architecture: {err}") from err
-    return file
+    return file, {k[len("module."):] if k.startswith("module.") else k: v for k, v in state.items()}
 
 
 def split_spec(spec: str) -> Tuple[str, str]:

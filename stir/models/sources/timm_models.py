@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, load_weights_file, wrap
+from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, classes_in_weights, load_weights_file, wrap
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,11 @@ def load(name: str, options: SourceOptions) -> LoadedModel:
     if options.num_classes is not None:
         kwargs["num_classes"] = options.num_classes
     net = timm.create_model(name, pretrained=pretrained, **kwargs)
+    if options.weights is not None and not pretrained and "num_classes" not in kwargs:  # the file's head
+        classes = classes_in_weights(net, options.weights, spec)
+        if classes is not None:
+            kwargs["num_classes"] = classes
+            net = timm.create_model(name, pretrained=False, **kwargs)
     record = {"source": "timm", "arch": name, "weights": options.weights, "kwargs": kwargs, "timm": timm.__version__}
     if options.weights is not None and not pretrained:
         record["weights"] = str(load_weights_file(net, options.weights, spec))

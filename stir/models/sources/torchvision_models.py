@@ -2,7 +2,8 @@
 
 Weights: ``options.weights`` is a state-dict file, or one of the architecture's pretrained tags
 (``DEFAULT``, ``IMAGENET1K_V1`` ...), read from torch's hub cache and downloaded there only with
-``options.download``; none builds random weights (``num_classes`` sets the head). The input
+``options.download``; none builds random weights (``num_classes`` sets the head; with a weights
+file, its last linear layer's rows do unless ``num_classes`` is given). The input
 normalisation is the mean/std of the tag's own transforms (for a file or random weights, of the
 architecture's DEFAULT weights): ImageNet's (0.485, 0.456, 0.406) / (0.229, 0.224, 0.225), not
 CIFAR's; give ``mean``/``std`` for weights trained with other constants. Images are not resized.
@@ -16,7 +17,7 @@ from typing import Optional
 
 import torch
 
-from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, load_weights_file, wrap
+from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, classes_in_weights, load_weights_file, wrap
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +43,18 @@ def load(name: str, options: SourceOptions) -> LoadedModel:
     kwargs = dict(options.kwargs)
     if options.num_classes is not None:
         kwargs["num_classes"] = options.num_classes
-    record = {"source": "torchvision", "arch": name, "weights": options.weights, "kwargs": kwargs}
+    record = {"source": "torchvision", "arch": name, "weights": options.weights, "kwargs": dict(kwargs)}
     if tag is not None:
         _check_cached(spec, tag, options.download)
         net = get_model(name, weights=tag, **kwargs)
         record["weights_url"] = tag.url
     else:
         net = get_model(name, weights=None, **kwargs)
+        if options.weights is not None and "num_classes" not in kwargs:  # the head the file was trained with
+            classes = classes_in_weights(net, options.weights, spec)
+            if classes is not None:
+                kwargs["num_classes"] = record["kwargs"]["num_classes"] = classes
+                net = get_model(name, weights=None, **kwargs)
         if options.weights is not None:
             record["weights"] = str(load_weights_file(net, options.weights, spec))
         else:
