@@ -162,3 +162,14 @@ def test_robustbench_errors_name_the_list_command_the_path_and_the_flag(tmp_path
         load("robustbench:Nope2099", opts)
     with pytest.raises(SourceError, match=rf"no weights at {tmp_path}/cifar10/L2/{RB_NAME}.pt .*download_weights=true"):
         load(f"robustbench:{RB_NAME}", opts)
+
+
+def test_any_module_becomes_a_model_with_from_module():
+    from stir.models.sources import from_module
+
+    net = source_nets.FunctionalHead(width=3)
+    m = from_module(net, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
+    x = torch.rand(2, 3, 8, 8)
+    assert m.module.net is net and m.taps["penultimate"] == "head:input"
+    assert torch.allclose(m.module(x), net((x - 0.5) / 0.25))
+    assert m.identity != from_module(source_nets.FunctionalHead(width=3)).identity

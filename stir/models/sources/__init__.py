@@ -15,10 +15,12 @@ floor than ``stir.models``, so ``stir.evaluation`` resolves them.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional, Sequence
+
+from torch import nn
 
 from stir.models.sources.base import (
-    LoadedModel, RobustBenchOptions, SourceError, SourcedModel, SourceOptions, content_identity, split_spec,
+    LoadedModel, RobustBenchOptions, SourceError, SourcedModel, SourceOptions, content_identity, split_spec, wrap,
 )
 
 ZOO = "zoo"
@@ -58,5 +60,13 @@ def load(spec: str, options: SourceOptions = SourceOptions()) -> LoadedModel:
     return loaders[prefix](name, options)
 
 
-__all__ = ["LoadedModel", "RobustBenchOptions", "SourceError", "SourceOptions", "SourcedModel", "ZOO",
+def from_module(net: nn.Module, mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
+                tap: Optional[str] = None, name: str = "module") -> LoadedModel:
+    """Any ``nn.Module`` as a model of this library: ``mean``/``std`` normalise its [0, 1] inputs
+    (omit them when it normalises itself), ``tap`` says what ``penultimate`` reads (default: the
+    input of its final ``nn.Linear``). The module is put in eval mode and used as it is (not copied)."""
+    return wrap(net, SourceOptions(tap=tap), mean, std, f"python object {name}", {"source": "module", "class": type(net).__name__})
+
+
+__all__ = ["from_module", "LoadedModel", "RobustBenchOptions", "SourceError", "SourceOptions", "SourcedModel", "ZOO",
            "content_identity", "is_sourced", "load", "names", "split_spec"]
