@@ -55,6 +55,18 @@ def test_zoo_model_against_a_python_factory(workspace):
     assert record["images"]["chosen_by"] == "the training data of vanilla"
 
 
+def test_zoo_prefix_names_the_same_zoo_model(workspace, cifar10_root, tmp_path, monkeypatch):
+    import source_nets
+
+    torch.save(source_nets.functional_head().state_dict(), tmp_path / "head.pt")
+    pair = ["target=" + FACTORY, f"weights2={tmp_path / 'head.pt'}", f"out_dir={tmp_path / 'out'}"]
+    run_entry_point("evaluate", args(workspace, cifar10_root, "ref=vanilla", *pair), monkeypatch)
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "out/store").rglob("*.json")}
+    run_entry_point("evaluate", args(workspace, cifar10_root, "ref=zoo:vanilla", *pair), monkeypatch)
+    after = {p: p.stat().st_mtime_ns for p in (tmp_path / "out/store").rglob("*.json")}
+    assert before and after == before  # same identities: every result read back from the store, nothing recomputed
+
+
 def test_torchvision_ref_with_a_weights_file_and_an_explicit_target_tap(workspace, cifar10_root, tmp_path, monkeypatch):
     import torchvision
 
