@@ -19,9 +19,9 @@ from torch import Tensor, nn
 
 from stir.config.evaluate_schema import EvaluateConfig
 from stir.config.schema import DataConfig
+from stir.config.validate import ConfigError
 from stir.data import StirDataModule, to_float
 from stir.evaluation.store import ResultStore
-from stir.config.validate import ConfigError
 from stir.evaluation.zoo import Zoo, ZooModel, load_model
 from stir.models import sources
 from stir.models.sources import LoadedModel, RobustBenchOptions, SourceError, SourceOptions
@@ -114,7 +114,7 @@ class Session:
             return entry.source, entry.options
         if sources.is_sourced(name):
             return name, {}
-        prefix, rest = sources.split_spec(name)
+        prefix, _ = sources.split_spec(name)
         if prefix and prefix != sources.ZOO and name not in self.zoo.recipes and not Path(name).exists():
             raise SourceError(f"unknown model source {prefix!r} in {name!r}; sources: {sources.names()} "
                               f"(zoo:NAME or a bare zoo name for this project's models)")
