@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
-from stir.config.schema import LoggerConfig
+from stir.config.schema import DataConfig, LoggerConfig
 from stir.inversion.config import ControversialConfig, InversionConfig
 
 
@@ -33,6 +33,15 @@ class ZooConfig:
     overrides: List[str] = field(default_factory=list)
     data_source: Optional[str] = None  # shorthand for data.source=PATH in every recipe (a local data set)
     runs_dir: str = "runs"
+
+
+@dataclass
+class RobustBenchConfig:
+    """Where ``robustbench:NAME`` models come from (RobustBench's own coordinates and weights layout)."""
+
+    dataset: str = "cifar10"  # cifar10 | cifar100 | imagenet
+    threat_model: str = "L2"  # Linf | L2 | corruptions
+    model_dir: str = "models"  # weights at <model_dir>/<dataset>/<threat_model>/<name>.pt (RobustBench's layout)
 
 
 @dataclass
@@ -82,3 +91,15 @@ class EvaluateConfig:
     out_dir: str = "results"  # results/<experiment name>/: store, tables, plots
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     iri_grid_images: int = 8  # originals and IRIs shown in the example grid
+    # Models from other sources (ref/target = robustbench:NAME, torchvision:ARCH, timm:ARCH,
+    # python:module.path:factory; zoo.yaml entries may name them too, with these keys per entry).
+    tap1: Optional[str] = None  # what ref's `penultimate` reads: a module name, NAME:input, or python:module:function
+    tap2: Optional[str] = None  # the same for target
+    weights1: Optional[str] = None  # ref's weights: a state-dict file or the library's pretrained tag (DEFAULT, pretrained)
+    weights2: Optional[str] = None  # the same for target
+    download_weights: bool = False  # let RobustBench / torchvision / timm download weights that are not on disk
+    robustbench: RobustBenchConfig = field(default_factory=RobustBenchConfig)
+    # The images X of a model with no training data of its own (every source but the zoo): the data
+    # set (data=cifar10|cifar100, torchvision's files) or a local copy (data.source=PATH; default:
+    # zoo.data_source), sampled from `split` as for zoo models.
+    data: DataConfig = field(default_factory=DataConfig)

@@ -9,7 +9,7 @@ from omegaconf import DictConfig, ListConfig
 
 from stir.config.evaluate_schema import EvaluateConfig
 from stir.config.store import compose, to_dataclass
-from stir.config.validate import ConfigError, check_choice, check_positive
+from stir.config.validate import DATA_NAMES, ConfigError, check_choice, check_positive
 
 IRI_KINDS = ("arbitrary", "adversarial", "both")
 SPLITS = ("train", "holdout", "test")
@@ -40,6 +40,7 @@ def validate_evaluate(cfg: EvaluateConfig) -> None:
     check_choice("split", cfg.split, SPLITS)
     check_choice("experiment.kind", cfg.experiment.kind, kinds())
     check_choice("zoo.profile", cfg.zoo.profile, ("full", "cpu"))
+    check_choice("data.name", cfg.data.name, DATA_NAMES)  # images of models from other sources
     check_positive("shards", cfg.shards)
     if not 0 <= cfg.shard < cfg.shards:
         raise ConfigError(f"shard={cfg.shard} with shards={cfg.shards}: shard must be one of 0..{cfg.shards - 1}")

@@ -1,11 +1,17 @@
-"""What one ``evaluate.py`` run works with: the zoo, loaded models, the images X, the store."""
+"""What one ``evaluate.py`` run works with: the zoo, loaded models, the images X, the store.
+
+A model name is a zoo name or run folder / checkpoint path (``zoo:NAME`` too), a zoo entry naming
+another source, or a source string itself (``robustbench:NAME``, ``torchvision:ARCH``,
+``timm:ARCH``, ``python:module:factory``; ``stir.models.sources``). Models of other sources have
+no training data of their own: their images X come from ``cfg.data``.
+"""
 from __future__ import annotations
 
 import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 from omegaconf import OmegaConf
@@ -13,9 +19,14 @@ from torch import Tensor, nn
 
 from stir.config.evaluate_schema import EvaluateConfig
 from stir.config.schema import DataConfig
+from stir.config.validate import ConfigError
 from stir.data import StirDataModule, to_float
 from stir.evaluation.store import ResultStore
 from stir.evaluation.zoo import Zoo, ZooModel, load_model
+from stir.models import sources
+from stir.models.sources import LoadedModel, RobustBenchOptions, SourceError, SourceOptions
+
+ZOO_PREFIX = sources.ZOO + ":"
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +41,26 @@ def pick_device(name: str) -> torch.device:
 
 
 @dataclass
+class SourcedModel:
+    """A resolved model of another source (``stir.models.sources``): what the experiments read."""
+
+    name: str
+    loaded: LoadedModel
+    config = None  # no training recipe
+
+    @property
+    def identity(self) -> str:
+        """Content hash of weights, normalisation and named taps (``stir.models.sources.content_identity``)."""
+        return self.loaded.identity
+
+    def metrics(self) -> Dict[str, float]:
+        return {}  # no test metrics of this project's training
+
+
+Resolved = Union[ZooModel, SourcedModel]
+
+
+@dataclass
 class Session:
     cfg: EvaluateConfig
     zoo: Zoo
@@ -37,7 +68,7 @@ class Session:
     device: torch.device
     out: Path  # results/<experiment name>/
     _models: Dict[str, nn.Module] = field(default_factory=dict)
-    _resolved: Dict[str, ZooModel] = field(default_factory=dict)
+    _resolved: Dict[str, Resolved] = field(default_factory=dict)
     _images: Dict[Any, Tensor] = field(default_factory=dict)
 
     @classmethod
@@ -51,23 +82,88 @@ class Session:
             cfg.inversion.cache_dir = str(root / "inversion-cache")
         name = cfg.experiment.name
         if cfg.experiment.kind == "pair":  # one folder per pair, named after it
-            name = "pair_" + "_vs_".join(Path(m).name.replace(" ", "_") for m in (cfg.ref, cfg.target))
+            name = "pair_" + "_vs_".join(Path(m).name.replace(" ", "_").replace(":", "-") for m in (cfg.ref, cfg.target))
         return cls(cfg=cfg, zoo=zoo, store=ResultStore(root / "store"), device=pick_device(cfg.device), out=root / name)
 
-    def model(self, name: str) -> ZooModel:
-        """The finished run of a zoo name / path (trained first when train_missing=true)."""
+    def model(self, name: str) -> Resolved:
+        """The finished run of a zoo name / path (trained first when train_missing=true), or a model
+        of another source, loaded."""
         if name not in self._resolved:
-            self._resolved[name] = self.zoo.ensure(name, train_missing=self.cfg.train_missing)
+            source = self._source(name)
+            if source is not None:
+                spec, options = source
+                log.info("model %s: %s", name, spec)
+                self._resolved[name] = SourcedModel(name, sources.load(spec, self._options(name, options)))
+            else:
+                self._refuse_source_keys(name)
+                zoo_name = name[len(ZOO_PREFIX):] if name.startswith(ZOO_PREFIX) else name
+                self._resolved[name] = self.zoo.ensure(zoo_name, train_missing=self.cfg.train_missing)
         return self._resolved[name]
 
     def network(self, name: str) -> nn.Module:
         if name not in self._models:
-            self._models[name] = load_model(self.model(name)).to(self.device)
+            model = self.model(name)
+            net = model.loaded.module if isinstance(model, SourcedModel) else load_model(model)
+            self._models[name] = net.to(self.device)
         return self._models[name]
 
+    def _source(self, name: str) -> Optional[Tuple[str, Mapping[str, Any]]]:
+        """(source string, zoo-entry options) for a model of another source; None for the zoo."""
+        if name in self.zoo.sourced:
+            entry = self.zoo.sourced[name]
+            return entry.source, entry.options
+        if sources.is_sourced(name):
+            return name, {}
+        prefix, _ = sources.split_spec(name)
+        if prefix and prefix != sources.ZOO and name not in self.zoo.recipes and not Path(name).exists():
+            raise SourceError(f"unknown model source {prefix!r} in {name!r}; sources: {sources.names()} "
+                              f"(zoo:NAME or a bare zoo name for this project's models)")
+        return None
+
+    def _per_model(self, name: str) -> Dict[str, Any]:
+        """tap1/weights1 (for ref) and tap2/weights2 (for target) that are set."""
+        cfg, out = self.cfg, {}
+        for key, first, second in (("tap", cfg.tap1, cfg.tap2), ("weights", cfg.weights1, cfg.weights2)):
+            if name == cfg.ref == cfg.target and first != second:
+                raise ConfigError(f"ref and target are both {name!r} but {key}1={first!r} differs from {key}2={second!r}: "
+                                  "name two zoo entries instead")
+            value = first if name == cfg.ref else second if name == cfg.target else None
+            if value is not None:
+                out[key] = value
+        return out
+
+    def _refuse_source_keys(self, name: str) -> None:
+        given = self._per_model(name)
+        if given:
+            which = "1" if name == self.cfg.ref else "2"
+            raise ConfigError(
+                f"{', '.join(k + which for k in given)} given for {name!r}, a zoo model: these keys are for models of "
+                f"other sources ({sources.names()[1:]}); read zoo models at other taps with layers.taps=[...], and give "
+                "other weights as ref=PATH"
+            )
+
+    def _options(self, name: str, entry: Mapping[str, Any]) -> SourceOptions:
+        """SourceOptions of a model: its zoo entry, then tap1/weights1 or tap2/weights2, then global keys."""
+        cfg, options = self.cfg, {**entry, **self._per_model(name)}
+        robustbench = {**dataclasses.asdict(cfg.robustbench), **(options.pop("robustbench", None) or {})}
+        for key in ("mean", "std"):
+            if options.get(key) is not None:
+                options[key] = tuple(float(v) for v in options[key])
+        try:
+            return SourceOptions(**options, download=cfg.download_weights, robustbench=RobustBenchOptions(**robustbench))
+        except TypeError as err:
+            raise ConfigError(f"model {name!r}: {err}") from err
+
+    def foreign_data(self) -> DataConfig:
+        """The data set of models of other sources: ``data``, its source defaulting to ``zoo.data_source``."""
+        return dataclasses.replace(self.cfg.data, source=self.cfg.data.source or self.cfg.zoo.data_source)
+
     def data_config(self, name: str) -> DataConfig:
-        """The data set a model was trained on (its recipe, or config.yaml beside a checkpoint)."""
+        """The data set a model was trained on (its recipe, or config.yaml beside a checkpoint); for
+        models of other sources, ``data``."""
         model = self.model(name)
+        if isinstance(model, SourcedModel):
+            return self.foreign_data()
         if model.config is not None:
             return model.config.data
         config = (model.run_dir if model.run_dir.is_dir() else model.run_dir.parent) / "config.yaml"
@@ -96,12 +192,26 @@ class Session:
             return self.images(name)
         return [self.images(name, offset=j) for j in range(self.cfg.k)]
 
+    def describe(self, name: str) -> Dict[str, Any]:
+        """A model's provenance: its run folder and train command, or its source's record."""
+        model = self.model(name)
+        if isinstance(model, SourcedModel):
+            return model.loaded.record
+        return {"run_dir": str(model.run_dir), "sha256": model.identity, "command": model.command}
+
+    def images_origin(self, name: str) -> Dict[str, Any]:
+        """Where the images X of model ``name`` come from (data set, local copy or torchvision, root)."""
+        data = self.data_config(name)
+        return {"data": data.name, "source": data.source or f"torchvision {data.name} under {data.root}",
+                "chosen_by": "data= (a model of another source)" if isinstance(self.model(name), SourcedModel)
+                else f"the training data of {name}"}
+
     def record(self, *names: str) -> Dict[str, Any]:
-        """Provenance stored beside every result: resolved config, models, images."""
+        """Provenance stored beside every result: resolved config, models, images (X: the first model's)."""
         return {
             "config": OmegaConf.to_container(OmegaConf.structured(self.cfg)),
-            "models": {n: {"run_dir": str(self.model(n).run_dir), "sha256": self.model(n).identity,
-                           "command": self.model(n).command} for n in names},
+            "models": {n: self.describe(n) for n in names},
             "images": {"split": self.cfg.split, "n": self.cfg.n, "seed": self.cfg.image_seed,
-                       "resampled_per_draw": self.cfg.resample_images},
+                       "resampled_per_draw": self.cfg.resample_images,
+                       **(self.images_origin(names[0]) if names else {})},
         }

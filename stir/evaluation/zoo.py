@@ -4,6 +4,8 @@
 model to warm-start from). A name resolves to the run folder that command writes, so evaluation
 finds exactly what training produced; a missing model is either trained (``train_missing``) or
 reported with the command that trains it. A path to a run folder or checkpoint works as a name too.
+An entry may instead name a model of another source (``{source: robustbench:NAME, ...}``, see
+``stir.models.sources``): such entries are listed in ``Zoo.sourced`` and never trained.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import shlex
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from omegaconf import OmegaConf
 from torch import nn
@@ -56,6 +58,18 @@ class ZooModel:
         return {k: v for k, v in data.items() if k.startswith("test/")}
 
 
+# Keys of a zoo entry that names a model of another source (stir.models.sources.SourceOptions).
+SOURCED_KEYS = frozenset({"source", "weights", "tap", "mean", "std", "normalize", "num_classes", "kwargs", "robustbench"})
+
+
+@dataclass(frozen=True)
+class SourcedEntry:
+    """A zoo entry naming a model of another source: the source string and its options."""
+
+    source: str  # e.g. robustbench:Engstrom2019Robustness
+    options: Dict[str, Any]  # SourceOptions fields (robustbench: {dataset, threat_model, model_dir})
+
+
 class UnknownModelError(ValueError):
     pass
 
@@ -68,6 +82,8 @@ def load_zoo(path: Path) -> Dict[str, Recipe]:
     raw = OmegaConf.to_container(OmegaConf.load(path))
     zoo = {}
     for name, entry in raw.items():
+        if isinstance(entry, dict) and "source" in entry:
+            continue  # another source's model: load_sourced
         if isinstance(entry, list):
             zoo[name] = Recipe(train=[str(o) for o in entry])
         elif isinstance(entry, dict) and set(entry) <= {"train", "init_from"}:
@@ -80,12 +96,26 @@ def load_zoo(path: Path) -> Dict[str, Recipe]:
     return zoo
 
 
+def load_sourced(path: Path) -> Dict[str, SourcedEntry]:
+    """The zoo entries that name models of other sources ({source: PREFIX:NAME, weights: ..., tap: ...})."""
+    raw = OmegaConf.to_container(OmegaConf.load(path))
+    out = {}
+    for name, entry in raw.items():
+        if isinstance(entry, dict) and "source" in entry:
+            unknown = set(entry) - SOURCED_KEYS
+            if unknown:
+                raise ValueError(f"{path}: zoo entry {name!r} has unknown keys {sorted(unknown)}; valid: {sorted(SOURCED_KEYS)}")
+            out[name] = SourcedEntry(source=str(entry["source"]), options={k: v for k, v in entry.items() if k != "source"})
+    return out
+
+
 class Zoo:
     """Resolve zoo names (or checkpoint paths) under one profile and set of common overrides."""
 
     def __init__(self, zoo_file: Path, config_dir: Path, profile: str = "full", overrides: Sequence[str] = (),
                  runs_dir: Optional[str] = None):
         self.recipes = load_zoo(Path(zoo_file))
+        self.sourced = load_sourced(Path(zoo_file))  # entries naming models of other sources
         self.zoo_file = Path(zoo_file)
         self.config_dir = Path(config_dir)
         self.common = [f"profile={profile}", *overrides] + ([f"runs_dir={runs_dir}"] if runs_dir else [])

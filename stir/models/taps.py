@@ -1,9 +1,17 @@
 """Read the (n, d) representation of a batch at named taps of any network.
 
 Registered networks (``stir.models.Network``) name their taps (``stem``, ``layer2.1``,
-``penultimate``, ``logits`` ...) and inner taps (``layer2.1.sum`` ...). Any other ``nn.Module``
-taking images in [0, 1] works too: its taps are ``logits`` (the output) and the dotted names of its
-submodules (``named_modules()``).
+``penultimate``, ``logits`` ...). Any other ``nn.Module`` taking images in [0, 1] works too: its
+taps are ``logits`` (the output), the dotted names of its submodules (``named_modules()``: the
+module's output, by forward hook) and ``NAME:input`` (the first input a module receives, by
+forward pre-hook: ``fc:input`` is the vector a final linear layer classifies, even when the
+network computes that vector functionally in its ``forward``).
+
+A model may also carry ``named_taps``, a dict {name: ``TapPoint``}, read before anything else
+(models from ``stir.models.sources`` put their ``penultimate`` there, possibly a function tap),
+and ``inner``, the network it wraps: module names are then those of ``inner`` (torchvision's
+``layer4.1``, not the wrapper's ``net.layer4.1``; both are accepted).
+Registered networks may also name inner taps (``inner_taps``: readable, not in the depth list).
 
 A tap name may end in ``@REDUCE`` to say how a spatial map (n, c, h, w) becomes a vector
 (``REDUCTIONS``): no suffix (= ``flatten``) keeps every unit in (c, h, w) order, (n, c*h*w);
@@ -14,16 +22,32 @@ different representation everywhere: in the inversion objective, the similarity 
 """
 from __future__ import annotations
 
-from typing import Dict, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from torch import Tensor, nn
 
 LOGITS = "logits"
+INPUT = "input"  # NAME:input reads the first positional input of module NAME
 REDUCTIONS = ("flatten", "spatial_mean", "original")
 
+# A function tap: (the model as ``representations`` receives it, x (b, c, h, w) in [0, 1]) -> (b, d).
+TapFn = Callable[[nn.Module, Tensor], Tensor]
 
-class _Captured(Exception):
-    """Raised by a hook once every requested tap is read: the rest of the forward pass is skipped."""
+
+@dataclass(frozen=True)
+class TapPoint:
+    """Where one representation is read.
+
+    ``module`` (a dotted path of the model's ``named_modules()``) with ``at`` = "output" (forward
+    hook) or "input" (forward pre-hook); or ``fn`` (a function of the model and the batch); or
+    neither: the model's output (logits). ``spec`` is a stable text describing it (identities).
+    """
+
+    module: Optional[str] = None
+    at: str = "output"
+    fn: Optional[TapFn] = None
+    spec: str = LOGITS
 
 
 def split_reduction(tap: str) -> Tuple[str, str]:
@@ -52,68 +76,151 @@ def reduce_map(output: Tensor, reduce: str) -> Tensor:
     return output.flatten(1)  # (b, c, h, w) -> (b, c*h*w); vectors stay (b, d)
 
 
+class _Captured(Exception):
+    """Raised by a hook once every requested tap is read: the rest of the forward pass is skipped."""
+
+
+def _inner(model: nn.Module) -> tuple[nn.Module, str]:
+    """(the network whose module names users give, its path prefix inside ``model``)."""
+    inner = getattr(model, "inner", None)
+    if isinstance(inner, nn.Module) and inner is not model:
+        for name, module in model.named_modules():
+            if module is inner:
+                return inner, name + "."
+    return model, ""
+
+
 def tap_names(model: nn.Module) -> list[str]:
-    """The valid tap names of ``model`` (without reductions), in depth order for registered networks."""
+    """The valid tap names of ``model``, in depth order for registered networks.
+
+    Any module name also works as ``NAME:input`` (not listed, to keep the list readable).
+    """
+    named = list(getattr(model, "named_taps", None) or {})
     taps = getattr(model, "taps", None)
     if taps:
-        return [t.name for t in taps] + [t.name for t in getattr(model, "inner_taps", ())]
-    return [name for name, _ in model.named_modules() if name] + [LOGITS]
+        declared = tuple(taps) + tuple(getattr(model, "inner_taps", ()))
+        return named + [t.name for t in declared if t.name not in named]
+    inner, _ = _inner(model)
+    return named + [name for name, _ in inner.named_modules() if name and name not in named] + [LOGITS]
 
 
-def _module_path(model: nn.Module, tap: str) -> str | None:
-    """Dotted module path for a tap name; None means the model's own output (logits)."""
+def tap_point(model: nn.Module, tap: str) -> TapPoint:
+    """Where ``tap`` is read in ``model``; ValueError listing the valid taps when it names nothing."""
+    named = getattr(model, "named_taps", None) or {}
+    if tap in named:
+        return named[tap]
     taps = getattr(model, "taps", None)
-    if taps:
+    if taps:  # a registered network: its declared taps (and inner taps) only
         for t in tuple(taps) + tuple(getattr(model, "inner_taps", ())):
             if t.name == tap:
-                return t.module
+                return TapPoint(module=t.module, spec=tap)
     elif tap == LOGITS:
-        return None
-    elif tap in dict(model.named_modules()):
-        return tap
-    raise ValueError(f"unknown tap {tap!r} for {type(model).__name__}; valid taps: {tap_names(model)}")
+        return TapPoint()
+    else:
+        name, at = (tap[: -len(INPUT) - 1], INPUT) if tap.endswith(":" + INPUT) else (tap, "output")
+        modules = dict(model.named_modules())
+        _, prefix = _inner(model)
+        for path in (name, prefix + name) if prefix else (name,):
+            if path and path in modules:
+                return TapPoint(module=path, at=at, spec=tap)
+    raise ValueError(f"unknown tap {tap!r} for {type(model).__name__}; valid taps: {tap_names(model)}"
+                     + (" (any module name also as NAME:input)" if not taps else ""))
 
 
 def representations(model: nn.Module, x: Tensor, taps: Sequence[str]) -> Dict[str, Tensor]:
     """Representations of the batch ``x`` (b, 3, h, w) at each tap, as {tap: (b, d)}.
 
     Gradients flow through (inversions differentiate these). The forward pass stops as soon as
-    every requested tap has been read, so early taps cost only the layers below them.
+    every requested hooked tap has been read, so early taps cost only the layers below them.
+    Function taps are computed by their own call.
     """
     parsed = {tap: split_reduction(tap) for tap in taps}
-    paths = {tap: _module_path(model, name) for tap, (name, _) in parsed.items()}
+    points = {tap: tap_point(model, name) for tap, (name, _) in parsed.items()}
+    hooked = {tap: p for tap, p in points.items() if p.module is not None}
+    wants_output = any(p.module is None and p.fn is None for p in points.values())
     modules = dict(model.named_modules())
     out: Dict[str, Tensor] = {}
-    handles = []
+    handles: List = []
 
-    def hook_for(tap: str):
-        reduce = parsed[tap][1]
+    def store(tap: str, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise ValueError(f"tap {tap!r} read a {type(value).__name__}, not a tensor; choose another module")
+        out[tap] = reduce_map(value, parsed[tap][1])  # (b, c, h, w) -> (b, d)
+        if not wants_output and all(t in out for t in hooked):
+            raise _Captured
 
-        def hook(_module, _inputs, output):
-            out[tap] = reduce_map(output, reduce)
-            if len(out) == len(paths):
-                raise _Captured
+    def output_hook(tap: str):
+        return lambda _module, _inputs, output: store(tap, output)
+
+    def input_hook(tap: str):
+        def hook(_module, inputs):
+            if not inputs:
+                raise ValueError(f"tap {tap!r}: the module received no positional input")
+            store(tap, inputs[0])
 
         return hook
 
-    try:
-        for tap, path in paths.items():
-            if path is not None:
-                handles.append(modules[path].register_forward_hook(hook_for(tap)))
+    if hooked or wants_output:
         try:
-            logits = model(x)
-        except _Captured:
-            pass
-        else:
-            for tap, path in paths.items():
-                if path is None:
-                    out[tap] = logits
-    finally:
-        for h in handles:
-            h.remove()
+            for tap, p in hooked.items():
+                module = modules[p.module]
+                if p.at == INPUT:
+                    handles.append(module.register_forward_pre_hook(input_hook(tap)))
+                else:
+                    handles.append(module.register_forward_hook(output_hook(tap)))
+            try:
+                logits = model(x)
+            except _Captured:
+                pass
+            else:
+                for tap, p in points.items():
+                    if p.module is None and p.fn is None:
+                        out[tap] = logits
+        finally:
+            for h in handles:
+                h.remove()
+        missing = [t for t in hooked if t not in out]
+        if missing:
+            raise ValueError(f"taps {missing} of {type(model).__name__} were never reached by its forward pass "
+                             f"(the module is not used); valid taps: {tap_names(model)}")
+    for tap, p in points.items():
+        if p.fn is not None:
+            value = p.fn(model, x)
+            if not isinstance(value, Tensor) or value.dim() < 2 or value.shape[0] != x.shape[0]:
+                shape = tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__
+                raise ValueError(f"function tap {p.spec!r} must return a ({x.shape[0]}, d) tensor, got {shape}")
+            out[tap] = reduce_map(value, parsed[tap][1])
     return {tap: out[tap] for tap in taps}
 
 
 def representation(model: nn.Module, x: Tensor, tap: str) -> Tensor:
     """Representation of ``x`` (b, 3, h, w) at one tap: (b, d). See ``representations``."""
     return representations(model, x, [tap])[tap]
+
+
+def find_penultimate(model: nn.Module, x: Tensor) -> str:
+    """The tap ``NAME:input`` of the final linear layer of ``model``, found by one forward pass on ``x``.
+
+    Every ``nn.Linear`` is watched; the last one called whose output has the shape of the
+    model's output is the classifier, and its input (read by a forward pre-hook) is the
+    penultimate representation, however the network computed it. ValueError listing candidate
+    module names when there is none (e.g. a functional ``F.linear`` head): pass an explicit tap.
+    """
+    calls: List[tuple] = []
+    handles = [m.register_forward_hook(lambda mod, _i, o, name=name: calls.append((name, tuple(getattr(o, "shape", ())))))
+               for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    try:
+        logits = model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    shape = tuple(getattr(logits, "shape", ()))
+    for name, out_shape in reversed(calls):
+        if out_shape == shape:
+            return f"{name}:{INPUT}"
+    leaves = [name for name, m in model.named_modules() if name and not any(True for _ in m.children())]
+    raise ValueError(
+        f"cannot find the penultimate layer of {type(model).__name__}: no nn.Linear produces its output "
+        f"{shape}. Give the tap explicitly (a module name, NAME:input, or python:module:function); "
+        f"candidates, last modules first: {leaves[::-1][:12]}"
+    )

@@ -1,0 +1,175 @@
+"""Model sources: torchvision / python factories / RobustBench strings -> [0, 1] models with taps,
+identities and records; NAME:input and function taps; the errors that name the fix. No network."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import source_nets
+from source_nets import RB_NAME, robustbench_or_skip, write_robustbench_weights
+from stir.inversion import model_fingerprint
+from stir.models import representation, representations, tap_names
+from stir.models.sources import RobustBenchOptions, SourceError, SourceOptions, content_identity, load, names
+
+TESTS = Path(__file__).resolve().parents[1]
+REPO = TESTS.parent
+
+
+def test_torchvision_resnet_penultimate_is_the_pooled_vector_and_inputs_are_normalised():
+    torch.manual_seed(0)
+    m = load("torchvision:resnet18", SourceOptions(num_classes=10))
+    assert m.taps["penultimate"] == "fc:input"
+    net = m.module.net
+    x = torch.rand(3, 3, 32, 32)
+    # torchvision's own preprocessing metadata, not CIFAR's constants: the model takes [0, 1] images.
+    assert m.record["normalization"] == {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
+    z = (x - torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)) / torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+    with torch.no_grad():
+        pooled = torch.flatten(net.avgpool(net.layer4(net.layer3(net.layer2(net.layer1(net.maxpool(net.relu(net.bn1(net.conv1(z))))))))), 1)
+        reps = representations(m.module, x, ["penultimate", "layer4.1", "logits"])
+        assert torch.allclose(reps["penultimate"], pooled, atol=1e-5)
+        assert torch.allclose(reps["logits"], net(z), atol=1e-5) and reps["logits"].shape == (3, 10)
+        assert reps["layer4.1"].shape == (3, 512 * 1 * 1)
+    assert "penultimate" in tap_names(m.module) and "layer4.1" in tap_names(m.module)
+
+
+def test_functional_penultimate_is_found_by_a_pre_hook_and_gradients_flow():
+    m = load("python:source_nets:functional_head", SourceOptions(kwargs={"width": 5}))
+    assert m.taps["penultimate"] == "head:input" and m.record["normalization"] is None
+    x = torch.rand(4, 3, 32, 32, requires_grad=True)
+    rep = representation(m.module, x, "penultimate")
+    assert torch.allclose(rep, m.module.net.body(x).mean(dim=(2, 3)))
+    rep.sum().backward()
+    assert x.grad is not None and x.grad.abs().sum() > 0
+
+
+def test_a_function_tap_reads_what_no_module_outputs_and_its_absence_lists_candidates():
+    with pytest.raises(ValueError, match=r"cannot find the penultimate.*candidates.*body"):
+        load("python:source_nets:no_linear")
+    m = load("python:source_nets:no_linear", SourceOptions(tap="python:source_nets:no_linear_penultimate"))
+    x = torch.rand(2, 3, 16, 16)
+    assert torch.equal(representation(m.module, x, "penultimate"), m.module.net.body(x).amax(dim=(2, 3)))
+    explicit = load("python:source_nets:functional_head", SourceOptions(tap="body.4"))
+    assert representation(explicit.module, x, "penultimate").shape == (2, 12 * 8 * 8)
+
+
+def _identity_in_subprocess(weights: Path) -> str:
+    code = ("from stir.models.sources import load, SourceOptions;"
+            f"print(load('python:source_nets:functional_head', SourceOptions(weights={str(weights)!r})).identity)")
+    env = {"PYTHONPATH": f"{REPO}:{TESTS}", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_identity_is_the_weights_not_the_process_or_the_class_path(tmp_path):
+    torch.manual_seed(1)
+    a = source_nets.FunctionalHead()
+    torch.save(a.state_dict(), tmp_path / "a.pt")
+    torch.save(source_nets.FunctionalHead().state_dict(), tmp_path / "b.pt")
+    ident_a = load("python:source_nets:functional_head", SourceOptions(weights=str(tmp_path / "a.pt"))).identity
+    assert _identity_in_subprocess(tmp_path / "a.pt") == ident_a  # same weights, another process
+    assert load("python:source_nets:functional_head", SourceOptions(weights=str(tmp_path / "b.pt"))).identity != ident_a
+    # The same network class under another module path: same identity (model_fingerprint differs).
+    moved = type("FunctionalHead", (source_nets.FunctionalHead,), {"__module__": "somewhere.else"})()
+    moved.load_state_dict(a.state_dict())
+    from stir.models.sources.base import SourcedModel
+
+    x, y = SourcedModel(a), SourcedModel(moved)
+    assert content_identity(x) == content_identity(y) and model_fingerprint(a) != model_fingerprint(moved)
+    # What `penultimate` reads is part of the identity: results at another layer get another key.
+    other_tap = load("python:source_nets:functional_head", SourceOptions(weights=str(tmp_path / "a.pt"), tap="body.2"))
+    assert other_tap.identity != ident_a
+
+
+def test_a_weights_file_is_loaded_strictly(tmp_path):
+    torch.save({"state_dict": {"module." + k: v for k, v in source_nets.FunctionalHead().state_dict().items()}},
+               tmp_path / "dp.pt")
+    load("python:source_nets:functional_head", SourceOptions(weights=str(tmp_path / "dp.pt")))  # DataParallel prefixes
+    with pytest.raises(SourceError, match=r"do not fit the architecture"):
+        load("python:source_nets:functional_head", SourceOptions(weights=str(tmp_path / "dp.pt"), kwargs={"width": 3}))
+    with pytest.raises(SourceError, match=r"no weights file at .*nothere.pt"):
+        load("python:source_nets:functional_head", SourceOptions(weights=str(tmp_path / "nothere.pt")))
+
+
+def test_plain_modules_read_module_inputs():
+    net = nn.Sequential(nn.Flatten(), nn.Linear(12, 5), nn.ReLU(), nn.Linear(5, 2))
+    x = torch.rand(3, 3, 2, 2)
+    reps = representations(net, x, ["3:input", "1"])
+    assert torch.equal(reps["3:input"], torch.relu(reps["1"]))
+    with pytest.raises(ValueError, match=r"unknown tap '9:input'.*valid taps: \['0', '1', '2', '3', 'logits'\]"):
+        representation(net, x, "9:input")
+
+
+@pytest.mark.parametrize(
+    "spec, options, message",
+    [
+        ("keras:resnet50", SourceOptions(), r"unknown model source 'keras'.*sources: \['zoo', 'robustbench', 'torchvision', 'timm', 'python'\]"),
+        ("torchvision:resnet7", SourceOptions(), r"unknown torchvision architecture 'resnet7'.*list_models"),
+        ("torchvision:resnet18", SourceOptions(weights="IMAGENET1K_V9"), r"neither a file nor a tag.*IMAGENET1K_V1"),
+        ("python:source_nets:feature_maps", SourceOptions(), r"must return \(n, classes\) logits.*returned \(2, 4, 32, 32\)"),
+        ("python:source_nets:logits_and_features", SourceOptions(), r"must return \(n, classes\) logits.*returned tuple"),
+        ("python:source_nets:nothing", SourceOptions(), r"module 'source_nets' has no 'nothing'"),
+        ("python:source_nets", SourceOptions(), r"must be written module.path:name"),
+        ("python:source_nets:functional_head", SourceOptions(tap="nosuch"), r"unknown tap 'nosuch'.*valid taps: .*'body.0'"),
+    ],
+)
+def test_bad_sources_get_errors_that_name_the_fix(spec, options, message):
+    with pytest.raises(ValueError, match=message):
+        load(spec, options)
+
+
+def test_torchvision_pretrained_tag_without_download_names_the_cache_path_and_the_flag(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))  # an empty hub cache
+    with pytest.raises(SourceError, match=rf"not on disk \(looked in {tmp_path}/hub/checkpoints/resnet18-.*download_weights=true"):
+        load("torchvision:resnet18", SourceOptions(weights="IMAGENET1K_V1"))
+
+
+def test_timm_without_the_extra_names_it():
+    try:
+        import timm  # noqa: F401
+    except ImportError:
+        with pytest.raises(SourceError, match=r'pip install -e "\.\[timm\]"'):
+            load("timm:resnet18")
+    else:
+        m = load("timm:resnet18", SourceOptions(num_classes=10))
+        assert m.taps["penultimate"].endswith(":input") and m.record["normalization"] is not None
+
+
+def test_sources_are_listed():
+    assert names()[0] == "zoo" and {"robustbench", "torchvision", "timm", "python"} <= set(names())
+
+
+# ------------------------------------------------------------------------------------------------
+# RobustBench (optional extra): its own model definitions and loader, weights in its layout.
+
+def test_robustbench_model_loads_from_its_layout_with_its_penultimate(tmp_path):
+    file = write_robustbench_weights(tmp_path)
+    m = load(f"robustbench:{RB_NAME}", SourceOptions(robustbench=RobustBenchOptions(model_dir=str(tmp_path))))
+    assert m.taps["penultimate"] == "linear:input" and m.record["weights"] == [str(file)]
+    assert m.record["normalization"] is None  # RobustBench models take [0, 1] images
+    saved = torch.load(file, weights_only=True)["state_dict"]
+    assert torch.equal(m.module.net.state_dict()["linear.weight"], saved["linear.weight"])
+    assert representation(m.module, torch.rand(2, 3, 32, 32), "penultimate").shape == (2, 512)
+
+
+def test_robustbench_errors_name_the_list_command_the_path_and_the_flag(tmp_path):
+    robustbench_or_skip()
+    opts = SourceOptions(robustbench=RobustBenchOptions(model_dir=str(tmp_path)))
+    with pytest.raises(SourceError, match=r"unknown RobustBench model 'Nope2099' for cifar10/L2; list the names with .*model_dicts"):
+        load("robustbench:Nope2099", opts)
+    with pytest.raises(SourceError, match=rf"no weights at {tmp_path}/cifar10/L2/{RB_NAME}.pt .*download_weights=true"):
+        load(f"robustbench:{RB_NAME}", opts)
+
+
+def test_any_module_becomes_a_model_with_from_module():
+    from stir.models.sources import from_module
+
+    net = source_nets.FunctionalHead(width=3)
+    m = from_module(net, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
+    x = torch.rand(2, 3, 8, 8)
+    assert m.module.net is net and m.taps["penultimate"] == "head:input"
+    assert torch.allclose(m.module(x), net((x - 0.5) / 0.25))
+    assert m.identity != from_module(source_nets.FunctionalHead(width=3)).identity
