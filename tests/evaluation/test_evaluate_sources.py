@@ -112,7 +112,7 @@ def test_zoo_entries_of_other_sources_share_a_matrix_with_zoo_models(workspace, 
     "extra, error, message",
     [
         (["ref=keras:resnet50"], SourceError, r"unknown model source 'keras'.*sources: \['zoo', 'robustbench'"),
-        (["ref=at", "tap1=fc:input"], ValueError, r"tap1 given for 'at', a zoo model.*layers="),
+        (["ref=at", "tap1=fc:input"], ValueError, r"tap1 given for 'at', a zoo model.*layers.taps="),
         (["ref=python:source_nets:feature_maps"], SourceError, r"must return \(n, classes\) logits"),
         ([f"ref={FACTORY}", "tap1=nosuch"], ValueError, r"unknown tap 'nosuch'.*valid taps: \[.*'head'"),
         (["ref=torchvision:resnet18", "weights1=IMAGENET1K_V1"], SourceError, r"looked in .*download_weights=true"),
