@@ -34,6 +34,21 @@ class ExperimentConfig:
 
 
 @dataclass
+class StitchingConfig:
+    """experiment=stitching: how stitching layers are fitted and tested (``stir.stitching``)."""
+
+    kinds: List[str] = field(default_factory=lambda: ["identity", "linear", "g_relu"])  # identity | linear | g_relu | orthogonal
+    seeds: List[int] = field(default_factory=lambda: [0, 1])  # stitching seeds (training subset, batch order)
+    epochs: int = 3  # passes of Adam over the training images
+    batch_size: int = 128  # training batches of S
+    eval_batch_size: int = 500  # statistics and test accuracy (no effect on the numbers)
+    lr: float = 0.01
+    train_images: Optional[int] = None  # per seed, drawn from the back model's training split (None: all)
+    test_images: Optional[int] = None  # the first N of the fixed-order test split (None: all)
+    init: str = "match"  # match (least squares / Hungarian / Procrustes) | identity
+
+
+@dataclass
 class EvaluateConfig:
     """Everything ``python evaluate.py`` reads."""
 
@@ -58,3 +73,4 @@ class EvaluateConfig:
     out_dir: str = "results"  # results/<experiment name>/: store, tables, plots
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     iri_grid_images: int = 8  # originals and IRIs shown in the example grid
+    stitching: StitchingConfig = field(default_factory=StitchingConfig)  # experiment kind 'stitching' only
