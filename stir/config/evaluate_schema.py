@@ -25,7 +25,7 @@ class ExperimentConfig:
     """A preset comparison (configs/evaluate/experiment/*.yaml); kind 'pair' is ref vs target."""
 
     name: str = "pair"
-    kind: str = "pair"  # pair | pairs | matrix | incremental
+    kind: str = "pair"  # pair | pairs | matrix | incremental | stitching
     description: str = ""
     pairs: List[List[str]] = field(default_factory=list)  # pairs: [[ref, target], ...]
     models: List[str] = field(default_factory=list)  # matrix: every ordered pair of these

@@ -59,7 +59,13 @@ def test_stitching_writes_a_row_per_direction_tap_and_layer_with_stir_beside_it(
     assert len(entries) == 20
     entry = json.loads(entries[0].read_text())
     assert set(entry["record"]["models"]) == {"vanilla", "vanilla_s1"} and entry["record"]["config"]["stitching"]["epochs"] == 1
-    assert len(list((workspace / "results/store/direction").glob("*.json"))) == 4  # STIR per direction and tap
+    # STIR per direction and tap, and the row "A -> B" carries STIR(B|A): A is the reference.
+    directions = [json.loads(p.read_text())["result"] for p in (workspace / "results/store/direction").glob("*.json")]
+    assert len(directions) == 4
+    sha = {name: model["sha256"] for name, model in entry["record"]["models"].items()}
+    stir = {(d["ref_id"], d["target_id"], d["tap_ref"]): d["stir"]["mean"] for d in directions}
+    for r in rows:
+        assert float(r["stir_back_given_front"]) == pytest.approx(stir[(sha[r["front (A)"]], sha[r["back (B)"]], r["tap_front"])])
 
 
 @pytest.mark.slow

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Dict, List, Tuple
 
-from torch import Tensor
 
 from stir.data import StirDataModule
 from stir.evaluation.experiments.registry import register
