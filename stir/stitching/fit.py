@@ -11,9 +11,11 @@ Initialisation (``initialise``), from channel statistics of both taps on the tra
 
 * ``linear``: the least-squares map of A's channels onto B's (with bias, a tiny ridge), then trained;
 * ``g_relu``: P by matching channels, the Hungarian assignment (``scipy.optimize.linear_sum_assignment``)
-  maximising the summed Pearson correlation between A's channel i and B's channel j; D by the
-  least-squares positive scale through the origin, d_j = <z_a,i, z_b,j> / <z_a,i, z_a,i>, i = P(j);
-  then log D is trained with P fixed (the assignment is discrete);
+  maximising the summed Pearson correlation between A's channel i and B's channel j; D by matching
+  magnitudes, d_j = sqrt(E[z_b,j^2] / E[z_a,i^2]), i = P(j) (exact when B's tap is P D applied to A's;
+  the least-squares scale through the origin shrinks poorly matched channels towards 0, which on the
+  profile=cpu ResNets lost accuracy before training); then log D is trained with P fixed (the
+  assignment is discrete);
 * ``orthogonal``: the Procrustes solution on centred channels, Q = U V^T for U S V^T = svd(Cov(z_b, z_a)),
   bias m_b - Q m_a; then trained on the orthogonal manifold;
 * ``identity``: nothing to fit.
@@ -145,12 +147,12 @@ def initialise(layer: nn.Module, stats: Optional[ChannelStats], init: str = "mat
             raise ValueError("init='match' needs the channel statistics of both taps")
         if isinstance(layer, GReLUStitch):
             perm = match_channels(stats.correlation())
-            _, _, _, eaa, _, eab = stats.compute()
-            idx = torch.as_tensor(perm, device=eab.device)
-            cross = eab[idx, torch.arange(eab.shape[1], device=eab.device)]  # (c,) <z_a,perm[j], z_b,j> / n
-            power = torch.diagonal(eaa)[idx]  # (c,) <z_a,perm[j], z_a,perm[j]> / n
-            scale = torch.where((cross > 0) & (power > 0), cross / power.clamp_min(torch.finfo(F64).tiny),
-                                torch.ones_like(cross))
+            _, _, _, eaa, ebb, _ = stats.compute()
+            idx = torch.as_tensor(perm, device=eaa.device)
+            power_a = torch.diagonal(eaa)[idx]  # (c,) E[z_a,perm[j]^2]
+            # d_j = rms(z_b,j) / rms(z_a,perm[j]): B's channel keeps its own magnitude (1 where undefined).
+            scale = torch.where((power_a > 0) & (ebb > 0), (ebb / power_a.clamp_min(torch.finfo(F64).tiny)).sqrt(),
+                                torch.ones_like(ebb))
             layer.set_permutation(perm)
             layer.log_scale.copy_(scale.log().to(layer.log_scale))
         elif isinstance(layer, LinearStitch):

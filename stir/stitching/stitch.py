@@ -37,6 +37,9 @@ from stir.stitching.taps import tap_output
 log = logging.getLogger(__name__)
 
 STORE_KIND = "stitching"
+# Part of every store key: bump when what a stored stitching result means changes (initialisation,
+# training loop, accuracy), so that old entries are recomputed rather than reused.
+ALGORITHM_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,8 @@ class StitchResult:
 
 def stitch_key(store, ids: Tuple[str, str], taps: Tuple[str, str], kind: str, seed: int, settings: StitchSettings,
                data: Dict[str, Any]) -> str:
-    """The store key: both models' identities, both taps, layer kind, seed, settings, the data's digests."""
-    return store.key(what=STORE_KIND, ids=list(ids), taps=list(taps), layer=kind, seed=seed,
+    """The store key: algorithm version, both models' identities, both taps, layer kind, seed, settings, data digests."""
+    return store.key(what=STORE_KIND, algorithm=ALGORITHM_VERSION, ids=list(ids), taps=list(taps), layer=kind, seed=seed,
                      settings=asdict(settings), data=data)
 
 
