@@ -6,7 +6,7 @@ import torch
 from stir.evaluation.store import ResultStore
 from stir.inversion.cache import model_fingerprint
 from stir.stitching import (
-    GReLUStitch, StitchSettings, Stitched, accuracy, build_layer, initialise, run_from, stitch, stitch_seeds, tap_output,
+    ChannelStats, GReLUStitch, StitchSettings, Stitched, accuracy, build_layer, initialise, run_from, stitch, stitch_seeds, tap_output,
 )
 from stitchtest_utils import TinyNet, permuted_scaled_copy, separable_data, trained
 
@@ -136,3 +136,20 @@ def test_bad_input_gets_a_clear_error(net, data):
         stitch(net, net, "block1", "block1", "linear", data[0], data[1], settings=StitchSettings(init="zeros"))
     with pytest.raises(ValueError, match="not a permutation"):
         GReLUStitch(3).set_permutation([0, 0, 1])
+
+
+def test_channel_statistics_accumulate_every_batch_and_a_constant_channel_correlates_zero():
+    g = torch.Generator().manual_seed(0)
+    za, zb = torch.rand(10, 3, 4, 4, generator=g), torch.rand(10, 2, 4, 4, generator=g)
+    za[:, 1] = 0.5  # a constant (dead) channel: no direction, correlation 0 rather than NaN
+    whole, halves = ChannelStats(), ChannelStats()
+    whole.update(za, zb)
+    halves.update(za[:3], zb[:3])
+    halves.update(za[3:], zb[3:])
+    for x, y in zip(whole.compute(), halves.compute()):
+        assert torch.allclose(torch.as_tensor(x, dtype=torch.float64), torch.as_tensor(y, dtype=torch.float64))
+    corr = whole.correlation()
+    assert corr.shape == (3, 2) and torch.isfinite(corr).all() and (corr[1] == 0).all()
+    flat = ChannelStats()
+    flat.update(za.movedim(1, -1).reshape(-1, 3), zb.movedim(1, -1).reshape(-1, 2))  # vectors: (b, c)
+    assert torch.allclose(flat.correlation(), corr)
