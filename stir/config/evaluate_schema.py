@@ -49,7 +49,7 @@ class ExperimentConfig:
     """A preset comparison (configs/evaluate/experiment/*.yaml); kind 'pair' is ref vs target."""
 
     name: str = "pair"
-    kind: str = "pair"  # pair | pairs | matrix | incremental
+    kind: str = "pair"  # pair | pairs | matrix | incremental | stitching
     description: str = ""
     pairs: List[List[str]] = field(default_factory=list)  # pairs: [[ref, target], ...]
     models: List[str] = field(default_factory=list)  # matrix: every ordered pair of these
@@ -60,6 +60,21 @@ class ExperimentConfig:
     # matrix: {model: its seed twin}; the diagonal compares a model with its twin, not with itself
     seed_twins: Any = field(default_factory=dict)
     compute: str = ""  # the compute this preset needs, as documentation
+
+
+@dataclass
+class StitchingConfig:
+    """experiment=stitching: how stitching layers are fitted and tested (``stir.stitching``)."""
+
+    kinds: List[str] = field(default_factory=lambda: ["identity", "linear", "g_relu"])  # identity | linear | g_relu | orthogonal
+    seeds: List[int] = field(default_factory=lambda: [0, 1])  # stitching seeds (training subset, batch order)
+    epochs: int = 3  # passes of Adam over the training images
+    batch_size: int = 128  # training batches of S
+    eval_batch_size: int = 500  # statistics and test accuracy (no effect on the numbers)
+    lr: float = 0.01
+    train_images: Optional[int] = None  # per seed, drawn from the back model's training split (None: all)
+    test_images: Optional[int] = None  # the first N of the fixed-order test split (None: all)
+    init: str = "match"  # match (least squares / Hungarian / Procrustes) | identity
 
 
 @dataclass
@@ -103,3 +118,4 @@ class EvaluateConfig:
     # set (data=cifar10|cifar100, torchvision's files) or a local copy (data.source=PATH; default:
     # zoo.data_source), sampled from `split` as for zoo models.
     data: DataConfig = field(default_factory=DataConfig)
+    stitching: StitchingConfig = field(default_factory=StitchingConfig)  # experiment kind 'stitching' only
