@@ -30,7 +30,7 @@ import torch
 from scipy.stats import rankdata
 from torch import Tensor
 
-from stir.evaluation.layer_matching import check_measures, resolve
+from stir.evaluation.layer_matching import check_measures, resolve, skip_reason
 
 TESTS = ("depth", "pc_deletion", "robust_accuracy", "adversarial_disagreement")
 
@@ -38,6 +38,8 @@ TESTS = ("depth", "pc_deletion", "robust_accuracy", "adversarial_disagreement")
 def dissimilarity(measure: str, x: Tensor, y: Tensor) -> float:
     """D(x, y): 1 - S for a similarity, the distance for a distance, both orders averaged if asymmetric."""
     fn, symmetric, is_distance = resolve(measure)
+    if skip_reason(measure, x, y) is not None:
+        return math.nan
     try:
         value = float(fn(x, y)) if symmetric else (float(fn(x, y)) + float(fn(y, x))) / 2
     except ValueError:  # undefined on this data (CCA with d >= n, constant representation)

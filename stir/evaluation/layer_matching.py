@@ -48,9 +48,26 @@ def resolve(measure: str):
     return similarity.get(base, **options), similarity.is_symmetric(base), similarity.is_distance(base)
 
 
+# The G_ReLU Procrustes measures solve a (d1 x d2) linear assignment (Hungarian, O(d^3) on the CPU):
+# minutes per cell at d = 8192 (a width-8 ResNet's 32x32 maps). Above this width they are skipped (NaN).
+MAX_ASSIGNMENT_DIM = 2048
+_ASSIGNMENT = ("relu_procrustes", "relu_procrustes_distance")
+
+
+def skip_reason(measure: str, x: Tensor, y: Tensor) -> Optional[str]:
+    """Why ``measure`` is not computed on (x, y) here (too costly), or None."""
+    d = max(x.flatten(1).shape[1], y.flatten(1).shape[1])
+    if VARIANTS.get(measure, (measure,))[0] in _ASSIGNMENT and d > MAX_ASSIGNMENT_DIM:
+        return f"{measure}: skipped at d={d} > {MAX_ASSIGNMENT_DIM} (an O(d^3) linear assignment per pair)"
+    return None
+
+
 def measure_value(measure: str, x: Tensor, y: Tensor) -> float:
-    """S(x, y) as a float (symmetrised S(x, y) + S(y, x) for an asymmetric measure); NaN where undefined."""
+    """S(x, y) as a float (symmetrised S(x, y) + S(y, x) for an asymmetric measure); NaN where undefined
+    or skipped as too costly (``skip_reason``)."""
     fn, symmetric, _ = resolve(measure)
+    if skip_reason(measure, x, y) is not None:
+        return math.nan
     try:
         value = float(fn(x, y))
         if not symmetric:
@@ -163,7 +180,8 @@ def layer_matching(
     out = {}
     for measure in measures:
         grids = [similarity_grid(reps[a], reps[b], measure).tolist() for a, b in pairs]
-        out[measure] = LayerMatchingResult(measure, list(taps), pairs, grids, resolve(measure)[2])
+        notes = sorted({r for a, b in pairs for x in reps[a] for y in reps[b] if (r := skip_reason(measure, x, y))})
+        out[measure] = LayerMatchingResult(measure, list(taps), pairs, grids, resolve(measure)[2], notes[:1])
     return out
 
 

@@ -68,3 +68,9 @@ def test_bad_input_lists_the_choices():
     with pytest.raises(ValueError, match="at least two seed models"):
         layer_matching({"a": a}, ["l0", "l1"], ["linear_cka"])
     assert "rbf_cka_0.8" in measure_names() and "linear_cka" in measure_names()
+
+
+def test_assignment_measures_are_skipped_on_wide_representations_with_a_note():
+    x = torch.randn(8, 3000, dtype=torch.float64)
+    results = layer_matching({"a": [x], "b": [x]}, ["t"], ["relu_procrustes"])
+    assert math.isnan(results["relu_procrustes"].grids[0][0][0]) and "skipped" in results["relu_procrustes"].notes[0]
