@@ -20,7 +20,7 @@ from stir.evaluation.experiments.judging import digest, flat_representations, st
 from stir.evaluation.experiments.registry import register
 from stir.evaluation.experiments.report import Report
 from stir.evaluation.layer_matching import (
-    KORNBLITH_TABLE2, LayerMatchingResult, check_measures, check_seed_models, layer_matching,
+    KORNBLITH_TABLE2, MAX_ASSIGNMENT_DIM, LayerMatchingResult, check_measures, check_seed_models, layer_matching,
 )
 from stir.evaluation.pair import evaluate_direction
 from stir.evaluation.session import Session
@@ -53,7 +53,7 @@ def measure_all(session: Session) -> Dict[str, LayerMatchingResult]:
     ids = [session.model(m).identity for m in models]
     out = {}
     for measure in measures:
-        parts = dict(models=ids, taps=taps, images=digest(images), measure=measure)
+        parts = dict(models=ids, taps=taps, images=digest(images), measure=measure, max_assignment_dim=MAX_ASSIGNMENT_DIM)
         log.info("layer matching: %s", measure)
         out[measure] = stored(session.store, KIND, parts,
                               lambda: layer_matching(representations(), taps, [measure])[measure],
