@@ -1,7 +1,7 @@
 """Experiment kind ``grounding``: Ding et al. 2021's tests of which measure tracks function, with STIR.
 
 Probe images: ``grounding.n_probe`` held-out images with labels (half train the linear probes,
-half score them; the measures see all of them). Seed models ``experiment.models`` at the taps of
+half score them); the measures see the first ``n`` of them (measures are O(n^2 d) or worse). Seed models ``experiment.models`` at the taps of
 ``layers`` give the depth and PC-deletion tests; ``grounding.robustness_models`` (every pair, at
 the penultimate layer) the robustness axis: F = |robust accuracy difference| (the models' own
 test/robust_acc) and the prediction disagreement on adversarial examples (each model's PGD
@@ -69,7 +69,7 @@ class _Data:
     def parts(self, test: str, measures, models: List[str]) -> Dict[str, Any]:
         g = self.session.cfg.grounding
         return dict(test=test, measures=measures, models=[self.session.model(m).identity for m in models],
-                    taps=self.taps, images=digest(self.images), ks=list(g.pc_ks) if test == "pc_deletion" else None,
+                    taps=self.taps, images=digest(self.images), n=self.session.cfg.n, ks=list(g.pc_ks) if test == "pc_deletion" else None,
                     max_assignment_dim=MAX_ASSIGNMENT_DIM)
 
 
@@ -78,8 +78,9 @@ def seed_tests(session: Session, data: _Data = None) -> List[GroundingTest]:
     data = data or _Data(session)
     ks = session.cfg.grounding.pc_ks
     out = []
-    for test, make in (("depth", lambda: depth_test(data.seed_reps(), data.labels, data.measures)),
-                       ("pc_deletion", lambda: pc_deletion_test(data.seed_reps(), data.labels, ks, data.measures))):
+    m = min(session.cfg.n, data.labels.shape[0])  # the measures see the first n probe images
+    for test, make in (("depth", lambda: depth_test(data.seed_reps(), data.labels, data.measures, m)),
+                       ("pc_deletion", lambda: pc_deletion_test(data.seed_reps(), data.labels, ks, data.measures, m))):
         log.info("grounding %s: %d measures", test, len(data.measures))
         out.append(stored(session.store, KIND, data.parts(test, data.measures, data.models), make,
                           GroundingTest.from_dict, session.record(*data.models)))
@@ -170,7 +171,8 @@ def _pair_dissimilarity(session: Session, data: _Data, a: str, b: str, measure: 
             ids=(session.model(ref).identity, session.model(tgt).identity), store=session.store,
             record=session.record(ref, tgt))
         return 1.0 - d.stir.mean
-    x, y = data.reps(a, [PENULTIMATE])[PENULTIMATE], data.reps(b, [PENULTIMATE])[PENULTIMATE]
+    m = session.cfg.n
+    x, y = data.reps(a, [PENULTIMATE])[PENULTIMATE][:m], data.reps(b, [PENULTIMATE])[PENULTIMATE][:m]
     return dissimilarity(measure, x, y)
 
 
