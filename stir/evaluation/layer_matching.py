@@ -179,7 +179,12 @@ def layer_matching(
     pairs = [(a, b) for a in models for b in models if a != b]
     out = {}
     for measure in measures:
-        grids = [similarity_grid(reps[a], reps[b], measure).tolist() for a, b in pairs]
+        # S(a_i, b_j) of a symmetric (or symmetrised) measure is S(b_j, a_i): the grid of (b, a) is the
+        # transpose of the grid of (a, b), computed once.
+        done: Dict[Tuple[str, str], np.ndarray] = {}
+        for a, b in pairs:
+            done[(a, b)] = done[(b, a)].T if (b, a) in done else similarity_grid(reps[a], reps[b], measure)
+        grids = [done[p].tolist() for p in pairs]
         notes = sorted({r for a, b in pairs for x in reps[a] for y in reps[b] if (r := skip_reason(measure, x, y))})
         out[measure] = LayerMatchingResult(measure, list(taps), pairs, grids, resolve(measure)[2], notes[:1])
     return out
