@@ -47,7 +47,8 @@ class GroundingConfig:
 
     measures: List[str] = field(default_factory=list)  # [] = every registered measure (+ rbf_cka_0.8)
     n_probe: int = 1000  # held-out images: linear probes (half train, half score) and the measures
-    pc_ks: List[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])  # top-k PCs deleted
+    pc_ks: List[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])  # k PCs deleted
+    pc_order: str = "top"  # top (largest variance first) | bottom (smallest nonzero variance first)
     robustness_models: List[str] = field(default_factory=list)  # the OOD axis: every pair of these ([] = skip)
     stir: bool = True  # STIR (both directions, penultimate) for the robustness pairs
     n_boot: int = 1000  # bootstrap resamples of the rank correlation

@@ -6,7 +6,9 @@ dissimilarity D(x_p, y_p) and the functional difference F_p should be high. Test
 
     depth       representations from every tap of several seed models, every pair of them;
                 F = |acc_probe(x) - acc_probe(y)|
-    pc_deletion x and x minus its top-k principal components, for a range of k (per tap and model);
+    pc_deletion x and x minus k principal components, for a range of k (per tap and model): the top-k
+                (largest variance, as the issue asks) or the bottom-k (smallest variance, the
+                direction in which, as we read Ding et al., CKA stays blind while accuracy drops);
                 F = acc_probe(x) - acc_probe(x without k PCs)   (the accuracy drop)
     robustness  the penultimate layers of two zoo models; F = |robust acc difference| and the
                 prediction disagreement on adversarial examples (the OOD axis)
@@ -76,17 +78,29 @@ def probe_accuracy(x: Tensor, labels: Tensor, ridge: float = 1e-3) -> float:
     return float((scores.argmax(dim=1) == y[test]).double().mean())
 
 
+PC_ORDERS = ("top", "bottom")
+
+
 def delete_top_pcs(x: Tensor, k: int) -> Tensor:
     """x (n, d) with its top-k principal components removed: x - x_c V_k V_k^T (the mean is kept)."""
+    return delete_pcs(x, k, "top")
+
+
+def delete_pcs(x: Tensor, k: int, order: str = "top") -> Tensor:
+    """x (n, d) without k principal components: the k of largest variance ("top") or of smallest
+    nonzero variance ("bottom", among the rank r of the centred x); the mean is kept."""
+    if order not in PC_ORDERS:
+        raise ValueError(f"unknown principal-component order {order!r}; choose from {list(PC_ORDERS)}")
     x = x.flatten(1).double()
     if k == 0:
         return x
     mean = x.mean(dim=0, keepdim=True)
     xc = x - mean
-    _, _, vh = torch.linalg.svd(xc, full_matrices=False)  # vh (r, d), rows = principal directions
-    if k > vh.shape[0]:
-        raise ValueError(f"cannot delete {k} principal components from a rank-{vh.shape[0]} representation")
-    v = vh[:k].T  # (d, k)
+    _, s, vh = torch.linalg.svd(xc, full_matrices=False)  # vh (r, d), rows = principal directions
+    rank = int((s > s[0] * max(x.shape) * torch.finfo(s.dtype).eps).sum()) if s.numel() else 0
+    if k > rank:
+        raise ValueError(f"cannot delete {k} principal components from a rank-{rank} representation")
+    v = (vh[:k] if order == "top" else vh[rank - k:rank]).T  # (d, k)
     return xc - (xc @ v) @ v.T + mean
 
 
@@ -184,23 +198,26 @@ def depth_test(reps: Mapping[str, Tensor], labels: Tensor, measures: Sequence[st
 
 
 def pc_deletion_test(reps: Mapping[str, Tensor], labels: Tensor, ks: Sequence[int], measures: Sequence[str] = "all",
-                     n_measure: Optional[int] = None) -> GroundingTest:
-    """Each representation {label: (n, d)} against itself without its top-k PCs, for every k in ``ks``.
+                     n_measure: Optional[int] = None, order: str = "top") -> GroundingTest:
+    """Each representation {label: (n, d)} against itself without k PCs (``delete_pcs`` order), for every k in ``ks``.
 
     F = acc_probe(x) - acc_probe(x minus k PCs); a k above the representation's rank is skipped (noted).
     """
     measures = check_measures(measures)
     m = n_measure or labels.shape[0]
-    test = GroundingTest("pc_deletion", "probe accuracy drop after deleting the top-k principal components")
+    if order not in PC_ORDERS:
+        raise ValueError(f"unknown principal-component order {order!r}; choose from {list(PC_ORDERS)}")
+    test = GroundingTest("pc_deletion", f"probe accuracy drop after deleting the {order}-k principal components")
     for name, x in reps.items():
         x = x.flatten(1).double()
         base = probe_accuracy(x, labels)
-        rank = min(x.shape) - 1
+        s = torch.linalg.svdvals(x - x.mean(dim=0))
+        rank = int((s > s[0] * max(x.shape) * torch.finfo(s.dtype).eps).sum())
         for k in ks:
             if k > rank:
                 test.notes.append(f"{name}: k={k} skipped (rank <= {rank})")
                 continue
-            xk = delete_top_pcs(x, k)
+            xk = delete_pcs(x, k, order)
             test.points.append(Point(f"{name} k={k}", base - probe_accuracy(xk, labels),
                                      {meas: dissimilarity(meas, x[:m], xk[:m]) for meas in measures}))
     return test

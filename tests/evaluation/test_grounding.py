@@ -74,3 +74,18 @@ def test_depth_test_pairs_every_representation():
         depth_test({"r0": reps["r0"]}, labels, ["linear_cka"])
     with pytest.raises(ValueError, match="valid names"):
         depth_test(reps, labels, ["nope"])
+
+
+def test_bottom_pc_deletion_removes_the_smallest_components():
+    s = np.array([8.0, 4.0, 2.0, 1.0, 0.5])
+    x = known_spectrum(s=tuple(s))
+    from stir.evaluation.grounding import delete_pcs
+
+    xk = delete_pcs(x, 2, "bottom")
+    assert np.allclose(torch.linalg.svdvals(xk - xk.mean(dim=0))[:3].numpy(), s[:3], atol=1e-9)
+    expected = math.sqrt((s[:3] ** 4).sum() / (s ** 4).sum())  # CKA barely moves: 0.9999...
+    assert math.isclose(1 - dissimilarity("linear_cka", x, xk), expected, rel_tol=1e-9)
+    with pytest.raises(ValueError, match="choose from"):
+        delete_pcs(x, 1, "middle")
+    with pytest.raises(ValueError, match="rank-5"):
+        delete_pcs(x, 6, "bottom")

@@ -70,6 +70,7 @@ class _Data:
         g = self.session.cfg.grounding
         return dict(test=test, measures=measures, models=[self.session.model(m).identity for m in models],
                     taps=self.taps, images=digest(self.images), n=self.session.cfg.n, ks=list(g.pc_ks) if test == "pc_deletion" else None,
+                    pc_order=g.pc_order if test == "pc_deletion" else None,
                     max_assignment_dim=MAX_ASSIGNMENT_DIM)
 
 
@@ -80,7 +81,8 @@ def seed_tests(session: Session, data: _Data = None) -> List[GroundingTest]:
     out = []
     m = min(session.cfg.n, data.labels.shape[0])  # the measures see the first n probe images
     for test, make in (("depth", lambda: depth_test(data.seed_reps(), data.labels, data.measures, m)),
-                       ("pc_deletion", lambda: pc_deletion_test(data.seed_reps(), data.labels, ks, data.measures, m))):
+                       ("pc_deletion", lambda: pc_deletion_test(data.seed_reps(), data.labels, ks, data.measures, m,
+                                                                  session.cfg.grounding.pc_order))):
         log.info("grounding %s: %d measures", test, len(data.measures))
         out.append(stored(session.store, KIND, data.parts(test, data.measures, data.models), make,
                           GroundingTest.from_dict, session.record(*data.models)))
