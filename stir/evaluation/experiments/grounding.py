@@ -27,7 +27,7 @@ from stir.evaluation.experiments.judging import digest, flat_representations, la
 from stir.evaluation.experiments.registry import register
 from stir.evaluation.experiments.report import Report
 from stir.evaluation.grounding import (
-    GroundingTest, Point, depth_test, dissimilarity, pc_deletion_test, probe_accuracy,
+    GroundingTest, Point, depth_test, dissimilarity, pc_deletion_test,
 )
 from stir.evaluation.layer_matching import MAX_ASSIGNMENT_DIM, check_measures, check_seed_models
 from stir.evaluation.pair import evaluate_direction

@@ -12,7 +12,6 @@ layer (compared with the untrained twin)?; vanilla vs AT; in-distribution vs noi
 from __future__ import annotations
 
 import logging
-import math
 import re
 from functools import partial
 from typing import Any, Callable, Dict, List
