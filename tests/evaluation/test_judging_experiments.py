@@ -77,6 +77,7 @@ def test_grounding_table_has_a_cell_per_measure_and_test(workspace, cifar10_root
     (["experiment=layer_matching", "experiment.models=[vanilla]"], "at least two seed models"),
     (["experiment=layer_matching", "layer_matching.measures=[nope]"], "valid names: .*linear_cka"),
     (["experiment=invariance", "invariance.transforms=[vflip]"], r"choose from \['hflip'"),
+    (["experiment=grounding", "grounding.robustness_models=[vanilla,at]"], "at least 3 distinct models"),
 ])
 def test_bad_input_gets_a_clear_error(workspace, cifar10_root, monkeypatch, extra, message):
     with pytest.raises(ValueError, match=message):

@@ -116,8 +116,9 @@ def robustness_tests(session: Session, data: _Data = None) -> List[GroundingTest
     data = data or _Data(session)
     cfg = session.cfg
     models = list(cfg.grounding.robustness_models)
-    if len(models) < 3:
-        return []  # fewer than 3 pairs: no rank correlation
+    if len(set(models)) < 3:
+        raise ValueError(f"grounding.robustness_models={models}: the robustness axis needs at least 3 distinct models "
+                         "(3 pairs for a rank correlation); pass [] to skip it")
     measures = list(data.measures) + (list(STIR_NAMES) if cfg.grounding.stir else [])
 
     def compute(measure: str) -> Tuple[GroundingTest, GroundingTest]:

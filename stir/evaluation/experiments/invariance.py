@@ -136,8 +136,8 @@ def run(session: Session) -> Report:
 
 def _last_spatial(result: GEEDResult) -> str:
     """The deepest tap that has equivariance rows (a spatial map)."""
-    taps = [r.tap for r in result.rows if r.kind == "equivariance"]
-    return taps[-1] if taps else ""
+    rows = [r for r in result.rows if r.kind == "equivariance"]
+    return max(rows, key=lambda r: r.depth).tap if rows else ""
 
 
 def units(session: Session) -> List[Callable[[], Any]]:
