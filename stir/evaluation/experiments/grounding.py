@@ -49,6 +49,10 @@ class _Data:
         cfg = session.cfg
         self.models = check_seed_models(cfg.experiment.models)
         self.measures = check_measures(cfg.grounding.measures)
+        robust = list(cfg.grounding.robustness_models)
+        if robust and len(set(robust)) < 3:
+            raise ValueError(f"grounding.robustness_models={robust}: the robustness axis needs at least 3 distinct models "
+                             "(3 pairs for a rank correlation); pass [] to skip it")
         self.taps = taps_of(session, self.models[0])
         self.images, self.labels = labelled_images(session, self.models[0], "holdout", cfg.grounding.n_probe)
         self._reps: Dict[str, Dict[str, torch.Tensor]] = {}
@@ -116,9 +120,6 @@ def robustness_tests(session: Session, data: _Data = None) -> List[GroundingTest
     data = data or _Data(session)
     cfg = session.cfg
     models = list(cfg.grounding.robustness_models)
-    if len(set(models)) < 3:
-        raise ValueError(f"grounding.robustness_models={models}: the robustness axis needs at least 3 distinct models "
-                         "(3 pairs for a rank correlation); pass [] to skip it")
     measures = list(data.measures) + (list(STIR_NAMES) if cfg.grounding.stir else [])
 
     def compute(measure: str) -> Tuple[GroundingTest, GroundingTest]:
