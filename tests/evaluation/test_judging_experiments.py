@@ -70,6 +70,7 @@ def test_grounding_table_has_a_cell_per_measure_and_test(workspace, cifar10_root
         assert (out / f"scatter_{test}.png").is_file()
         assert test == "depth" or test == "pc_deletion" or table["1-STIR(m2|m1)"][f"{test}_points"] == "3"
     assert int(table["linear_cka"]["depth_points"]) == 15  # 6 representations, every pair
+    assert int(table["1-STIR(m1|m2)"]["depth_points"]) == 9  # the pairs of two different models
     assert json.loads((out / "record.json").read_text())["summary"]
 
 

@@ -1,13 +1,14 @@
 """Experiment kind ``grounding``: Ding et al. 2021's tests of which measure tracks function, with STIR.
 
 Probe images: ``grounding.n_probe`` held-out images with labels (half train the linear probes,
-half score them); the measures see the first ``n`` of them (measures are O(n^2 d) or worse). Seed models ``experiment.models`` at the taps of
-``layers`` give the depth and PC-deletion tests; ``grounding.robustness_models`` (every pair, at
-the penultimate layer) the robustness axis: F = |robust accuracy difference| (the models' own
+half score them); the measures see the first ``n`` of them (measures are O(n^2 d) or worse).
+Seed models ``experiment.models`` at the taps of ``layers`` give the depth and PC-deletion tests;
+``grounding.robustness_models`` (every pair, at the penultimate layer) the robustness axis: F = |robust accuracy difference| (the models' own
 test/robust_acc) and the prediction disagreement on adversarial examples (each model's PGD
 examples of the probe images under its recipe's eval_attack, both sets pooled). STIR enters the
-robustness tests as 1 - STIR in each direction (``evaluate_direction`` on the n images of
-``split``, arbitrary IRIs, the session's inversion settings and store).
+depth test (pairs of two different models) and the robustness tests as 1 - STIR in each direction
+(``evaluate_direction`` on the n images of ``split``, arbitrary IRIs, the session's inversion
+settings and store; ``grounding.stir``).
 
 Store: one entry per seed test (all measures: the probes are trained once), one per (robustness
 test, measure), so an interrupted run resumes where it stopped.
@@ -90,7 +91,33 @@ def seed_tests(session: Session, data: _Data = None) -> List[GroundingTest]:
         log.info("grounding %s: %d measures", test, len(data.measures))
         out.append(stored(session.store, KIND, data.parts(test, data.measures, data.models), make,
                           GroundingTest.from_dict, session.record(*data.models)))
+    if session.cfg.grounding.stir:
+        _add_depth_stir(session, data, out[0])
     return out
+
+
+def _add_depth_stir(session: Session, data: _Data, depth: GroundingTest) -> None:
+    """1 - STIR in both directions for every depth pair of two *different* models (a_i, b_j).
+
+    STIR(b_j | a_i): arbitrary IRIs of model a's tap i (the n images of ``split``, not the probe
+    images), measured at model b's tap j; one ``evaluate_direction`` each (stored; the inversion
+    cache shares every reference's IRIs across targets). Pairs within one model get no STIR.
+    """
+    cfg = session.cfg
+    for point in depth.points:
+        first, second = point.label.split(" vs ")
+        (a, tap_a), (b, tap_b) = first.rsplit("/", 1), second.rsplit("/", 1)
+        if a == b:
+            continue
+        for name, (ref, tap_ref, tgt, tap_tgt) in zip(STIR_NAMES, ((a, tap_a, b, tap_b), (b, tap_b, a, tap_a))):
+            d = evaluate_direction(
+                session.network(ref), session.network(tgt), session.images(data.models[0]), tap_ref, tap_tgt,
+                measure=cfg.measure, k=cfg.k, iri="arbitrary", inversion=cfg.inversion, names=(ref, tgt),
+                ids=(session.model(ref).identity, session.model(tgt).identity), store=session.store,
+                record=session.record(ref, tgt))
+            point.dissimilarity[name] = 1.0 - d.stir.mean
+    depth.notes.append(f"1-STIR: {STIR_NAMES[0]} with m1 = the first representation of a pair, on the n={cfg.n} "
+                       f"images of split {cfg.split!r} (the other measures: the probe images); pairs of two models only")
 
 
 def _merge(tests: List[GroundingTest]) -> GroundingTest:
