@@ -171,7 +171,11 @@ def measure_geed(
 
 
 def pool(results: Sequence[GEEDResult], label: str) -> GEEDResult:
-    """Several models' (e.g. seeds') rows pooled per key: values concatenated (interval over images and seeds)."""
+    """Several models' (e.g. seeds') rows pooled per key: values concatenated (interval over images and seeds).
+
+    The interval treats every (image, seed) value as independent; when seeds differ systematically
+    it is narrower than an interval over seed means would be (compare the per-model results).
+    """
     pooled: Dict[tuple, GEEDRow] = {}
     for result in results:
         for row in result.rows:
