@@ -36,7 +36,8 @@ def test_invariance_writes_the_zoo_table_plots_and_wandb(workspace):
     assert {r["kind"] for r in table} == {"invariance", "equivariance"}
     vanilla = [r for r in table if r["group"] == "vanilla" and r["tap"] == "penultimate"]
     assert {int(r["count"]) for r in vanilla} == {24}  # 12 images x 2 seeds pooled
-    for name in ("geed_invariance_vanilla.png", "geed_equivariance_at.png", "zoo_invariance.csv", "noise.csv"):
+    for name in ("geed_invariance_vanilla.png", "geed_equivariance_at.png", "geed_model_vanilla_s1.png",
+                 "geed_model_random-init.png", "zoo_invariance.csv", "noise.csv"):
         assert (out / name).is_file(), name
     assert next(out.glob("wandb/offline-run-*/run-*.wandb")).stat().st_size > 0
     assert len(list((workspace / "results/store/geed").glob("*.json"))) == 4  # 3 models + random init
@@ -52,6 +53,7 @@ def test_layer_matching_reports_every_measure_and_stir_and_resumes(workspace, ci
     assert all(0 <= float(r["accuracy"]) <= 1 for r in table.values())
     assert table["linear_cka"]["kornblith_2019"] == "0.993"
     assert (out / "grid_linear_cka.png").is_file() and (out / "grid_STIR_m2_given_m1.png").is_file()
+    assert (out / "images.png").is_file() and rows(out / "setup.csv")[0]["taps"] == "stem, layer3.1, penultimate"
     store = {p: p.stat().st_mtime_ns for p in (workspace / "results/store").rglob("*.json")}
     run_entry_point("evaluate", args, monkeypatch)
     assert {p: p.stat().st_mtime_ns for p in (workspace / "results/store").rglob("*.json")} == store

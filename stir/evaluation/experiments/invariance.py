@@ -112,26 +112,32 @@ def run(session: Session) -> Report:
     report.display["noise"] = noise_rows
     report.tables["noise"] = (noise_rows, None)
 
+    for name, result in results.items():  # one plot per model: invariance G-EED over depth
+        _plot(report, session, result, "invariance", f"geed_model_{name}", f"invariance G-EED of {name}")
     for g, result in pooled.items():
         for kind in ("invariance", "equivariance"):
-            series, depths, errors = {}, {}, {}
-            for t in inv.transforms:
-                pts = [r for r in result.rows if (r.transform, r.kind, r.distance, r.noise) == (t, kind, "euclidean", 0.0)]
-                if pts:
-                    series[t] = [r.interval.mean for r in pts]
-                    depths[t] = [r.depth for r in pts]
-                    errors[t] = [(r.interval.high - r.interval.low) / 2 for r in pts]
-            if series:
-                report.figures[f"geed_{kind}_{g}"] = plot_layerwise(
-                    depths, series, session.out / f"geed_{kind}_{g}.png",
-                    f"{kind} G-EED of {g} ({len(groups[g])} model(s)), euclidean / ||f(x)||, n={cfg.n}",
-                    errors=errors, xlabel="relative depth (tap)", ylabel=f"{kind} G-EED")
+            _plot(report, session, result, kind, f"geed_{kind}_{g}", f"{kind} G-EED of {g} ({len(groups[g])} model(s))")
     for g, result in pooled.items():
         for t in inv.transforms:
             r = result.get(last, t, "invariance", "euclidean", 0.0)
             if r is not None:
                 report.summary[f"{g}/{t}/{last}"] = r.interval.mean
     return report
+
+
+def _plot(report: Report, session: Session, result: GEEDResult, kind: str, name: str, title: str) -> None:
+    """G-EED against relative depth, a line per transformation (euclidean, clean images), 95% bars."""
+    series, depths, errors = {}, {}, {}
+    for t in session.cfg.invariance.transforms:
+        pts = [r for r in result.rows if (r.transform, r.kind, r.distance, r.noise) == (t, kind, "euclidean", 0.0)]
+        if pts:
+            series[t] = [r.interval.mean for r in pts]
+            depths[t] = [r.depth for r in pts]
+            errors[t] = [(r.interval.high - r.interval.low) / 2 for r in pts]
+    if series:
+        report.figures[name] = plot_layerwise(
+            depths, series, session.out / f"{name}.png", f"{title}, euclidean / ||f(x)||, n={session.cfg.n}",
+            errors=errors, xlabel="relative depth (tap)", ylabel=f"{kind} G-EED")
 
 
 def _last_spatial(result: GEEDResult) -> str:

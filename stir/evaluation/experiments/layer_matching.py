@@ -24,7 +24,7 @@ from stir.evaluation.layer_matching import (
 )
 from stir.evaluation.pair import evaluate_direction
 from stir.evaluation.session import Session
-from stir.reporting import plot_matrix
+from stir.reporting import plot_iri_grid, plot_matrix
 
 log = logging.getLogger(__name__)
 KIND = "layer_matching"
@@ -120,6 +120,10 @@ def run(session: Session) -> Report:
         report.summary[f"accuracy/{name}"] = res.accuracy
     report.tables["layer_matching"] = (rows, None)
     report.display["layer_matching"] = display
+    report.figures["images"] = plot_iri_grid(
+        images[: cfg.iri_grid_images].cpu(), {}, session.out / "images.png",
+        f"The first {min(cfg.iri_grid_images, images.shape[0])} of the n={images.shape[0]} images X ({cfg.split} split, seed {cfg.image_seed})",
+        max_images=cfg.iri_grid_images, original_label="X")
     report.tables["setup"] = ([{"models": ", ".join(models), "taps": ", ".join(taps), "n": images.shape[0],
                                 "split": cfg.split, "image_seed": cfg.image_seed, "images_sha256": digest(images)}], None)
     return report
