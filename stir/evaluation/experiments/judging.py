@@ -56,8 +56,10 @@ def random_init(session: Session, name: str) -> nn.Module:
     cfg = session.model(name).config
     if cfg is None:
         raise ValueError(f"{name!r} is a bare checkpoint: its architecture recipe is unknown, cannot build a random-init twin")
-    torch.manual_seed(cfg.seed)
-    return build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name)).eval().to(session.device)
+    with torch.random.fork_rng(devices=[]):  # the global RNG is left as it was
+        torch.manual_seed(cfg.seed)
+        net = build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name))
+    return net.eval().to(session.device)
 
 
 def stored(store: ResultStore, kind: str, parts: Mapping[str, Any], compute: Callable[[], Any],
