@@ -49,7 +49,7 @@ class ExperimentConfig:
     """A preset comparison (configs/evaluate/experiment/*.yaml); kind 'pair' is ref vs target."""
 
     name: str = "pair"
-    kind: str = "pair"  # pair | pairs | matrix | incremental | stitching
+    kind: str = "pair"  # pair | pairs | matrix | incremental | stitching | layer_matching | grounding | invariance
     description: str = ""
     pairs: List[List[str]] = field(default_factory=list)  # pairs: [[ref, target], ...]
     models: List[str] = field(default_factory=list)  # matrix: every ordered pair of these
@@ -75,6 +75,38 @@ class StitchingConfig:
     train_images: Optional[int] = None  # per seed, drawn from the back model's training split (None: all)
     test_images: Optional[int] = None  # the first N of the fixed-order test split (None: all)
     init: str = "match"  # match (least squares / Hungarian / Procrustes) | identity
+
+
+@dataclass
+class LayerMatchingConfig:
+    """experiment=layer_matching (Kornblith et al. 2019 table 2): seed models in experiment.models, taps in layers."""
+
+    measures: List[str] = field(default_factory=list)  # [] = every registered measure (+ rbf_cka_0.8)
+    stir: bool = True  # STIR grids too: arbitrary IRIs of every tap of every model (measure, k, inversion)
+
+
+@dataclass
+class GroundingConfig:
+    """experiment=grounding (Ding et al. 2021): seed models in experiment.models, taps in layers."""
+
+    measures: List[str] = field(default_factory=list)  # [] = every registered measure (+ rbf_cka_0.8)
+    n_probe: int = 1000  # held-out images: linear probes (half train, half score) and the measures
+    pc_ks: List[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])  # k PCs deleted
+    pc_order: str = "top"  # top (largest variance first) | bottom (smallest nonzero variance first)
+    robustness_models: List[str] = field(default_factory=list)  # the OOD axis: every pair of these ([] = skip)
+    stir: bool = True  # STIR (both directions, penultimate) for the robustness pairs
+    n_boot: int = 1000  # bootstrap resamples of the rank correlation
+
+
+@dataclass
+class InvarianceConfig:
+    """experiment=invariance (G-EED, Kvinge et al. 2022): models in experiment.models, taps in layers."""
+
+    transforms: List[str] = field(default_factory=lambda: [
+        "hflip", "shift1", "shift2", "shift3", "shift4", "rot90", "rot180", "rot270", "brightness", "grayscale"])
+    distances: List[str] = field(default_factory=lambda: ["euclidean", "cosine"])
+    noise: List[float] = field(default_factory=lambda: [0.0, 0.05, 0.1])  # Gaussian input noise levels
+    random_init: bool = True  # add an untrained network of the first model's architecture
 
 
 @dataclass
@@ -119,3 +151,6 @@ class EvaluateConfig:
     # zoo.data_source), sampled from `split` as for zoo models.
     data: DataConfig = field(default_factory=DataConfig)
     stitching: StitchingConfig = field(default_factory=StitchingConfig)  # experiment kind 'stitching' only
+    layer_matching: LayerMatchingConfig = field(default_factory=LayerMatchingConfig)
+    grounding: GroundingConfig = field(default_factory=GroundingConfig)
+    invariance: InvarianceConfig = field(default_factory=InvarianceConfig)

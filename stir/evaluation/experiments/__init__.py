@@ -8,6 +8,9 @@ matrix, row i is the reference and column j the target, entry = STIR(m_j | m_i).
     pairs.py        pair, pairs: both directions per pair (penultimate or layer-wise)
     matrix.py       matrix: every ordered pair of a list of models
     incremental.py  incremental: consecutive models of growing training sets
+    layer_matching.py  layer_matching: Kornblith et al. 2019's layer-identification test, with STIR
+    grounding.py    grounding: Ding et al. 2021's rank correlations with functional difference, with STIR
+    invariance.py   invariance: G-EED (Kvinge et al. 2022) per tap and input transformation
 """
 from __future__ import annotations
 

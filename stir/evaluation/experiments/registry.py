@@ -24,7 +24,7 @@ class Kind:
 
 _KINDS: Dict[str, Kind] = {}
 # Modules that register the built-in kinds; imported on first use, not at package import.
-_BUILTIN = ("pairs", "matrix", "incremental", "stitching")
+_BUILTIN = ("pairs", "matrix", "incremental", "stitching", "layer_matching", "grounding", "invariance")
 
 
 def register(name: str, run: Runner, units: Units) -> None:
