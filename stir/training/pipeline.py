@@ -3,15 +3,18 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import lightning as L
+from torch import nn
 
 from stir.config.schema import TrainConfig
 from stir.data import StirDataModule
 from stir.models import build, channel_stats
 from stir.provenance import library_versions
-from stir.training.runs import RunFolder, load_state_dict, recipe_dir, weights_identity
+from stir.training.runs import RunFolder, checkpoint_model, load_state_dict, recipe_dir, weights_identity
 from stir.training.system import RobustClassifier
 from stir.training.trainer import build_loggers, build_trainer
 
@@ -19,20 +22,50 @@ log = logging.getLogger(__name__)
 
 
 def train(cfg: TrainConfig) -> Path:
-    """Train ``cfg``'s recipe (or finish it) and return its run folder."""
+    """Train ``cfg``'s recipe (or finish it) and return its run folder.
+
+    A folder holding another recipe is refused (RecipeMismatchError naming the keys) before
+    anything is skipped; a second process on the same folder waits for the first, then reuses it.
+    """
     run = RunFolder(recipe_dir(cfg))
-    if run.finished and not cfg.retrain:
-        log.info("%s is finished; skipping (retrain=true trains it again)", run.path)
-        return run.path
+    L.seed_everything(cfg.seed, workers=True)
+    network = build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name))
+    if cfg.init_from:  # a model update: start from earlier weights, train on this recipe's data
+        load_init(network, cfg)  # before any folder or lock is made: a wrong checkpoint leaves nothing behind
+    with run.lock():
+        if not cfg.retrain:
+            run.check(cfg)
+            if run.finished:
+                log.info("%s is finished; skipping (retrain=true trains it again)", run.path)
+                return run.path
+        return _train_locked(cfg, run, network)
+
+
+def _train_locked(cfg: TrainConfig, run: RunFolder, network: nn.Module) -> Path:
     if cfg.retrain:
         run.archive()
     run.prepare(cfg)
+    with _log_to(run.path / "train.log"):
+        return _fit(cfg, run, network)
 
-    L.seed_everything(cfg.seed, workers=True)
+
+@contextmanager
+def _log_to(path: Path) -> Iterator[None]:
+    """Append this process's log records to ``path`` (the run's own log, beside its checkpoints)."""
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module) -> Path:
+
     data = StirDataModule(cfg.data, shuffle_seed=cfg.seed)
-    network = build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name))
-    if cfg.init_from:  # a model update: start from earlier weights, train on this recipe's data
-        network.load_state_dict(load_state_dict(cfg.init_from))
     system = RobustClassifier(
         network, cfg.loss, cfg.attack, cfg.eval_attack, cfg.optim, augment=cfg.data.augment,
         robust_val_every=cfg.trainer.robust_val_every_n_epochs, robust_val_size=cfg.trainer.robust_val_size,
@@ -59,6 +92,20 @@ def train(cfg: TrainConfig) -> Path:
         logger.finalize("success")
     _finish_wandb()
     return run.path
+
+
+def load_init(network: nn.Module, cfg: TrainConfig) -> None:
+    """Load ``cfg.init_from`` into ``network``; a checkpoint of another architecture is named as such."""
+    state = load_state_dict(cfg.init_from)
+    try:
+        network.load_state_dict(state)
+    except RuntimeError as err:
+        made = checkpoint_model(cfg.init_from)
+        have = f"{made['arch']}/{made['width']}" if made else "another architecture"
+        raise ValueError(
+            f"init_from={cfg.init_from}: checkpoint is {have}, recipe is {cfg.model.arch}/{cfg.model.width}; "
+            f"give model=... model.width=... of the checkpoint, or another init_from ({str(err).splitlines()[0]})"
+        ) from None
 
 
 def _run_name(path: Path, runs_dir: str) -> str:

@@ -129,3 +129,58 @@ def test_bad_override_fails_on_the_command_line_before_any_work(tmp_path):
     assert done.returncode != 0
     assert "resnet99" in done.stderr and "resnet18" in done.stderr
     assert not (tmp_path / "cifar10").exists()
+
+
+@pytest.mark.parametrize("change, key", [("optim.lr=0.05", "optim.lr"), ("data.batch_size=20", "data.batch_size")])
+def test_a_finished_folder_is_not_reused_for_another_recipe(change, key, cifar10_root, tmp_path, monkeypatch):
+    """The same folder name, a different recipe: refused with the keys, never 'finished; skipping'."""
+    args = tiny_train_args(cifar10_root, tmp_path)
+    run_entry_point("train", args, monkeypatch)
+    run = tmp_path / "cifar10/resnet18-w4/vanilla/seed0"
+    before = {p.name: p.stat().st_mtime_ns for p in run.iterdir() if p.is_file()}
+    with pytest.raises(ValueError, match=rf"finished run of a different recipe \({key}: .*retrain=true"):
+        run_entry_point("train", args + [change], monkeypatch)
+    assert {p.name: p.stat().st_mtime_ns for p in run.iterdir() if p.is_file()} == before  # nothing touched
+
+
+def test_another_data_source_is_another_recipe(tmp_path, monkeypatch):
+    """data.source enters the recipe by content: another tree under the same path is refused."""
+    from stir.data import synthetic
+
+    source = tmp_path / "images"
+    synthetic.write_image_folder(source, n_train=60, n_test=20, seed=0)
+    args = tiny_train_args(tmp_path / "cache", tmp_path / "runs", f"data.source={source}", "data.holdout_size=20")
+    run_entry_point("train", args, monkeypatch)
+    recipe = json.loads((tmp_path / "runs/cifar10/resnet18-w4/vanilla/seed0/recipe.json").read_text())["recipe"]
+    assert recipe["data.source"]["files"] == 80
+    run_entry_point("train", args, monkeypatch)  # same content: reused
+    import shutil
+
+    shutil.rmtree(source)
+    synthetic.write_image_folder(source, n_train=70, n_test=20, seed=1)
+    with pytest.raises(ValueError, match=r"different recipe \(data.source: .*'files': 80.*'files': 90"):
+        run_entry_point("train", args, monkeypatch)
+
+
+def test_the_zoo_refuses_a_folder_of_another_recipe(cifar10_root, tmp_path, monkeypatch):
+    from stir.evaluation.zoo import Zoo
+
+    args = tiny_train_args(cifar10_root, tmp_path / "runs")
+    run_entry_point("train", args, monkeypatch)
+    (tmp_path / "zoo.yaml").write_text("plain: [loss=vanilla]\n")
+    common = [a for a in args if not a.startswith("runs_dir")]
+
+    def zoo(*extra):
+        return Zoo(tmp_path / "zoo.yaml", REPO / "configs", overrides=[*common, *extra], runs_dir=str(tmp_path / "runs"))
+
+    assert zoo().resolve("plain", must_exist=True).run_dir == tmp_path / "runs/cifar10/resnet18-w4/vanilla/seed0"
+    with pytest.raises(ValueError, match=r"zoo model 'plain'.*different recipe \(optim.lr: 0.1 -> 0.05\)"):
+        zoo("optim.lr=0.05").resolve("plain", must_exist=True)
+
+
+def test_init_from_of_another_architecture_is_named_and_leaves_nothing(cifar10_root, tmp_path, monkeypatch):
+    run_entry_point("train", tiny_train_args(cifar10_root, tmp_path / "a", "model=vgg16"), monkeypatch)
+    parent = tmp_path / "a/cifar10/vgg16-w4/vanilla/seed0"
+    with pytest.raises(ValueError, match=r"checkpoint is vgg16/4, recipe is resnet18/4"):
+        run_entry_point("train", tiny_train_args(cifar10_root, tmp_path / "b", f"init_from={parent}"), monkeypatch)
+    assert not (tmp_path / "b").exists()
