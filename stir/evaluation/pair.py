@@ -103,8 +103,8 @@ def evaluate_direction(
     result = _lookup(store, DIRECTION, key, DirectionResult.from_dict)
     if result is None:
         _check_models(images, [(names[0], m_ref, tap_ref), (names[1], m_tgt, tap_tgt)])
-        result = _direction(m_ref, m_tgt, tap_ref, tap_tgt, plan, names, ids)
-        _save(store, DIRECTION, key, result, record)
+        result = _computed(store, DIRECTION, key, DirectionResult.from_dict, record,
+                           lambda: _direction(m_ref, m_tgt, tap_ref, tap_tgt, plan, names, ids))
     return replace(result, ref=names[0], target=names[1])
 
 
@@ -135,8 +135,8 @@ def evaluate_similarity(
         with frozen(m1, m2), torch.no_grad():
             rep1 = _observe(m1, images, tap1, plan.batch_size)[0]
             rep2 = _observe(m2, images, tap2, plan.batch_size)[0]
-        result = _similarity(plan, names, ids, (tap1, tap2), rep1, rep2)
-        _save(store, SIMILARITY, key, result, record)
+        result = _computed(store, SIMILARITY, key, SimilarityResult.from_dict, record,
+                           lambda: _similarity(plan, names, ids, (tap1, tap2), rep1, rep2))
     return replace(result, ref=names[0], target=names[1])
 
 
@@ -185,14 +185,15 @@ def evaluate_pair(
         with frozen(m1, m2), torch.no_grad():
             reps = [_observe(m, images, tap, plan.batch_size)[0] for m, tap in zip(models, taps)]  # (n, d_i) once
         if sim is None:
-            sim = _similarity(plan, names, ids, taps, reps[0], reps[1])
-            _save(store, SIMILARITY, sim_key, sim, record)
+            sim = _computed(store, SIMILARITY, sim_key, SimilarityResult.from_dict, record,
+                            lambda: _similarity(plan, names, ids, taps, reps[0], reps[1]))
         for d in directions:
             if by_key[keys[d]] is None:
                 r, t = roles[d]
-                by_key[keys[d]] = _direction(models[r], models[t], taps[r], taps[t], plan, (names[r], names[t]),
-                                             (ids[r], ids[t]), tgt_rep=reps[t])
-                _save(store, DIRECTION, keys[d], by_key[keys[d]], record)
+                by_key[keys[d]] = _computed(
+                    store, DIRECTION, keys[d], DirectionResult.from_dict, record,
+                    lambda: _direction(models[r], models[t], taps[r], taps[t], plan, (names[r], names[t]),
+                                       (ids[r], ids[t]), tgt_rep=reps[t]))
     return _combine(plan, names, ids, taps, sim, {d: by_key[keys[d]] for d in directions})
 
 
@@ -477,6 +478,24 @@ def _lookup(store: Optional[ResultStore], kind: str, key: str, parse: Callable[[
 def _save(store: Optional[ResultStore], kind: str, key: str, result, record: Optional[Dict[str, Any]]) -> None:
     if store is not None:
         store.put(kind, key, result.to_dict(), record)
+
+
+def _computed(store: Optional[ResultStore], kind: str, key: str, parse: Callable[[Dict[str, Any]], Any],
+              record: Optional[Dict[str, Any]], compute: Callable[[], Any]):
+    """``compute()`` saved under ``key``, unless another process stored it meanwhile.
+
+    Under the store's lock of ``key``: a second process needing the same result waits for the
+    first, then reads its entry instead of computing it again.
+    """
+    if store is None:
+        return compute()
+    with store.lock(kind, key):
+        entry = store.get(kind, key, validate=parse, recheck=True)
+        result = None if entry is None else parse(entry["result"])
+        if result is None:
+            result = compute()
+            _save(store, kind, key, result, record)
+    return result
 
 
 def _combine(plan: Plan, names, ids, taps, sim: SimilarityResult, directions: Dict[str, DirectionResult]) -> PairResult:
