@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterator
 
 import lightning as L
+import torch
 from torch import nn
 
 from stir.config.schema import TrainConfig
@@ -73,13 +74,18 @@ def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module) -> Path:
     )
     loggers = build_loggers(cfg.logger, run.path, run_name=_run_name(run.path, cfg.runs_dir))
     trainer = build_trainer(cfg.trainer, loggers, run.path)
-    trainer.fit(system, datamodule=data, ckpt_path=run.resume_point())
+    resume = run.resume_point()
+    resumed_from = torch.load(resume, map_location="cpu", weights_only=False)["epoch"] + 1 if resume else None
+    trainer.fit(system, datamodule=data, ckpt_path=resume)
     (test_metrics,) = trainer.test(system, datamodule=data)
 
     if trainer.is_global_zero:
         record = {
             "seed": cfg.seed,
             "epochs": trainer.current_epoch,
+            # The epoch a resumed attempt started at (None: trained in one go). Shuffle order and the
+            # random streams are restored from the checkpoint, so it matches an uninterrupted run.
+            "resumed_from_epoch": resumed_from,
             "train_indices_count": len(data.train_indices),
             "init_from": cfg.init_from,
             "init_from_sha256": weights_identity(cfg.init_from) if cfg.init_from else None,

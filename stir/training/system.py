@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import math
+import random
 
 import lightning as L
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -102,6 +104,15 @@ class RobustClassifier(L.LightningModule):
     def test_step(self, batch, batch_idx: int) -> None:
         self._evaluate(batch, batch_idx, "test", self.robust_test_size)
 
+    # A resumed run continues the random streams of the uninterrupted one: augmentation crops and
+    # flips and the attacks' random starts draw from the global RNGs, saved with every checkpoint.
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["rng_states"] = rng_states()
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        if "rng_states" in checkpoint:
+            set_rng_states(checkpoint["rng_states"])
+
     def configure_optimizers(self):
         cfg = self.optim_cfg
         # No weight decay on batch-norm parameters and biases (1-d tensors), the usual CIFAR recipe.
@@ -116,6 +127,27 @@ class RobustClassifier(L.LightningModule):
         schedule = {"cosine": _cosine, "onecycle": _onecycle, "constant": lambda t, total, warmup: 1.0}[cfg.schedule]
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: schedule(t, total, warmup))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+def rng_states() -> dict:
+    """The global random states that training draws from: torch (CPU and each CUDA device), numpy, random."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    # Tensors and plain Python values only, so the checkpoint loads with torch.load(weights_only=True).
+    numpy_state = {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                   "has_gauss": int(has_gauss), "gauss": float(gauss)}
+    states = {"torch": torch.get_rng_state(), "numpy": numpy_state, "python": random.getstate()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def set_rng_states(states: dict) -> None:
+    torch.set_rng_state(states["torch"])
+    n = states["numpy"]
+    np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["gauss"]))
+    random.setstate(tuple(tuple(x) if isinstance(x, list) else x for x in states["python"]))
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
 
 
 def _cosine(t: int, total: int, warmup: int) -> float:
