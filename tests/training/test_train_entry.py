@@ -184,3 +184,70 @@ def test_init_from_of_another_architecture_is_named_and_leaves_nothing(cifar10_r
     with pytest.raises(ValueError, match=r"checkpoint is vgg16/4, recipe is resnet18/4"):
         run_entry_point("train", tiny_train_args(cifar10_root, tmp_path / "b", f"init_from={parent}"), monkeypatch)
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.slow  # ~50 s: three train.py processes
+def test_a_killed_and_resumed_run_ends_with_the_uninterrupted_weights(cifar10_root, tmp_path):
+    """SIGKILL in epoch 2 of an AT run, resume: bit-identical weights to a run never interrupted.
+
+    Needs the shuffle order and the augmentation / attack random streams restored, not restarted.
+    """
+    args = ["loss=at", "trainer.max_epochs=5", "trainer.robust_val_every_n_epochs=2", "trainer.robust_val_size=10"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+    def command(runs):
+        return [sys.executable, str(REPO / "train.py"), *tiny_train_args(cifar10_root, runs, *args)]
+
+    whole = subprocess.Popen(command(tmp_path / "whole"), cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    run = tmp_path / "killed/cifar10/resnet18-w4/at-it2/seed0"
+    proc = subprocess.Popen(command(tmp_path / "killed"), cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not (run / "last.ckpt").exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (run / "metrics.json").exists()
+    killed_at = torch.load(run / "last.ckpt", weights_only=False)["epoch"]
+    assert killed_at < 4
+    done = subprocess.run(command(tmp_path / "killed"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert whole.wait(timeout=600) == 0, whole.stderr.read()[-3000:]
+    resumed = load_state_dict(str(run))
+    reference = load_state_dict(str(tmp_path / "whole/cifar10/resnet18-w4/at-it2/seed0"))
+    assert resumed.keys() == reference.keys()
+    different = [k for k in reference if not torch.equal(resumed[k], reference[k])]
+    assert not different, f"killed after epoch {killed_at}: {different[:5]}"
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["resumed_from_epoch"] == killed_at + 1 and metrics["epochs"] == 5
+
+
+def test_a_second_process_on_the_same_recipe_waits_and_reuses_the_run(cifar10_root, tmp_path, monkeypatch):
+    """While one process holds the run folder, train.py waits for it, then finds the run finished."""
+    import shutil
+    import threading
+
+    from stir.training.runs import RunFolder
+
+    run_entry_point("train", tiny_train_args(cifar10_root, tmp_path / "elsewhere"), monkeypatch)
+    finished = tmp_path / "elsewhere/cifar10/resnet18-w4/vanilla/seed0"
+    run = tmp_path / "runs/cifar10/resnet18-w4/vanilla/seed0"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with RunFolder(run).lock():  # "process 1" is training this recipe
+        proc = subprocess.Popen([sys.executable, str(REPO / "train.py"), *tiny_train_args(cifar10_root, tmp_path / "runs")],
+                                cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+        reader.start()
+        deadline = time.time() + 120
+        while not any("another process is training" in line for line in lines) and time.time() < deadline:
+            assert proc.poll() is None, "".join(lines)[-3000:]  # must wait, not train on its own
+            time.sleep(0.1)
+        assert not run.exists()
+        shutil.copytree(finished, run)  # process 1 finishes
+    assert proc.wait(timeout=120) == 0
+    reader.join(timeout=10)
+    assert "is finished; skipping" in "".join(lines)
+    assert sorted(p.name for p in run.glob("csv/version_*")) == ["version_0"]  # only process 1's attempt
