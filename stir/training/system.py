@@ -26,7 +26,8 @@ class RobustClassifier(L.LightningModule):
     Batches arrive as uint8 images (b, 3, h, w) on the training device; augmentation runs there,
     on the whole batch. Robust accuracy uses PGD-l2 (``eval_attack``) on the first
     ``robust_val_size`` held-out images every ``robust_val_every`` epochs, and on the first
-    ``robust_test_size`` test images.
+    ``robust_test_size`` test images; ``<stage>/robust_subset_acc`` is the clean accuracy on those
+    same images (``<stage>/acc`` covers the whole split).
     """
 
     def __init__(
@@ -84,13 +85,16 @@ class RobustClassifier(L.LightningModule):
         images, labels = batch
         x = self._images(images)
         b = len(labels)
-        self.log(f"{stage}/acc", accuracy(self.network(x), labels), prog_bar=True, batch_size=b, sync_dist=True)
-        # Robust accuracy on the first `robust_size` images of the (unshuffled) split.
+        logits = self.network(x)  # (b, C)
+        self.log(f"{stage}/acc", accuracy(logits, labels), prog_bar=True, batch_size=b, sync_dist=True)
+        # Robust accuracy on the first `robust_size` images of the (unshuffled) split, and the clean
+        # accuracy on exactly those images: the pair to compare (acc is over the whole split).
         start = batch_idx * self._eval_batch_size(stage)
         k = min(b, robust_size - start)
         if k > 0:  # the attack turns gradients on itself (evaluation loops run under no_grad)
             acc = robust_accuracy(self.network, x[:k], labels[:k], self.eval_attack)
             self.log(f"{stage}/robust_acc", acc, prog_bar=True, batch_size=k, sync_dist=True)
+            self.log(f"{stage}/robust_subset_acc", accuracy(logits[:k], labels[:k]), batch_size=k, sync_dist=True)
 
     def _eval_batch_size(self, stage: str) -> int:
         loader = self.trainer.val_dataloaders if stage == "val" else self.trainer.test_dataloaders
