@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from stir.config.evaluate_store import evaluate_config, register_evaluate_configs
 from stir.evaluation.experiments import run, run_shard
 from stir.evaluation.publish import publish
+from stir.evaluation.report_index import record_report
 from stir.evaluation.session import Session
 
 REPO = Path(__file__).resolve().parent
@@ -30,7 +31,9 @@ def main(cfg: DictConfig) -> None:
         return
     report = run(session)
     publish(report, session.out, config.logger, OmegaConf.to_container(cfg, resolve=True), run_name=f"evaluate/{config.experiment.name}")
-    log.info("results in %s", session.out)
+    record_report(Path(config.out_dir), session.name, session.out, session.settings)
+    log.info("results in %s (latest of its name: %s; all: %s)", session.out, Path(config.out_dir) / session.name,
+             Path(config.out_dir) / "index.md")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from stir.config.evaluate_schema import EvaluateConfig
 from stir.config.schema import DataConfig
 from stir.data import StirDataModule, to_float
+from stir.evaluation.report_index import report_dir, report_settings
 from stir.evaluation.store import ResultStore
 from stir.evaluation.zoo import Zoo, ZooModel, load_model
 
@@ -35,7 +36,9 @@ class Session:
     zoo: Zoo
     store: ResultStore
     device: torch.device
-    out: Path  # results/<experiment name>/
+    out: Path  # results/<name>-<settings hash>/ (stir.evaluation.report_index)
+    name: str = ""  # the report's name: the experiment, or pair_<ref>_vs_<target>
+    settings: Dict[str, Any] = field(default_factory=dict)  # what the report's folder name hashes
     _models: Dict[str, nn.Module] = field(default_factory=dict)
     _resolved: Dict[str, ZooModel] = field(default_factory=dict)
     _images: Dict[Any, Tensor] = field(default_factory=dict)
@@ -52,7 +55,10 @@ class Session:
         name = cfg.experiment.name
         if cfg.experiment.kind == "pair":  # one folder per pair, named after it
             name = "pair_" + "_vs_".join(Path(m).name.replace(" ", "_") for m in (cfg.ref, cfg.target))
-        return cls(cfg=cfg, zoo=zoo, store=ResultStore(root / "store"), device=pick_device(cfg.device), out=root / name)
+        # One folder per name and settings (results/<name>-<hash>/, results/<name> -> the latest).
+        settings = report_settings(cfg)
+        return cls(cfg=cfg, zoo=zoo, store=ResultStore(root / "store"), device=pick_device(cfg.device),
+                   out=report_dir(root, name, settings), name=name, settings=settings)
 
     def model(self, name: str) -> ZooModel:
         """The finished run of a zoo name / path (trained first when train_missing=true)."""

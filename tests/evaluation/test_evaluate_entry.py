@@ -142,3 +142,30 @@ def test_shards_split_a_matrix_by_rows_and_the_assembling_run_recomputes_nothing
 def test_bad_shard_settings_fail_before_any_work(workspace, cifar10_root, monkeypatch, extra, message):
     with pytest.raises(ValueError, match=message):
         run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", *extra), monkeypatch)
+
+
+def test_reports_with_other_settings_get_their_own_folder_and_an_index(workspace, cifar10_root, monkeypatch):
+    """The same pair with another n / iri writes a second report beside the first, never over it."""
+    out = workspace / "results_settings"
+
+    def evaluate(*extra):
+        run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", "iri=arbitrary",
+                                              f"out_dir={out}", *extra), monkeypatch)
+
+    evaluate()
+    (first,) = out.glob("pair_at_vs_vanilla-*/pairs.csv")
+    before = first.read_bytes()
+    evaluate("n=10")
+    evaluate("n=10", "iri=adversarial")
+    tables = sorted(out.glob("pair_at_vs_vanilla-*/pairs.csv"))
+    assert len(tables) == 3 and first.read_bytes() == before  # the first report is intact
+    import csv
+
+    assert sorted(next(csv.DictReader(open(t)))["n"] for t in tables) == ["10", "10", "12"]
+    index = json.loads((out / "index.json").read_text())
+    assert sorted(index) == sorted(t.parent.name for t in tables)
+    assert {e["settings"]["n"] for e in index.values()} == {10, 12}
+    listing = (out / "index.md").read_text()
+    assert "| folder | updated | iri | n |" in listing  # the settings in which the reports differ, only those
+    latest = next(csv.DictReader(open(out / "pair_at_vs_vanilla" / "pairs.csv")))  # the link: the latest report
+    assert (latest["n"], latest["iri"]) == ("10", "adversarial")
