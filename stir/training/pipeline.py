@@ -5,17 +5,21 @@ import dataclasses
 import logging
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Dict, Iterator
 
 import lightning as L
 import torch
+from lightning.pytorch.loggers import WandbLogger
 from torch import nn
 
 from stir.config.schema import TrainConfig
 from stir.data import StirDataModule
 from stir.models import build, channel_stats
 from stir.provenance import library_versions
-from stir.training.runs import RunFolder, checkpoint_model, load_state_dict, recipe_dir, weights_identity
+from stir.training.runs import (
+    RunFolder, checkpoint_model, load_state_dict, model_artifact_name, recipe_dir, recipe_group, recipe_of,
+    weights_identity,
+)
 from stir.training.system import RobustClassifier
 from stir.training.trainer import build_loggers, build_trainer
 
@@ -72,7 +76,11 @@ def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module) -> Path:
         robust_val_every=cfg.trainer.robust_val_every_n_epochs, robust_val_size=cfg.trainer.robust_val_size,
         robust_test_size=cfg.trainer.robust_test_size, channels_last=cfg.trainer.channels_last,
     )
-    loggers = build_loggers(cfg.logger, run.path, run_name=_run_name(run.path, cfg.runs_dir))
+    name = _run_name(run.path, cfg.runs_dir)
+    recipe = recipe_of(cfg)
+    loggers = build_loggers(cfg.logger, run.path, run_name=name, config=wandb_config(cfg, recipe, run.path),
+                            group=f"{name.rsplit('/seed', 1)[0]}:{recipe_group(recipe)[:8]}",
+                            tags=[cfg.data.name, cfg.model.arch, cfg.loss.name])
     trainer = build_trainer(cfg.trainer, loggers, run.path)
     resume = run.resume_point()
     resumed_from = torch.load(resume, map_location="cpu", weights_only=False)["epoch"] + 1 if resume else None
@@ -94,10 +102,38 @@ def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module) -> Path:
         }
         run.finish(network, cfg, {k: float(v) for k, v in test_metrics.items()}, record)
         log.info("finished %s: %s", run.path, {k: round(float(v), 4) for k, v in test_metrics.items()})
+        if cfg.logger.wandb.log_model:
+            _log_model_artifact(loggers, run, recipe, {k: float(v) for k, v in test_metrics.items()})
     for logger in loggers:
         logger.finalize("success")
     _finish_wandb()
     return run.path
+
+
+def wandb_config(cfg: TrainConfig, recipe: Dict[str, Any], run_dir: Path) -> Dict[str, Any]:
+    """The W&B run config: the recipe's main fields at top level (for filters and grouping), then all of it."""
+    return {
+        "loss": cfg.loss.name, "arch": cfg.model.arch, "width": cfg.model.width, "data": cfg.data.name,
+        "train_size": cfg.data.train_size, "seed": cfg.seed,
+        "beta": cfg.loss.beta if cfg.loss.name in ("trades", "mart") else None,
+        "eps": cfg.attack.eps if cfg.loss.name != "vanilla" else None,
+        "attack_steps": cfg.attack.steps if cfg.loss.name != "vanilla" else None,
+        "lr": cfg.optim.lr, "epochs": cfg.trainer.max_epochs, "init_from": cfg.init_from,
+        "recipe_group": recipe_group(recipe), "artifact": model_artifact_name(recipe),
+        "run_dir": str(run_dir), "recipe": recipe,
+    }
+
+
+def _log_model_artifact(loggers, run: RunFolder, recipe: Dict[str, Any], metrics: Dict[str, float]) -> None:
+    """weights.pt as a W&B model artifact (offline: staged, uploaded by ``wandb sync``)."""
+    import wandb
+
+    for logger in loggers:
+        if isinstance(logger, WandbLogger):
+            artifact = wandb.Artifact(model_artifact_name(recipe), type="model",
+                                      metadata={"recipe": recipe, **metrics, "run_dir": str(run.path)})
+            artifact.add_file(str(run.weights), name="weights.pt")
+            logger.experiment.log_artifact(artifact)
 
 
 def load_init(network: nn.Module, cfg: TrainConfig) -> None:

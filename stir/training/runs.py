@@ -130,6 +130,11 @@ def recipe_group(recipe: Dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def model_artifact_name(recipe: Dict[str, Any]) -> str:
+    """The W&B model artifact of a recipe: ``model-<recipe group>-seed<seed>`` (evaluate.py refers to it)."""
+    return f"model-{recipe_group(recipe)}-seed{recipe.get('seed')}"
+
+
 def recipe_differences(old: Dict[str, Any], new: Dict[str, Any]) -> str:
     """``key: old -> new, ...`` for the keys whose values differ (empty when none do)."""
     diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))

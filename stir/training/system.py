@@ -72,13 +72,19 @@ class RobustClassifier(L.LightningModule):
         out = self.objective(self.network, x, labels, self.loss_cfg, self.attack_cfg)
         b = len(labels)
         self.log("train/loss", out.loss, prog_bar=True, batch_size=b)
+        self.log("train/epoch_loss", out.loss.detach(), on_step=False, on_epoch=True, batch_size=b)
         for name, value in out.extra.items():
             self.log(f"train/{name}", value, batch_size=b)
-        # Accuracy from the forwards the objective already made (AT makes no clean forward).
+        # Accuracy from the forwards the objective already made (AT makes no clean forward); per step
+        # and as the epoch's mean (the curves a dashboard groups by recipe).
         if out.logits_clean is not None:
-            self.log("train/acc", accuracy(out.logits_clean.detach(), labels), prog_bar=True, batch_size=b)
+            acc = accuracy(out.logits_clean.detach(), labels)
+            self.log("train/acc", acc, prog_bar=True, batch_size=b)
+            self.log("train/epoch_acc", acc, on_step=False, on_epoch=True, batch_size=b)
         if out.logits_adv is not None:
-            self.log("train/adv_acc", accuracy(out.logits_adv.detach(), labels), batch_size=b)
+            adv_acc = accuracy(out.logits_adv.detach(), labels)
+            self.log("train/adv_acc", adv_acc, batch_size=b)
+            self.log("train/epoch_adv_acc", adv_acc, on_step=False, on_epoch=True, batch_size=b)
         return out.loss
 
     def _evaluate(self, batch, batch_idx: int, stage: str, robust_size: int) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import List
+from typing import Any, Dict, List, Optional, Sequence
 
 import lightning as L
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
@@ -12,11 +12,13 @@ from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
 from stir.config.schema import LoggerConfig, TrainerConfig
 
 
-def build_loggers(cfg: LoggerConfig, run_dir: Path, run_name: str) -> List[Logger]:
+def build_loggers(cfg: LoggerConfig, run_dir: Path, run_name: str, config: Optional[Dict[str, Any]] = None,
+                  group: Optional[str] = None, tags: Sequence[str] = ()) -> List[Logger]:
     """CSV (the ground truth, one version folder per attempt) and W&B unless disabled.
 
     The W&B run id is derived from the run folder, so a resumed attempt continues the same run
-    once synced (``wandb sync <run_dir>/wandb/offline-run-*``).
+    once synced (``wandb sync <run_dir>/wandb/offline-run-*``). ``config`` becomes the run config,
+    ``group`` groups the seeds of one recipe, ``job_type`` is "train".
     """
     loggers: List[Logger] = []
     if cfg.csv:
@@ -27,9 +29,18 @@ def build_loggers(cfg: LoggerConfig, run_dir: Path, run_name: str) -> List[Logge
             WandbLogger(
                 name=run_name, save_dir=str(run_dir), project=cfg.wandb.project, entity=cfg.wandb.entity,
                 offline=cfg.wandb.mode == "offline", id=run_id, resume="allow",
+                config=dict(config or {}), group=group, job_type="train", tags=list(tags),
+                settings=_quiet_wandb_settings(),
             )
         )
     return loggers
+
+
+def _quiet_wandb_settings():
+    """No banners, no captured console output in the training log (CSV and train.log carry it)."""
+    import wandb
+
+    return wandb.Settings(silent=True, console="off")
 
 
 def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L.Trainer:

@@ -108,8 +108,10 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(cifar10_root, tmp_path):
 def test_the_command_line_logs_to_offline_wandb_and_csv(cifar10_root, tmp_path):
     """`python train.py ...` as a user runs it: the offline W&B run and the CSV log hold the metrics."""
     args = [a for a in tiny_train_args(cifar10_root, tmp_path) if not a.startswith("logger.wandb.mode")]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_SILENT": "true"}
-    done = subprocess.run([sys.executable, str(REPO / "train.py"), *args, "logger.wandb.mode=offline"],
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_SILENT": "true", "WANDB_DATA_DIR": str(tmp_path / "wandb_data"),
+           "WANDB_CACHE_DIR": str(tmp_path / "wandb_cache"), "WANDB_CONFIG_DIR": str(tmp_path / "wandb_config")}
+    done = subprocess.run([sys.executable, str(REPO / "train.py"), *args, "logger.wandb.mode=offline",
+                           "logger.wandb.log_model=true"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     run = tmp_path / "cifar10/resnet18-w4/vanilla/seed0"
@@ -121,6 +123,22 @@ def test_the_command_line_logs_to_offline_wandb_and_csv(cifar10_root, tmp_path):
     for key in (b"train/loss", b"val/acc", b"val/robust_acc", b"test/acc", b"test/robust_acc"):
         assert key in blob, key
     assert json.dumps(float(test_acc)).encode() in blob
+
+    # Decoded: what a dashboard filters, groups and plots by.
+    from stir.reporting.wandb_read import read_run
+
+    wb = read_run(wandb_file)
+    assert wb.job_type == "train" and wb.name == "cifar10/resnet18-w4/vanilla/seed0"
+    assert wb.group.startswith("cifar10/resnet18-w4/vanilla:") and "seed" not in wb.group
+    assert set(wb.tags) == {"cifar10", "resnet18", "vanilla"}
+    assert {k: wb.config[k] for k in ("loss", "arch", "width", "data", "train_size", "seed", "beta", "eps")} == {
+        "loss": "vanilla", "arch": "resnet18", "width": 4, "data": "cifar10", "train_size": None, "seed": 0,
+        "beta": None, "eps": None}
+    assert wb.config["recipe"]["optim.lr"] == 0.1
+    assert {"train/epoch_loss", "train/epoch_acc", "val/acc", "epoch", "test/acc", "test/robust_acc",
+            "test/robust_subset_acc"} <= wb.history_keys
+    assert wb.summary["test/acc"] == pytest.approx(float(test_acc))
+    assert [a["type"] for a in wb.artifacts] == ["model"] and wb.artifacts[0]["name"] == wb.config["artifact"]
 
 
 def test_bad_override_fails_on_the_command_line_before_any_work(tmp_path):
