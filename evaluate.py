@@ -3,6 +3,7 @@
 Directional STIR, STIR_adv, plain similarity, prediction agreement and controversial-stimulus
 difficulty between zoo models (configs/zoo.yaml) or checkpoints; see README.md.
 """
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -30,7 +31,14 @@ def main(cfg: DictConfig) -> None:
                  config.shard, config.shards, done, config.experiment.name)
         return
     report = run(session)
-    publish(report, session.out, config.logger, OmegaConf.to_container(cfg, resolve=True), run_name=f"evaluate/{config.experiment.name}")
+    logger = config.logger
+    if session.store.misses == 0 and session.store.hits > 0 and not logger.wandb.log_cached:
+        # Nothing new was measured: the report is rewritten, but no second W&B run of the same numbers.
+        log.info("every result came from the store: no new W&B run (logger.wandb.log_cached=true logs one)")
+        logger = dataclasses.replace(logger, wandb=dataclasses.replace(logger.wandb, mode="disabled"))
+    wandb_config = {**OmegaConf.to_container(cfg, resolve=True), "models": session.model_references()}
+    publish(report, session.out, logger, wandb_config, run_name=f"evaluate/{session.name}",
+            tags=[config.experiment.kind, config.measure, config.iri])
     record_report(Path(config.out_dir), session.name, session.out, session.settings)
     log.info("results in %s (latest of its name: %s; all: %s)", session.out, Path(config.out_dir) / session.name,
              Path(config.out_dir) / "index.md")

@@ -93,6 +93,16 @@ class Session:
             self._images[key] = to_float(images).to(self.device)
         return self._images[key]
 
+    def model_references(self) -> Dict[str, Dict[str, Any]]:
+        """Every model this session resolved: its recipe (train.py command), weights hash and W&B artifact."""
+        from stir.training.runs import model_artifact_name, recipe_of
+
+        out = {}
+        for name, model in self._resolved.items():
+            out[name] = {"command": model.command, "sha256": model.identity, "run_dir": str(model.run_dir),
+                         "artifact": f"{model_artifact_name(recipe_of(model.config))}:latest" if model.config else None}
+        return out
+
     def record(self, *names: str) -> Dict[str, Any]:
         """Provenance stored beside every result: resolved config, models, images."""
         return {

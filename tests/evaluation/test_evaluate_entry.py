@@ -48,6 +48,19 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
     assert "STIR(m2|m1)" in table.replace("\\|", "|") and "at" in table and "vanilla" in table
     (wandb_file,) = out.glob("wandb/offline-run-*/run-*.wandb")
     assert b"pairs" in wandb_file.read_bytes()
+    from stir.reporting.wandb_read import read_run
+
+    wb = read_run(wandb_file)
+    assert wb.job_type == "evaluate" and wb.name == "evaluate/pair_at_vs_vanilla"
+    assert (wb.config["ref"], wb.config["target"]) == ("at", "vanilla")
+    assert "loss=at" in wb.config["models"]["at"]["command"]
+    assert wb.config["models"]["at"]["artifact"].startswith("model-") and wb.config["models"]["at"]["sha256"]
+    for key in ("stir_m2_given_m1", "stir_m1_given_m2", "stir_adv_m2_given_m1", "stir_adv_m1_given_m2",
+                "linear_cka", "agreement_on_m1_iris", "difficulty_m2_given_m1",
+                "fraction_iri_arbitrary_m2_given_m1"):
+        assert isinstance(wb.summary[key], float), key
+    assert not [k for k in wb.summary if "/" in k and k.split("/")[0] not in ("pairs", "figures", "_wandb")]
+    assert wb.summary["pairs/_type"] == "table-file" and wb.summary["figures/iri_examples/_type"] == "image-file"
     record = json.loads((out / "record.json").read_text())
     assert record["config"]["ref"] == "at" and "torch" in record["versions"]
     entry = json.loads(next((workspace / "results/store/direction").glob("*.json")).read_text())
@@ -57,8 +70,12 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
 
 def test_rerun_reuses_every_stored_result(workspace, cifar10_root, monkeypatch):
     before = store_files(workspace)
-    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla"), monkeypatch)
+    runs = set((workspace / "results/pair_at_vs_vanilla").glob("wandb/offline-run-*"))
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla",
+                                          "logger.wandb.mode=offline"), monkeypatch)
     assert store_files(workspace) == before  # nothing recomputed, nothing rewritten
+    # Served entirely from the store: no second W&B run of the same numbers unless asked.
+    assert set((workspace / "results/pair_at_vs_vanilla").glob("wandb/offline-run-*")) == runs
 
 
 def test_swapping_ref_and_target_swaps_the_directions(workspace, cifar10_root, monkeypatch):
