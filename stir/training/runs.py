@@ -234,10 +234,13 @@ class RunFolder:
         atomic.write_text(self.config, OmegaConf.to_yaml(OmegaConf.create(dataclasses.asdict(cfg))))
 
     def resume_point(self) -> Optional[str]:
-        if self.last_ckpt.is_file():
-            log.info("resuming from %s", self.last_ckpt)
-            return str(self.last_ckpt)
-        return None
+        """The newest checkpoint: last.ckpt (every epoch) or hpc_ckpt_*.ckpt (Lightning's SLURM requeue, mid-epoch)."""
+        found = [p for p in (self.last_ckpt, *self.path.glob("hpc_ckpt_*.ckpt")) if p.is_file()]
+        if not found:
+            return None
+        newest = max(found, key=lambda p: p.stat().st_mtime_ns)
+        log.info("resuming from %s", newest)
+        return str(newest)
 
     def finish(self, network: nn.Module, cfg: TrainConfig, metrics: Dict[str, Any], record: Dict[str, Any]) -> None:
         """Write the weights, then metrics.json (last: its presence marks the run finished)."""
