@@ -61,6 +61,9 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
         assert isinstance(wb.summary[key], float), key
     assert not [k for k in wb.summary if "/" in k and k.split("/")[0] not in ("pairs", "figures", "_wandb")]
     assert wb.summary["pairs/_type"] == "table-file" and wb.summary["figures/iri_examples/_type"] == "image-file"
+    from stir.reporting.dashboard import missing_keys
+
+    assert missing_keys(wb) == []  # the dashboard's STIR-vs-CKA panel finds its keys
     record = json.loads((out / "record.json").read_text())
     assert record["config"]["ref"] == "at" and "torch" in record["versions"]
     entry = json.loads(next((workspace / "results/store/direction").glob("*.json")).read_text())
@@ -100,7 +103,7 @@ def test_layerwise_pair_has_a_row_per_tap_pair_and_a_slope_plot(workspace, cifar
 
 def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, monkeypatch):
     run_entry_point("evaluate", eval_args(workspace, cifar10_root, "experiment=at_methods", "train_missing=true",
-                                          "iri=arbitrary"), monkeypatch)
+                                          "iri=arbitrary", "logger.wandb.mode=offline"), monkeypatch)
     out = workspace / "results/at_methods"
     import csv
 
@@ -108,6 +111,14 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
     assert [r["m1 (ref) \\ m2 (target)"] for r in matrix] == ["at", "trades", "mart"]
     assert all(0 <= float(r["at"]) <= 1 for r in matrix)
     assert (out / "matrix_stir.png").is_file() and (out / "accuracy.csv").is_file()
+    from stir.reporting.dashboard import draw_local, missing_keys
+    from stir.reporting.wandb_read import read_run
+
+    (wandb_file,) = out.glob("wandb/offline-run-*/run-*.wandb")
+    wb = read_run(wandb_file)
+    assert missing_keys(wb) == [] and wb.summary["matrix/at/trades/stir"] == pytest.approx(float(matrix[0]["trades"]))
+    png = draw_local(workspace / "runs", workspace / "results", workspace / "dashboard.png")
+    assert png.stat().st_size > 20_000  # the local panels: curves, matrix, scatter drawn from these files
 
 
 @pytest.mark.parametrize(

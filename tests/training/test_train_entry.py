@@ -139,6 +139,9 @@ def test_the_command_line_logs_to_offline_wandb_and_csv(cifar10_root, tmp_path):
             "test/robust_subset_acc"} <= wb.history_keys
     assert wb.summary["test/acc"] == pytest.approx(float(test_acc))
     assert [a["type"] for a in wb.artifacts] == ["model"] and wb.artifacts[0]["name"] == wb.config["artifact"]
+    from stir.reporting.dashboard import missing_keys
+
+    assert missing_keys(wb) == []  # every training panel of the dashboard finds its keys
 
 
 def test_bad_override_fails_on_the_command_line_before_any_work(tmp_path):
