@@ -10,11 +10,15 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from stir.cli import one_line_errors
+from stir.config import ConfigError
 from stir.config.evaluate_store import evaluate_config, register_evaluate_configs
 from stir.evaluation.experiments import run, run_shard
 from stir.evaluation.publish import publish
 from stir.evaluation.report_index import record_report
 from stir.evaluation.session import Session
+from stir.evaluation.zoo import MissingModelError, UnknownModelError
+from stir.training.runs import RecipeMismatchError
 
 REPO = Path(__file__).resolve().parent
 log = logging.getLogger("evaluate")
@@ -23,6 +27,11 @@ register_evaluate_configs()
 
 @hydra.main(config_path=str(REPO / "configs" / "evaluate"), config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
+    with one_line_errors(ConfigError, RecipeMismatchError, UnknownModelError, MissingModelError):
+        _evaluate(cfg)
+
+
+def _evaluate(cfg: DictConfig) -> None:
     config = evaluate_config(cfg)  # typed and validated before any work
     session = Session.open(config, repo=REPO)
     if config.shards > 1:  # one process of several: its share of the measurements, no report

@@ -62,3 +62,28 @@ def test_unknown_group_choice_lists_the_choices():
 def test_invalid_values_name_key_and_choices(override, message):
     with pytest.raises(ConfigError, match=message):
         train_config(composed(override))
+
+
+@pytest.mark.parametrize("override, message", [
+    ("+trainer.max_epoch=1", r"trainer.max_epoch \(did you mean trainer.max_epochs\?\)"),
+    ("+optim.learning_rate=0.1", r"unknown config key\(s\): optim.learning_rate"),
+    ("+sed=1", r"sed \(did you mean seed\?\)"),
+])
+def test_appended_unknown_keys_are_refused_with_the_close_match(override, message):
+    """``+key=value`` appends to a typed node; nothing would read the key, so it must not pass."""
+    with pytest.raises(ConfigError, match=message):
+        train_config(composed(override))
+
+
+def test_a_config_error_on_the_command_line_is_one_line_and_leaves_nothing(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    done = subprocess.run([sys.executable, str(REPO / "train.py"), "+trainer.max_epoch=1", f"runs_dir={tmp_path / 'runs'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and done.stderr.startswith("error: unknown config key(s): trainer.max_epoch")
+    assert len(done.stderr.strip().splitlines()) == 2  # the message and how to see the traceback
+    assert list(tmp_path.iterdir()) == []  # no runs/, no runs/_hydra/<time>/
