@@ -82,6 +82,8 @@ def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module) -> Path:
                             group=f"{name.rsplit('/seed', 1)[0]}:{recipe_group(recipe)[:8]}",
                             tags=[cfg.data.name, cfg.model.arch, cfg.loss.name])
     trainer = build_trainer(cfg.trainer, loggers, run.path)
+    log.info("%s: %s width %d, %.2fM parameters, %s", run.path, cfg.model.arch, cfg.model.width,
+             sum(p.numel() for p in network.parameters()) / 1e6, cfg.loss.name)
     resume = run.resume_point()
     resumed_from = torch.load(resume, map_location="cpu", weights_only=False)["epoch"] + 1 if resume else None
     trainer.fit(system, datamodule=data, ckpt_path=resume)

@@ -114,6 +114,9 @@ def test_the_command_line_logs_to_offline_wandb_and_csv(cifar10_root, tmp_path):
                            "logger.wandb.log_model=true"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    console = done.stdout + done.stderr
+    for noise in ("Tip:", "TPU available", "anonymous setting", "exists and is not empty", "LeafSpec", "Total params"):
+        assert noise not in console, noise  # nothing the user cannot act on
     run = tmp_path / "cifar10/resnet18-w4/vanilla/seed0"
     (wandb_file,) = run.glob("wandb/offline-run-*/run-*.wandb")
     blob = wandb_file.read_bytes()
