@@ -79,8 +79,25 @@ class Session:
         config = (model.run_dir if model.run_dir.is_dir() else model.run_dir.parent) / "config.yaml"
         if config.is_file():
             return DataConfig(**OmegaConf.to_container(OmegaConf.load(config))["data"])
-        log.warning("%s has no config.yaml: taking images from the default data config", name)
-        return DataConfig()
+        if self.cfg.zoo.data_source:  # a bare checkpoint: the evaluation's local data set
+            log.info("%s has no config.yaml: taking images from zoo.data_source=%s", name, self.cfg.zoo.data_source)
+            base = OmegaConf.structured(DataConfig(source=self.cfg.zoo.data_source, **self._checkpoint_data(model)))
+            # zoo.overrides' data.* keys (e.g. data.holdout_size=10 for a small set) apply as to every recipe.
+            extra = OmegaConf.from_dotlist([o[len("data."):] for o in self.cfg.zoo.overrides if o.startswith("data.")])
+            return OmegaConf.to_object(OmegaConf.merge(base, extra))
+        log.warning("%s has no config.yaml: taking images from the default data config "
+                    "(zoo.data_source=PATH for a local data set)", name)
+        return DataConfig(**self._checkpoint_data(model))
+
+    @staticmethod
+    def _checkpoint_data(model: ZooModel) -> Dict[str, Any]:
+        """The data set name and class count a weights.pt records (empty for other checkpoints)."""
+        from stir.training.runs import resolve_weights_file
+
+        blob = torch.load(resolve_weights_file(str(model.run_dir)), map_location="cpu", weights_only=True)
+        if isinstance(blob, dict) and "num_classes" in blob and "data" in blob:
+            return {"name": blob["data"], "num_classes": blob["num_classes"]}
+        return {}
 
     def images(self, name: str) -> Tensor:
         """X: ``n`` images of ``split`` of model ``name``'s data set, chosen by ``image_seed``; (n, 3, h, w) in [0, 1]."""

@@ -197,3 +197,28 @@ def test_reports_with_other_settings_get_their_own_folder_and_an_index(workspace
     assert "| folder | updated | iri | n |" in listing  # the settings in which the reports differ, only those
     latest = next(csv.DictReader(open(out / "pair_at_vs_vanilla" / "pairs.csv")))  # the link: the latest report
     assert (latest["n"], latest["iri"]) == ("10", "adversarial")
+
+
+def test_a_bare_weights_file_takes_its_images_from_zoo_data_source(tmp_path):
+    """A weights.pt without its run folder: X comes from zoo.data_source, not from CIFAR downloads."""
+    import torch
+
+    from conftest import REPO
+    from stir.config.evaluate_store import compose_evaluate
+    from stir.config.schema import ModelConfig
+    from stir.data import synthetic
+    from stir.evaluation.session import Session
+    from stir.models import build, channel_stats
+
+    net = build(ModelConfig(width=4), 10, *channel_stats("cifar10"))
+    torch.save({"state_dict": net.state_dict(), "model": {"arch": "resnet18", "width": 4}, "data": "cifar10",
+                "num_classes": 10}, tmp_path / "weights.pt")
+    synthetic.write_image_folder(tmp_path / "images", n_train=30, n_test=10, seed=0)
+    cfg = compose_evaluate(REPO / "configs/evaluate", [f"ref={tmp_path / 'weights.pt'}", f"target={tmp_path / 'weights.pt'}",
+                                                       f"zoo.data_source={tmp_path / 'images'}", "n=8",
+                                                       'zoo.overrides=["data.holdout_size=10"]']
+                           + [f"out_dir={tmp_path / 'results'}"])
+    session = Session.open(cfg, repo=REPO)
+    data = session.data_config(str(tmp_path / "weights.pt"))
+    assert data.source == str(tmp_path / "images") and data.num_classes == 10
+    assert session.images(str(tmp_path / "weights.pt")).shape == (8, 3, 32, 32)
