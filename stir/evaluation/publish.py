@@ -11,7 +11,7 @@ import logging
 import math
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from stir import atomic
 from stir.config.schema import LoggerConfig
@@ -88,15 +88,54 @@ def summary_keys(report: Report) -> Dict[str, float]:
     return out
 
 
+_MODEL_COLUMNS = ("m1 (ref)", "m2 (target)", "model", "ref", "target", "m1 (ref) \\ m2 (target)", "pair")
+
+
+def readable(rows: List[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """Display rows for people: models by short name, undefined values as "-", notes as [i] markers.
+
+    Returns the rows and the distinct notes, each to be printed once below the table (a self pair
+    or a matrix repeats the same note on many rows). A path given as a model (a bare checkpoint)
+    shows as its last part; "nan" (e.g. the undefined directions of a self pair) shows as "-".
+    """
+    notes: List[str] = []
+    out = []
+    for row in rows:
+        new = {}
+        for key, value in row.items():
+            if key == "notes":
+                marks = []
+                for note in [n.strip() for n in str(value or "").split(";") if n.strip()]:
+                    if note not in notes:
+                        notes.append(note)
+                    marks.append(f"[{notes.index(note) + 1}]")
+                new[key] = " ".join(marks)
+            elif key in _MODEL_COLUMNS and isinstance(value, str) and "/" in value:
+                path = Path(value)  # a checkpoint file shows with its folder: seed0/weights.pt
+                new[key] = f"{path.parent.name}/{path.name}" if path.suffix else path.name
+            elif isinstance(value, str) and value.strip().lower().startswith("nan"):
+                new[key] = "-"
+            elif isinstance(value, float) and math.isnan(value):
+                new[key] = "-"
+            else:
+                new[key] = value
+        out.append(new)
+    return out, notes
+
+
 def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, Any], run_name: str,
             tags: Optional[List[str]] = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     sections = [f"# {report.title}\n"]
     for name, (rows, columns) in report.tables.items():
         write_csv(rows, out / f"{name}.csv", columns)
-        shown = report.display.get(name, rows)
+        shown, notes = readable(report.display.get(name, rows))
+        below = "".join(f"\n[{i}] {note}" for i, note in enumerate(notes, 1))
         write_markdown(shown, out / f"{name}.md", title=f"{report.title}: {name}")
-        log.info("%s\n%s", name, format_table(shown))
+        if notes:
+            with open(out / f"{name}.md", "a", encoding="utf-8") as f:
+                f.write("\n" + "\n".join(f"[{i}] {note}  " for i, note in enumerate(notes, 1)) + "\n")
+        log.info("%s\n%s%s", name, format_table(shown), below)
         sections.append(f"## {name}\n\nfile: `{name}.csv`\n")
     for name, path in report.figures.items():
         sections.append(f"![{name}]({Path(path).name})\n")
