@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's dashboard PNG from local data only (no network, no W&B): a synthetic CIFAR-10 in the
 # official layout, tiny zoo models (width 4, a few epochs), a pair, a matrix and an incremental chain,
-# then `python -m stir.reporting.dashboard png`. About 10 minutes on 2 idle CPU cores.
+# then `python -m stir.reporting.dashboard png`. About 40 minutes on 2 busy CPU cores.
 #   bash bench/dashboard_demo.sh /tmp/stir-demo docs/dashboard.png
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +17,7 @@ python train.py -m loss=vanilla,at seed=0,1 "${TRAIN[@]}" runs_dir=$DEMO/runs
 ZOO=$(printf '"%s",' "${TRAIN[@]}"); ZOO="zoo.overrides=[${ZOO%,}]"
 EVAL=("$ZOO" zoo.runs_dir=$DEMO/runs out_dir=$DEMO/results n=40 k=2 inversion.steps=40 logger.wandb.mode=disabled)
 python evaluate.py ref=at target=vanilla "${EVAL[@]}"
+EVAL+=(iri=arbitrary)  # the rest: STIR only (adversarial IRIs double the inversions)
 python evaluate.py ref=at target=at_s1 "${EVAL[@]}"
 python evaluate.py ref=vanilla target=vanilla_s1 "${EVAL[@]}"
 python evaluate.py experiment=relative_robustness 'experiment.models=[at,at_s1,vanilla,vanilla_s1]' "${EVAL[@]}"

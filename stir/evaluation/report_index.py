@@ -92,10 +92,10 @@ def _markdown(index: Dict[str, Dict[str, Any]]) -> str:
         keys = sorted({k for _, e in entries for k in e["settings"]}
                       if len(entries) > 1 else set())
         keys = [k for k in keys if len({json.dumps(e["settings"].get(k), default=str) for _, e in entries}) > 1]
-        lines += [f"## {name}\n", "| folder | updated | " + " | ".join(keys) + " |",
-                  "|---|---|" + "---|" * len(keys)]
+        header = ["folder", "updated", *keys]
+        lines += [f"## {name}\n", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for folder, e in entries:
-            cells = [json.dumps(e["settings"].get(k), default=str) for k in keys]
-            lines.append(f"| {folder} | {e['updated']} | " + " | ".join(cells) + " |")
+            cells = [folder, e["updated"], *(json.dumps(e["settings"].get(k), default=str) for k in keys)]
+            lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines) + "\n"

@@ -120,7 +120,7 @@ def _training_curves(runs: Path) -> Dict[str, Dict[str, Dict[int, List[float]]]]
 
 
 def _latest(results: Path, pattern: str) -> Optional[Path]:
-    found = sorted(results.glob(pattern), key=lambda p: p.stat().st_mtime)
+    found = sorted((p for p in results.glob(pattern) if not p.parent.is_symlink()), key=lambda p: p.stat().st_mtime)
     return found[-1] if found else None
 
 
@@ -138,7 +138,7 @@ def draw_local(runs: Path, results: Path, out: Path) -> Path:
                 ax.plot([e + 1 for e in epochs], mean, marker="o", label=recipe)
         ax.set(title=f"Training: {label} (mean over seeds)", xlabel="epoch")
         if ax.has_data():
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=6)
     ax = axes[1, 0]
     matrix = _latest(Path(results), "*/matrix_stir.csv")
     if matrix is not None:
@@ -154,16 +154,23 @@ def draw_local(runs: Path, results: Path, out: Path) -> Path:
         fig.colorbar(im, ax=ax)
     ax.set(title="STIR matrix: STIR(column | row)", xlabel="m2 (target)", ylabel="m1 (ref)")
     ax = axes[1, 1]
+    points: Dict[str, list] = defaultdict(list)  # direction -> [(cka, stir, pair)]
     for record in sorted(Path(results).glob("*/record.json")):
+        if record.parent.is_symlink():  # results/<name> links the latest report: counted once, by its folder
+            continue
         keys = json.loads(record.read_text()).get("summary_keys", {})
-        if "linear_cka" in keys:
-            for direction, marker in (("stir_m2_given_m1", "o"), ("stir_m1_given_m2", "^")):
-                if direction in keys:
-                    ax.scatter(keys["linear_cka"], keys[direction], marker=marker,
-                               label=f"{record.parent.name.rsplit('-', 1)[0]}: {direction}")
+        for direction in ("stir_m2_given_m1", "stir_m1_given_m2"):
+            if "linear_cka" in keys and direction in keys:
+                points[direction].append((keys["linear_cka"], keys[direction], record.parent.name.rsplit("-", 1)[0]))
+    for direction, marker in (("stir_m2_given_m1", "o"), ("stir_m1_given_m2", "^")):
+        if points[direction]:
+            xs, ys, labels = zip(*points[direction])
+            ax.scatter(xs, ys, marker=marker, label=direction.replace("stir_", "STIR ").replace("_given_", " | "))
+            for x, y, label in zip(xs, ys, labels):
+                ax.annotate(label.removeprefix("pair_"), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
     ax.set(title="Directional STIR vs CKA (one point per pair report)", xlabel="linear CKA", ylabel="STIR")
     if ax.has_data():
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=7)
     ax = axes[1, 2]
     incremental = _latest(Path(results), "*/incremental.csv")
     if incremental is not None:
