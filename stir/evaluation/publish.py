@@ -88,6 +88,7 @@ def summary_keys(report: Report) -> Dict[str, float]:
     return out
 
 
+_NOTE_SPLIT = re.compile(r";\s*(?=(?:similarity|m\d\|m\d|[\w.]+ vs [\w.]+):)")
 _MODEL_COLUMNS = ("m1 (ref)", "m2 (target)", "model", "ref", "target", "m1 (ref) \\ m2 (target)", "pair")
 
 
@@ -105,7 +106,9 @@ def readable(rows: List[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[str
         for key, value in row.items():
             if key == "notes":
                 marks = []
-                for note in [n.strip() for n in str(value or "").split(";") if n.strip()]:
+                # Notes are "; "-joined, each starting with its source ("similarity: ", "m2|m1: "); a
+                # note may itself contain "; ", so split only before a source.
+                for note in [n.strip() for n in _NOTE_SPLIT.split(str(value or "")) if n.strip()]:
                     if note not in notes:
                         notes.append(note)
                     marks.append(f"[{notes.index(note) + 1}]")

@@ -8,14 +8,14 @@ from stir.evaluation.experiments import Report
 def test_display_rows_use_short_names_dashes_and_numbered_notes():
     rows = [
         {"m1 (ref)": "/data/runs/cifar10/resnet18/at/seed0/weights.pt", "m2 (target)": "at", "STIR(m2|m1)": "nan ± nan",
-         "linear_cka": math.nan, "notes": "similarity: identical models; m2|m1: 3 of 8 IRIs above tolerance"},
+         "linear_cka": math.nan, "notes": "similarity: identical models; m2|m1: 3 of 8 IRIs above tolerance; raise inversion.steps"},
         {"m1 (ref)": "at", "m2 (target)": "vanilla", "STIR(m2|m1)": "0.512 ± 0.010", "linear_cka": 0.7,
-         "notes": "m2|m1: 3 of 8 IRIs above tolerance"},
+         "notes": "m2|m1: 3 of 8 IRIs above tolerance; raise inversion.steps"},
     ]
     shown, notes = readable(rows)
     assert shown[0]["m1 (ref)"] == "seed0/weights.pt" and shown[1]["m1 (ref)"] == "at"
     assert shown[0]["STIR(m2|m1)"] == "-" and shown[0]["linear_cka"] == "-" and shown[1]["linear_cka"] == 0.7
-    assert notes == ["similarity: identical models", "m2|m1: 3 of 8 IRIs above tolerance"]  # each once
+    assert notes == ["similarity: identical models", "m2|m1: 3 of 8 IRIs above tolerance; raise inversion.steps"]
     assert (shown[0]["notes"], shown[1]["notes"]) == ("[1] [2]", "[2]")
 
 
