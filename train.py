@@ -8,8 +8,11 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from stir.cli import one_line_errors
+from stir.config import ConfigError
 from stir.config.store import register_configs, train_config
 from stir.training.pipeline import train
+from stir.training.runs import RecipeMismatchError
 
 log = logging.getLogger("train")
 register_configs()
@@ -17,8 +20,9 @@ register_configs()
 
 @hydra.main(config_path=str(Path(__file__).resolve().parent / "configs"), config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    config = train_config(cfg)  # typed and validated before any work
-    run_dir = train(config)
+    with one_line_errors(ConfigError, RecipeMismatchError):
+        config = train_config(cfg)  # typed and validated before any work
+        run_dir = train(config)
     log.info("run folder: %s", run_dir)
 
 

@@ -1,28 +1,86 @@
 """Atomic file writes: a temp file in the same folder, fsynced, then os.replace.
 
 A kill at any moment leaves either the old file or the new one, never a truncated file that would
-block or corrupt the next run.
+block or corrupt the next run. The file gets the permissions a plain ``open(path, "w")`` would give
+(0666 minus the umask), not ``mkstemp``'s private 0600, so a group sharing ``runs/`` or ``results/``
+can read what another member wrote. The temp file's name carries the writer's host and pid
+(``.<name>.<host>-<pid>.<random>.tmp``); a temp file left by a killed writer on this host is removed
+by the next write to the same folder (one of another host is removed once it is a day old).
 """
 from __future__ import annotations
 
 import io
 import json
 import os
+import socket
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Union
 
 import torch
 
 PathLike = Union[str, os.PathLike]
+STALE_AFTER_S = 24 * 3600  # a temp file of another host this old is abandoned (no write takes a day)
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux /proc)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: the classic read-and-restore (not thread-safe, brief)
+    os.umask(mask)
+    return mask
+
+
+def _host() -> str:
+    return socket.gethostname().replace(".", "_").replace("-", "_") or "host"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_tmp(folder: PathLike) -> int:
+    """Remove temp files of this module left in ``folder`` by writers that no longer run; the count."""
+    folder = Path(folder)
+    removed = 0
+    if not folder.is_dir():
+        return 0
+    host = _host()
+    for tmp in folder.glob(".*.tmp"):
+        parts = tmp.name.rsplit(".", 3)  # ['.<name>', '<host>-<pid>', '<random>', 'tmp']
+        if len(parts) != 4 or "-" not in parts[1]:
+            continue
+        owner_host, _, pid = parts[1].rpartition("-")
+        try:
+            stale = (not _alive(int(pid))) if owner_host == host else time.time() - tmp.stat().st_mtime > STALE_AFTER_S
+            if stale:
+                tmp.unlink()
+                removed += 1
+        except (ValueError, FileNotFoundError):
+            continue
+    return removed
 
 
 def write_bytes(path: PathLike, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    remove_stale_tmp(path.parent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{_host()}-{os.getpid()}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~current_umask())  # what open(path, "w") would give
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -99,6 +99,9 @@ class WandbConfig:
     mode: str = "offline"  # offline | online | disabled
     project: str = "stir"
     entity: Optional[str] = None
+    log_model: bool = True  # train.py: the finished weights.pt as a W&B model artifact
+    # evaluate.py: a rerun served entirely from the results store logs no new W&B run unless true
+    log_cached: bool = False
 
 
 @dataclass

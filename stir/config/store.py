@@ -1,8 +1,11 @@
 """Register the typed schema with Hydra and turn a composed DictConfig into checked dataclasses."""
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import typing
 from pathlib import Path
-from typing import Sequence, Type, TypeVar
+from typing import List, Sequence, Type, TypeVar
 
 from hydra import compose as hydra_compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
@@ -11,7 +14,7 @@ from hydra.initialize import get_gh_backup, restore_gh_from_backup
 from omegaconf import DictConfig, OmegaConf
 
 from stir.config.schema import TrainConfig
-from stir.config.validate import validate_train
+from stir.config.validate import ConfigError, validate_train
 
 T = TypeVar("T")
 
@@ -21,8 +24,32 @@ def register_configs() -> None:
     ConfigStore.instance().store(name="train_schema", node=TrainConfig)
 
 
+def unknown_keys(cfg: DictConfig, schema: type, prefix: str = "") -> List[str]:
+    """Keys of ``cfg`` that ``schema`` (a dataclass) does not declare, each with a close match if any.
+
+    Hydra's ``+key=value`` appends a key even to a typed node; nothing would read it, so a typo
+    such as ``+trainer.max_epoch=1`` would silently train for the default number of epochs.
+    """
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    problems = []
+    for key in cfg.keys():
+        full = f"{prefix}{key}"
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), list(fields), n=1)
+            problems.append(f"{full}" + (f" (did you mean {prefix}{close[0]}?)" if close else ""))
+            continue
+        sub = cfg._get_node(key)
+        field_type = typing.get_type_hints(schema).get(str(key))
+        if isinstance(sub, DictConfig) and dataclasses.is_dataclass(field_type):
+            problems += unknown_keys(sub, field_type, f"{full}.")
+    return problems
+
+
 def to_dataclass(cfg: DictConfig, schema: Type[T]) -> T:
     """The composed config as an instance of its schema (types already checked by OmegaConf)."""
+    unknown = unknown_keys(cfg, schema)
+    if unknown:
+        raise ConfigError(f"unknown config key(s): {', '.join(unknown)}; see `--help` or {schema.__name__} for the keys")
     obj = OmegaConf.to_object(cfg)
     if not isinstance(obj, schema):
         raise TypeError(f"config is a {type(obj).__name__}, expected {schema.__name__}: is the schema first in defaults?")

@@ -7,12 +7,12 @@ converts (:func:`stir.data.to_float`). Keeping uint8 until then moves 4x fewer b
 from __future__ import annotations
 
 import logging
-from typing import Optional
+from typing import Iterator, Optional
 
 import lightning as L
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Sampler, TensorDataset
 
 from stir.config.schema import DataConfig
 from stir.data.dataset import Dataset
@@ -23,6 +23,27 @@ log = logging.getLogger(__name__)
 
 SPLIT_NAMES = ("train", "holdout", "test")
 TEST_ORDER_SEED = 0  # the one fixed order of the test split (see setup)
+
+
+class EpochShuffle(Sampler[int]):
+    """A random permutation of ``range(n)`` per epoch, drawn from ``(seed, epoch)`` only.
+
+    Unlike a DataLoader generator that advances from epoch to epoch, nothing here depends on how
+    many epochs this process has already run: a resumed run continues the uninterrupted order.
+    """
+
+    def __init__(self, n: int, seed: int) -> None:
+        self.n, self.seed, self.epoch = n, int(seed), 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __iter__(self) -> Iterator[int]:
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+        return iter(torch.randperm(self.n, generator=g).tolist())
+
+    def __len__(self) -> int:
+        return self.n
 
 
 class StirDataModule(L.LightningDataModule):
@@ -75,7 +96,12 @@ class StirDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         seed = self.shuffle_seed if self.shuffle_seed is not None else torch.initial_seed()
-        return self._loader("train", self.cfg.batch_size, shuffle=True, generator=torch.Generator().manual_seed(seed))
+        images, labels = self.split_tensors("train")
+        # The order of epoch e is a function of (seed, e) alone (Lightning calls set_epoch before each
+        # epoch), so a run resumed at epoch e sees the batches the uninterrupted run would have seen.
+        return DataLoader(TensorDataset(images, labels), batch_size=self.cfg.batch_size,
+                          sampler=EpochShuffle(len(labels), seed), num_workers=0,
+                          pin_memory=torch.cuda.is_available())
 
     def val_dataloader(self) -> DataLoader:
         return self._loader("holdout", self.cfg.eval_batch_size, shuffle=False)

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 
 from stir import similarity
 from stir.evaluation.convergence import convergence_record, curve, pool_quality, refuse_failed, summary
-from stir.evaluation.keys import DIRECTION, Images, Plan, direction_key, identities, lookup, plan_for, save
+from stir.evaluation.keys import DIRECTION, Images, Plan, computed, direction_key, identities, lookup, plan_for
 from stir.evaluation.observe import check_models, measure_value, observe
 from stir.evaluation.results import DirectionResult, Stat
 from stir.evaluation.store import ResultStore
@@ -71,8 +71,8 @@ def evaluate_direction(
     result = lookup(store, DIRECTION, key, DirectionResult.from_dict)
     if result is None:
         check_models(plan.images, [(names[0], m_ref, tap_ref), (names[1], m_tgt, tap_tgt)])
-        result = _direction(m_ref, m_tgt, tap_ref, tap_tgt, plan, names, ids)
-        save(store, DIRECTION, key, result, record)
+        result = computed(store, DIRECTION, key, DirectionResult.from_dict, record,
+                          lambda: _direction(m_ref, m_tgt, tap_ref, tap_tgt, plan, names, ids))
     return replace(result, ref=names[0], target=names[1])
 
 

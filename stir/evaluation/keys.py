@@ -3,7 +3,8 @@
 A direction's key holds both models' identities and taps, the images' digest, n, k, the IRI kind,
 the measure, every InversionConfig field that can change a reported number (``steps`` and
 ``precision`` resolved, FakeReLU resolved) and, for adversarial results, the difficulty settings.
-``lookup`` / ``save`` read and write the ``ResultStore`` by kind and key.
+``lookup`` / ``save`` read and write the ``ResultStore`` by kind and key; ``computed`` computes a
+missing result under the key's lock, so two processes never compute the same one twice.
 """
 from __future__ import annotations
 
@@ -160,3 +161,21 @@ def lookup(store: Optional[ResultStore], kind: str, key: str, parse: Callable[[D
 def save(store: Optional[ResultStore], kind: str, key: str, result, record: Optional[Dict[str, Any]]) -> None:
     if store is not None:
         store.put(kind, key, result.to_dict(), record)
+
+
+def computed(store: Optional[ResultStore], kind: str, key: str, parse: Callable[[Dict[str, Any]], Any],
+             record: Optional[Dict[str, Any]], compute: Callable[[], Any]):
+    """``compute()`` saved under ``key``, unless another process stored it meanwhile.
+
+    Under the store's lock of ``key``: a second process needing the same result waits for the
+    first, then reads its entry instead of computing it again.
+    """
+    if store is None:
+        return compute()
+    with store.lock(kind, key):
+        entry = store.get(kind, key, validate=parse, recheck=True)
+        result = None if entry is None else parse(entry["result"])
+        if result is None:
+            result = compute()
+            save(store, kind, key, result, record)
+    return result

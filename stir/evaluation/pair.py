@@ -53,7 +53,7 @@ from torch import nn
 
 from stir.evaluation.direction import DEFAULT_TAP, _direction, evaluate_direction
 from stir.evaluation.keys import (
-    DIRECTION, SIMILARITY, Images, Plan, direction_key, identities, lookup, make_plan, plan_for, save, similarity_key,
+    DIRECTION, SIMILARITY, Images, Plan, direction_key, computed, identities, lookup, make_plan, plan_for, similarity_key,
 )
 from stir.evaluation.observe import check_models, observe
 from stir.evaluation.results import DIRECTIONS, DirectionResult, PairResult, SimilarityResult, Stat
@@ -117,14 +117,15 @@ def evaluate_pair(
         with frozen(m1, m2), torch.no_grad():
             reps = [observe(m, plan.images, tap, plan.batch_size)[0] for m, tap in zip(models, taps)]  # (n, d_i) once
         if sim is None:
-            sim = _similarity(plan, names, ids, taps, reps[0], reps[1])
-            save(store, SIMILARITY, sim_key, sim, record)
+            sim = computed(store, SIMILARITY, sim_key, SimilarityResult.from_dict, record,
+                           lambda: _similarity(plan, names, ids, taps, reps[0], reps[1]))
         for d in directions:
             if by_key[keys[d]] is None:
                 r, t = roles[d]
-                by_key[keys[d]] = _direction(models[r], models[t], taps[r], taps[t], plan, (names[r], names[t]),
-                                             (ids[r], ids[t]), tgt_rep=None if plan.resampled else reps[t])
-                save(store, DIRECTION, keys[d], by_key[keys[d]], record)
+                by_key[keys[d]] = computed(
+                    store, DIRECTION, keys[d], DirectionResult.from_dict, record,
+                    lambda: _direction(models[r], models[t], taps[r], taps[t], plan, (names[r], names[t]),
+                                       (ids[r], ids[t]), tgt_rep=None if plan.resampled else reps[t]))
     return _combine(plan, names, ids, taps, sim, {d: by_key[keys[d]] for d in directions})
 
 

@@ -21,6 +21,7 @@ from stir.config.evaluate_schema import EvaluateConfig
 from stir.config.schema import DataConfig
 from stir.config.validate import ConfigError
 from stir.data import StirDataModule, to_float
+from stir.evaluation.report_index import report_dir, report_settings
 from stir.evaluation.store import ResultStore
 from stir.evaluation.zoo import Zoo, ZooModel, load_model
 from stir.models import sources
@@ -66,7 +67,9 @@ class Session:
     zoo: Zoo
     store: ResultStore
     device: torch.device
-    out: Path  # results/<experiment name>/
+    out: Path  # results/<name>-<settings hash>/ (stir.evaluation.report_index)
+    name: str = ""  # the report's name: the experiment, or pair_<ref>_vs_<target>
+    settings: Dict[str, Any] = field(default_factory=dict)  # what the report's folder name hashes
     _models: Dict[str, nn.Module] = field(default_factory=dict)
     _resolved: Dict[str, Resolved] = field(default_factory=dict)
     _images: Dict[Any, Tensor] = field(default_factory=dict)
@@ -83,7 +86,10 @@ class Session:
         name = cfg.experiment.name
         if cfg.experiment.kind == "pair":  # one folder per pair, named after it
             name = "pair_" + "_vs_".join(Path(m).name.replace(" ", "_").replace(":", "-") for m in (cfg.ref, cfg.target))
-        return cls(cfg=cfg, zoo=zoo, store=ResultStore(root / "store"), device=pick_device(cfg.device), out=root / name)
+        # One folder per name and settings (results/<name>-<hash>/, results/<name> -> the latest).
+        settings = report_settings(cfg)
+        return cls(cfg=cfg, zoo=zoo, store=ResultStore(root / "store"), device=pick_device(cfg.device),
+                   out=report_dir(root, name, settings), name=name, settings=settings)
 
     def model(self, name: str) -> Resolved:
         """The finished run of a zoo name / path (trained first when train_missing=true), or a model
@@ -169,8 +175,25 @@ class Session:
         config = (model.run_dir if model.run_dir.is_dir() else model.run_dir.parent) / "config.yaml"
         if config.is_file():
             return DataConfig(**OmegaConf.to_container(OmegaConf.load(config))["data"])
-        log.warning("%s has no config.yaml: taking images from the default data config", name)
-        return DataConfig()
+        if self.cfg.zoo.data_source:  # a bare checkpoint: the evaluation's local data set
+            log.info("%s has no config.yaml: taking images from zoo.data_source=%s", name, self.cfg.zoo.data_source)
+            base = OmegaConf.structured(DataConfig(source=self.cfg.zoo.data_source, **self._checkpoint_data(model)))
+            # zoo.overrides' data.* keys (e.g. data.holdout_size=10 for a small set) apply as to every recipe.
+            extra = OmegaConf.from_dotlist([o[len("data."):] for o in self.cfg.zoo.overrides if o.startswith("data.")])
+            return OmegaConf.to_object(OmegaConf.merge(base, extra))
+        log.warning("%s has no config.yaml: taking images from the default data config "
+                    "(zoo.data_source=PATH for a local data set)", name)
+        return DataConfig(**self._checkpoint_data(model))
+
+    @staticmethod
+    def _checkpoint_data(model: ZooModel) -> Dict[str, Any]:
+        """The data set name and class count a weights.pt records (empty for other checkpoints)."""
+        from stir.training.runs import resolve_weights_file
+
+        blob = torch.load(resolve_weights_file(str(model.run_dir)), map_location="cpu", weights_only=True)
+        if isinstance(blob, dict) and "num_classes" in blob and "data" in blob:
+            return {"name": blob["data"], "num_classes": blob["num_classes"]}
+        return {}
 
     def images(self, name: str, offset: int = 0) -> Tensor:
         """X: ``n`` images of ``split`` of model ``name``'s data set, chosen by ``image_seed + offset``;
@@ -205,6 +228,19 @@ class Session:
         return {"data": data.name, "source": data.source or f"torchvision {data.name} under {data.root}",
                 "chosen_by": "data= (a model of another source)" if isinstance(self.model(name), SourcedModel)
                 else f"the training data of {name}"}
+
+    def model_references(self) -> Dict[str, Dict[str, Any]]:
+        """Every model this session resolved: its recipe (train.py command), weights hash and W&B artifact."""
+        from stir.training.runs import model_artifact_name, recipe_of
+
+        out = {}
+        for name, model in self._resolved.items():
+            if isinstance(model, SourcedModel):  # not trained here: its source's record
+                out[name] = dict(model.loaded.record)
+                continue
+            out[name] = {"command": model.command, "sha256": model.identity, "run_dir": str(model.run_dir),
+                         "artifact": f"{model_artifact_name(recipe_of(model.config))}:latest" if model.config else None}
+        return out
 
     def record(self, *names: str) -> Dict[str, Any]:
         """Provenance stored beside every result: resolved config, models, images (X: the first model's)."""

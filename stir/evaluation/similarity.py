@@ -8,7 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from stir import similarity
-from stir.evaluation.keys import SIMILARITY, Images, Plan, identities, lookup, plan_for, save, similarity_key
+from stir.evaluation.keys import SIMILARITY, Images, Plan, computed, identities, lookup, plan_for, similarity_key
 from stir.evaluation.observe import check_models, measure_value, observe
 from stir.evaluation.results import SimilarityResult
 from stir.evaluation.store import ResultStore
@@ -44,8 +44,8 @@ def evaluate_similarity(
         with frozen(m1, m2), torch.no_grad():
             rep1 = observe(m1, plan.images, tap1, plan.batch_size)[0]
             rep2 = observe(m2, plan.images, tap2, plan.batch_size)[0]
-        result = _similarity(plan, names, ids, (tap1, tap2), rep1, rep2)
-        save(store, SIMILARITY, key, result, record)
+        result = computed(store, SIMILARITY, key, SimilarityResult.from_dict, record,
+                          lambda: _similarity(plan, names, ids, (tap1, tap2), rep1, rep2))
     return replace(result, ref=names[0], target=names[1])
 
 

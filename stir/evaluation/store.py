@@ -11,6 +11,10 @@ A run killed mid-experiment leaves every finished measurement on disk and no par
 (``stir.atomic.write_json``: temp file + rename), so the rerun recomputes only what is missing. A
 file that fails to parse or to validate is logged, moved aside to ``<key>.json.corrupt`` and
 treated as missing: recomputed, never trusted.
+
+Two processes that need the same missing result do not both compute it: ``ResultStore.lock(kind,
+key)`` is a file lock (``<root>/.locks/<kind>/<key>.lock``) that the second waits on, then finds
+the first one's entry.
 """
 from __future__ import annotations
 
@@ -18,9 +22,12 @@ import hashlib
 import json
 import logging
 import os
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Union
+
+from filelock import FileLock, Timeout
 
 from stir.atomic import write_json
 from stir.provenance import library_versions
@@ -60,18 +67,23 @@ class ResultStore:
     def path(self, kind: str, key: str) -> Path:
         return self.root / kind / f"{key}.json"
 
-    def get(self, kind: str, key: str, validate: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Optional[Dict[str, Any]]:
+    def get(self, kind: str, key: str, validate: Optional[Callable[[Dict[str, Any]], Any]] = None,
+            recheck: bool = False) -> Optional[Dict[str, Any]]:
         """The stored entry (a dict with ``result`` and provenance), or None when there is none.
 
         ``validate(entry["result"])`` (e.g. ``DirectionResult.from_dict``) runs on a found entry;
         if it raises, or the file does not parse or lacks a required field, the file is moved aside
         and None is returned (counted as a miss).
+
+        ``recheck=True``: the lookup under ``lock`` after a counted miss; a found entry (stored by
+        another process meanwhile) turns that miss into a hit, a missing one counts nothing.
         """
         entry = self._load(self.path(kind, key), kind, key, validate)
         if entry is None:
-            self.misses += 1
+            self.misses += 0 if recheck else 1
         else:
             self.hits += 1
+            self.misses -= 1 if recheck else 0
             log.info("result store hit: %s/%s", kind, key)
         return entry
 
@@ -90,6 +102,22 @@ class ResultStore:
         write_json(path, entry)
         log.info("result stored: %s", path)
         return path
+
+    @contextmanager
+    def lock(self, kind: str, key: str) -> Iterator[None]:
+        """Hold the lock of one measurement: look up again inside, compute and ``put`` only if still missing."""
+        path = self.root / ".locks" / kind / f"{key}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(path))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            log.info("another process is computing %s/%s; waiting for its result", kind, key[:12])
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
 
     def entries(self, kind: str, validate: Optional[Callable[[Dict[str, Any]], Any]] = None) -> List[Dict[str, Any]]:
         """Every valid entry of ``kind``, in file-name order; invalid files are moved aside."""

@@ -22,7 +22,7 @@ from torch import nn
 from stir.config.schema import TrainConfig
 from stir.config.store import compose_train
 from stir.models import Network, build, channel_stats
-from stir.training.runs import RunFolder, load_state_dict, recipe_dir, resolve_weights_file, weights_identity
+from stir.training.runs import RecipeMismatchError, RunFolder, load_state_dict, recipe_dir, resolve_weights_file, weights_identity
 
 log = logging.getLogger(__name__)
 
@@ -151,11 +151,16 @@ class Zoo:
         run_dir = recipe_dir(cfg)
         command = "python train.py " + " ".join(shlex.quote(o) for o in self.overrides(name))
         model = ZooModel(name=name, run_dir=run_dir, config=cfg, command=command)
-        if must_exist and not RunFolder(run_dir).finished:
+        folder = RunFolder(run_dir)
+        if must_exist and not folder.finished:
             raise MissingModelError(
                 f"zoo model {name!r} is not trained: no finished run in {run_dir}. Train it with\n    {command}\n"
                 f"or pass train_missing=true to train missing models first"
             )
+        try:  # the folder must hold this recipe, or evaluation would measure another model
+            folder.check(cfg)
+        except RecipeMismatchError as err:
+            raise RecipeMismatchError(f"zoo model {name!r} (`{command}`): {err}") from None
         return model
 
     def ensure(self, name: str, train_missing: bool) -> ZooModel:

@@ -3,15 +3,23 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Dict, Iterator
 
 import lightning as L
+import torch
+from lightning.pytorch.loggers import WandbLogger
+from torch import nn
 
 from stir.config.schema import TrainConfig
 from stir.data import StirDataModule
 from stir.models import build, channel_stats
 from stir.provenance import library_versions
-from stir.training.runs import RunFolder, load_state_dict, recipe_dir, weights_identity
+from stir.training.runs import (
+    RunFolder, checkpoint_model, load_state_dict, model_artifact_name, recipe_dir, recipe_group, recipe_of,
+    weights_identity,
+)
 from stir.training.system import RobustClassifier
 from stir.training.trainer import build_loggers, build_trainer
 
@@ -19,34 +27,75 @@ log = logging.getLogger(__name__)
 
 
 def train(cfg: TrainConfig) -> Path:
-    """Train ``cfg``'s recipe (or finish it) and return its run folder."""
+    """Train ``cfg``'s recipe (or finish it) and return its run folder.
+
+    A folder holding another recipe is refused (RecipeMismatchError naming the keys) before
+    anything is skipped; a second process on the same folder waits for the first, then reuses it.
+    """
     run = RunFolder(recipe_dir(cfg))
-    if run.finished and not cfg.retrain:
-        log.info("%s is finished; skipping (retrain=true trains it again)", run.path)
-        return run.path
+    L.seed_everything(cfg.seed, workers=True)
+    network = build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name))
+    if cfg.init_from:  # a model update: start from earlier weights, train on this recipe's data
+        load_init(network, cfg)  # before any folder or lock is made: a wrong checkpoint leaves nothing behind
+    with run.lock():
+        if not cfg.retrain:
+            run.check(cfg)
+            if run.finished:
+                log.info("%s is finished; skipping (retrain=true trains it again)", run.path)
+                return run.path
+        return _train_locked(cfg, run, network)
+
+
+def _train_locked(cfg: TrainConfig, run: RunFolder, network: nn.Module) -> Path:
     if cfg.retrain:
         run.archive()
     run.prepare(cfg)
+    with _log_to(run.path / "train.log"):
+        return _fit(cfg, run, network)
 
-    L.seed_everything(cfg.seed, workers=True)
+
+@contextmanager
+def _log_to(path: Path) -> Iterator[None]:
+    """Append this process's log records to ``path`` (the run's own log, beside its checkpoints)."""
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module) -> Path:
+
     data = StirDataModule(cfg.data, shuffle_seed=cfg.seed)
-    network = build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name))
-    if cfg.init_from:  # a model update: start from earlier weights, train on this recipe's data
-        network.load_state_dict(load_state_dict(cfg.init_from))
     system = RobustClassifier(
         network, cfg.loss, cfg.attack, cfg.eval_attack, cfg.optim, augment=cfg.data.augment,
         robust_val_every=cfg.trainer.robust_val_every_n_epochs, robust_val_size=cfg.trainer.robust_val_size,
         robust_test_size=cfg.trainer.robust_test_size, channels_last=cfg.trainer.channels_last,
     )
-    loggers = build_loggers(cfg.logger, run.path, run_name=_run_name(run.path, cfg.runs_dir))
+    name = _run_name(run.path, cfg.runs_dir)
+    recipe = recipe_of(cfg)
+    loggers = build_loggers(cfg.logger, run.path, run_name=name, config=wandb_config(cfg, recipe, run.path),
+                            group=f"{name.rsplit('/seed', 1)[0]}:{recipe_group(recipe)[:8]}",
+                            tags=[cfg.data.name, cfg.model.arch, cfg.loss.name])
     trainer = build_trainer(cfg.trainer, loggers, run.path)
-    trainer.fit(system, datamodule=data, ckpt_path=run.resume_point())
+    log.info("%s: %s width %d, %.2fM parameters, %s", run.path, cfg.model.arch, cfg.model.width,
+             sum(p.numel() for p in network.parameters()) / 1e6, cfg.loss.name)
+    resume = run.resume_point()
+    resumed_from = torch.load(resume, map_location="cpu", weights_only=False)["epoch"] + 1 if resume else None
+    trainer.fit(system, datamodule=data, ckpt_path=resume)
     (test_metrics,) = trainer.test(system, datamodule=data)
 
     if trainer.is_global_zero:
         record = {
             "seed": cfg.seed,
             "epochs": trainer.current_epoch,
+            # The epoch a resumed attempt started at (None: trained in one go). Shuffle order and the
+            # random streams are restored from the checkpoint, so it matches an uninterrupted run.
+            "resumed_from_epoch": resumed_from,
             "train_indices_count": len(data.train_indices),
             "init_from": cfg.init_from,
             "init_from_sha256": weights_identity(cfg.init_from) if cfg.init_from else None,
@@ -55,10 +104,52 @@ def train(cfg: TrainConfig) -> Path:
         }
         run.finish(network, cfg, {k: float(v) for k, v in test_metrics.items()}, record)
         log.info("finished %s: %s", run.path, {k: round(float(v), 4) for k, v in test_metrics.items()})
+        if cfg.logger.wandb.log_model:
+            _log_model_artifact(loggers, run, recipe, {k: float(v) for k, v in test_metrics.items()})
     for logger in loggers:
         logger.finalize("success")
     _finish_wandb()
     return run.path
+
+
+def wandb_config(cfg: TrainConfig, recipe: Dict[str, Any], run_dir: Path) -> Dict[str, Any]:
+    """The W&B run config: the recipe's main fields at top level (for filters and grouping), then all of it."""
+    return {
+        "loss": cfg.loss.name, "arch": cfg.model.arch, "width": cfg.model.width, "data": cfg.data.name,
+        "train_size": cfg.data.train_size, "seed": cfg.seed,
+        "beta": cfg.loss.beta if cfg.loss.name in ("trades", "mart") else None,
+        "eps": cfg.attack.eps if cfg.loss.name != "vanilla" else None,
+        "attack_steps": cfg.attack.steps if cfg.loss.name != "vanilla" else None,
+        "lr": cfg.optim.lr, "epochs": cfg.trainer.max_epochs, "init_from": cfg.init_from,
+        "recipe_group": recipe_group(recipe), "artifact": model_artifact_name(recipe),
+        "run_dir": str(run_dir), "recipe": recipe,
+    }
+
+
+def _log_model_artifact(loggers, run: RunFolder, recipe: Dict[str, Any], metrics: Dict[str, float]) -> None:
+    """weights.pt as a W&B model artifact (offline: staged, uploaded by ``wandb sync``)."""
+    import wandb
+
+    for logger in loggers:
+        if isinstance(logger, WandbLogger):
+            artifact = wandb.Artifact(model_artifact_name(recipe), type="model",
+                                      metadata={"recipe": recipe, **metrics, "run_dir": str(run.path)})
+            artifact.add_file(str(run.weights), name="weights.pt")
+            logger.experiment.log_artifact(artifact)
+
+
+def load_init(network: nn.Module, cfg: TrainConfig) -> None:
+    """Load ``cfg.init_from`` into ``network``; a checkpoint of another architecture is named as such."""
+    state = load_state_dict(cfg.init_from)
+    try:
+        network.load_state_dict(state)
+    except RuntimeError as err:
+        made = checkpoint_model(cfg.init_from)
+        have = f"{made['arch']}/{made['width']}" if made else "another architecture"
+        raise ValueError(
+            f"init_from={cfg.init_from}: checkpoint is {have}, recipe is {cfg.model.arch}/{cfg.model.width}; "
+            f"give model=... model.width=... of the checkpoint, or another init_from ({str(err).splitlines()[0]})"
+        ) from None
 
 
 def _run_name(path: Path, runs_dir: str) -> str:

@@ -1,7 +1,8 @@
 """Run folders: one deterministic folder per training recipe, holding everything about the run.
 
     runs/<data>/<arch>[-w<width>]/<loss>[-b<beta>][-eps<eps>][-it<steps>][-n<train_size>][-from<id>]/seed<seed>/
-        config.yaml     resolved config (the recipe), written before training starts
+        config.yaml     resolved config, written before training starts
+        recipe.json     the recipe: every key that changes the trained weights (data.source by content)
         last.ckpt       Lightning checkpoint of the last finished epoch (resume point)
         weights.pt      the network's weights and what it takes to rebuild it (after training)
         metrics.json    clean / robust test accuracy + provenance; its presence marks the run finished
@@ -9,17 +10,24 @@
         wandb/          the offline W&B run(s)
 
 Re-running the same command resumes from ``last.ckpt`` or skips a finished run; a different recipe
-in an existing folder is refused with the keys that differ.
+in an existing folder (finished or not) is refused with the keys that differ, before anything is
+skipped or trained. One process at a time works on a folder: ``RunFolder.lock`` (a file lock
+``<folder>.lock`` beside it) makes a second process wait, then find the run finished and reuse it.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import logging
+import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, Optional
 
 import torch
+from filelock import FileLock, Timeout
 from omegaconf import OmegaConf
 from torch import nn
 
@@ -30,8 +38,9 @@ from stir.provenance import file_sha256
 log = logging.getLogger(__name__)
 
 # Keys that do not change what is trained: where it runs, how it logs, where data is read from.
+# data.source is not among them: it enters the recipe as the identity of its content (source_identity).
 _RUNTIME_KEYS = {
-    "runs_dir", "run_dir", "retrain", "logger", "data.root", "data.source", "data.download", "data.eval_batch_size",
+    "runs_dir", "run_dir", "retrain", "logger", "data.root", "data.download", "data.eval_batch_size",
     "trainer.accelerator", "trainer.devices", "trainer.num_nodes", "trainer.strategy", "trainer.enable_progress_bar",
     "trainer.log_every_n_steps", "trainer.robust_val_every_n_epochs", "trainer.robust_val_size",
     "trainer.channels_last",
@@ -79,6 +88,64 @@ def _recipe(cfg_dict: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in flat.items() if not any(k == r or k.startswith(r + ".") for r in _RUNTIME_KEYS)}
 
 
+class RecipeMismatchError(ValueError):
+    """A run folder holds another recipe than the one asked for."""
+
+
+def source_identity(source: str) -> Dict[str, Any]:
+    """What a local data source is, independent of where it lies.
+
+    A file (a tar of an image tree): its size and content sha256. A folder: the number of files,
+    their total size and a sha256 of the sorted (relative path, size) listing (file contents are not
+    read: 60k images would take too long on every check).
+    """
+    path = Path(source).expanduser()
+    if path.is_file():
+        from stir.provenance import file_sha256
+
+        return {"kind": "file", "bytes": path.stat().st_size, "sha256": file_sha256(path)}
+    if path.is_dir():
+        listing = []
+        for d, _, files in os.walk(path):
+            for f in files:
+                full = os.path.join(d, f)
+                listing.append((os.path.relpath(full, path).replace(os.sep, "/"), os.stat(full).st_size))
+        listing.sort()
+        digest = hashlib.sha256(json.dumps(listing).encode()).hexdigest()
+        return {"kind": "folder", "files": len(listing), "bytes": sum(s for _, s in listing), "listing_sha256": digest}
+    raise FileNotFoundError(f"data.source={source!r}: no such file or folder")
+
+
+def recipe_of(cfg: TrainConfig) -> Dict[str, Any]:
+    """The recipe of a config: flat ``key -> value`` of everything that changes the trained weights."""
+    recipe = _recipe(dataclasses.asdict(cfg))
+    if cfg.data.source is not None:
+        recipe["data.source"] = source_identity(cfg.data.source)
+    return recipe
+
+
+def recipe_group(recipe: Dict[str, Any]) -> str:
+    """A short stable name of a recipe without its seed: the runs that differ only by seed share it."""
+    rest = {k: v for k, v in recipe.items() if k != "seed"}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def model_artifact_name(recipe: Dict[str, Any]) -> str:
+    """The W&B model artifact of a recipe: ``model-<recipe group>-seed<seed>`` (evaluate.py refers to it)."""
+    return f"model-{recipe_group(recipe)}-seed{recipe.get('seed')}"
+
+
+def recipe_differences(old: Dict[str, Any], new: Dict[str, Any]) -> str:
+    """``key: old -> new, ...`` for the keys whose values differ (empty when none do)."""
+    diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff)
+
+
+def _is_global_zero() -> bool:
+    """Rank 0 of a distributed launch (or no launch at all), read from the launcher's environment."""
+    return all(os.environ.get(var, "0") == "0" for var in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"))
+
+
 class RunFolder:
     """The files of one training run (see the module docstring)."""
 
@@ -86,6 +153,7 @@ class RunFolder:
         self.path = Path(path)
 
     config = property(lambda self: self.path / "config.yaml")
+    recipe = property(lambda self: self.path / "recipe.json")
     last_ckpt = property(lambda self: self.path / "last.ckpt")
     weights = property(lambda self: self.path / "weights.pt")
     metrics = property(lambda self: self.path / "metrics.json")
@@ -103,28 +171,76 @@ class RunFolder:
         log.info("moved the previous run to %s", target)
         return target
 
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold ``<folder>.lock`` (beside the folder, so that retrain's rename does not move it).
+
+        A second process asking for the same folder waits here until the first one is done. Only
+        rank 0 of a distributed launch locks: the other ranks are part of the same run.
+        """
+        if not _is_global_zero():
+            yield
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.path.with_name(self.path.name + ".lock")))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            log.info("another process is training %s; waiting for it to finish", self.path)
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def stored_recipe(self) -> Optional[Dict[str, Any]]:
+        """The recipe this folder was made for (None for a folder without a config)."""
+        if self.recipe.is_file():
+            return json.loads(self.recipe.read_text())["recipe"]
+        if not self.config.is_file():
+            return None
+        # A folder written before recipe.json existed: its config.yaml, data.source by content if still there.
+        stored = OmegaConf.to_container(OmegaConf.load(self.config))
+        recipe = _recipe(stored)
+        source = stored.get("data", {}).get("source")
+        if source is not None:
+            recipe["data.source"] = source_identity(source) if Path(source).exists() else source
+        return recipe
+
+    def check(self, cfg: TrainConfig, recipe: Optional[Dict[str, Any]] = None) -> None:
+        """Raise RecipeMismatchError naming the keys that differ if this folder holds another recipe."""
+        old = self.stored_recipe()
+        if old is None:
+            return
+        changes = recipe_differences(old, recipe if recipe is not None else recipe_of(cfg))
+        if changes:
+            state = "a finished run of a different recipe" if self.finished else "a different recipe"
+            raise RecipeMismatchError(
+                f"run folder {self.path} holds {state} ({changes}); pass retrain=true to replace it "
+                f"(the old folder is kept beside it) or run_dir=PATH to train elsewhere"
+            )
+
     def prepare(self, cfg: TrainConfig) -> None:
-        """Write the resolved config, or check that an existing folder holds the same recipe."""
-        current = dataclasses.asdict(cfg)
+        """Write the resolved config and the recipe, or check that an existing folder holds the same recipe."""
+        recipe = recipe_of(cfg)
         if self.config.is_file():
-            stored = OmegaConf.to_container(OmegaConf.load(self.config))
-            old, new = _recipe(stored), _recipe(current)
-            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-            if diff:
-                changes = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff)
-                raise ValueError(
-                    f"run folder {self.path} holds a different recipe ({changes}); pass retrain=true to replace it "
-                    f"(the old folder is kept beside it) or run_dir=PATH to train elsewhere"
-                )
+            self.check(cfg, recipe)
+            if not self.recipe.is_file():
+                atomic.write_json(self.recipe, {"recipe": recipe})
             return
         self.path.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(self.config, OmegaConf.to_yaml(OmegaConf.create(current)))
+        atomic.remove_stale_tmp(self.path)
+        atomic.write_json(self.recipe, {"recipe": recipe})
+        atomic.write_text(self.config, OmegaConf.to_yaml(OmegaConf.create(dataclasses.asdict(cfg))))
 
     def resume_point(self) -> Optional[str]:
-        if self.last_ckpt.is_file():
-            log.info("resuming from %s", self.last_ckpt)
-            return str(self.last_ckpt)
-        return None
+        """The newest checkpoint: last.ckpt (every epoch) or hpc_ckpt_*.ckpt (Lightning's SLURM requeue, mid-epoch)."""
+        found = [p for p in (self.last_ckpt, *self.path.glob("hpc_ckpt_*.ckpt")) if p.is_file()]
+        if not found:
+            return None
+        newest = max(found, key=lambda p: p.stat().st_mtime_ns)
+        log.info("resuming from %s", newest)
+        return str(newest)
 
     def finish(self, network: nn.Module, cfg: TrainConfig, metrics: Dict[str, Any], record: Dict[str, Any]) -> None:
         """Write the weights, then metrics.json (last: its presence marks the run finished)."""
@@ -151,6 +267,19 @@ def resolve_weights_file(path: str) -> Path:
     if not p.is_file():
         raise FileNotFoundError(f"no checkpoint at {p}: give a run folder, its weights.pt or a Lightning .ckpt")
     return p
+
+
+def checkpoint_model(path: str) -> Optional[Dict[str, Any]]:
+    """The ModelConfig fields (arch, width) a checkpoint was made with, when it says (weights.pt or config.yaml)."""
+    file = resolve_weights_file(path)
+    if file.name != "last.ckpt" and file.suffix != ".ckpt":
+        blob = torch.load(file, map_location="cpu", weights_only=True)
+        if isinstance(blob, dict) and isinstance(blob.get("model"), dict):
+            return blob["model"]
+    config = file.parent / "config.yaml"
+    if config.is_file():
+        return OmegaConf.to_container(OmegaConf.load(config)).get("model")
+    return None
 
 
 def load_state_dict(path: str) -> Dict[str, torch.Tensor]:

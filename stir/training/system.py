@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import math
+import random
 
 import lightning as L
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -24,7 +26,8 @@ class RobustClassifier(L.LightningModule):
     Batches arrive as uint8 images (b, 3, h, w) on the training device; augmentation runs there,
     on the whole batch. Robust accuracy uses PGD-l2 (``eval_attack``) on the first
     ``robust_val_size`` held-out images every ``robust_val_every`` epochs, and on the first
-    ``robust_test_size`` test images.
+    ``robust_test_size`` test images; ``<stage>/robust_subset_acc`` is the clean accuracy on those
+    same images (``<stage>/acc`` covers the whole split).
     """
 
     def __init__(
@@ -69,26 +72,35 @@ class RobustClassifier(L.LightningModule):
         out = self.objective(self.network, x, labels, self.loss_cfg, self.attack_cfg)
         b = len(labels)
         self.log("train/loss", out.loss, prog_bar=True, batch_size=b)
+        self.log("train/epoch_loss", out.loss.detach(), on_step=False, on_epoch=True, batch_size=b)
         for name, value in out.extra.items():
             self.log(f"train/{name}", value, batch_size=b)
-        # Accuracy from the forwards the objective already made (AT makes no clean forward).
+        # Accuracy from the forwards the objective already made (AT makes no clean forward); per step
+        # and as the epoch's mean (the curves a dashboard groups by recipe).
         if out.logits_clean is not None:
-            self.log("train/acc", accuracy(out.logits_clean.detach(), labels), prog_bar=True, batch_size=b)
+            acc = accuracy(out.logits_clean.detach(), labels)
+            self.log("train/acc", acc, prog_bar=True, batch_size=b)
+            self.log("train/epoch_acc", acc, on_step=False, on_epoch=True, batch_size=b)
         if out.logits_adv is not None:
-            self.log("train/adv_acc", accuracy(out.logits_adv.detach(), labels), batch_size=b)
+            adv_acc = accuracy(out.logits_adv.detach(), labels)
+            self.log("train/adv_acc", adv_acc, batch_size=b)
+            self.log("train/epoch_adv_acc", adv_acc, on_step=False, on_epoch=True, batch_size=b)
         return out.loss
 
     def _evaluate(self, batch, batch_idx: int, stage: str, robust_size: int) -> None:
         images, labels = batch
         x = self._images(images)
         b = len(labels)
-        self.log(f"{stage}/acc", accuracy(self.network(x), labels), prog_bar=True, batch_size=b, sync_dist=True)
-        # Robust accuracy on the first `robust_size` images of the (unshuffled) split.
+        logits = self.network(x)  # (b, C)
+        self.log(f"{stage}/acc", accuracy(logits, labels), prog_bar=True, batch_size=b, sync_dist=True)
+        # Robust accuracy on the first `robust_size` images of the (unshuffled) split, and the clean
+        # accuracy on exactly those images: the pair to compare (acc is over the whole split).
         start = batch_idx * self._eval_batch_size(stage)
         k = min(b, robust_size - start)
         if k > 0:  # the attack turns gradients on itself (evaluation loops run under no_grad)
             acc = robust_accuracy(self.network, x[:k], labels[:k], self.eval_attack)
             self.log(f"{stage}/robust_acc", acc, prog_bar=True, batch_size=k, sync_dist=True)
+            self.log(f"{stage}/robust_subset_acc", accuracy(logits[:k], labels[:k]), batch_size=k, sync_dist=True)
 
     def _eval_batch_size(self, stage: str) -> int:
         loader = self.trainer.val_dataloaders if stage == "val" else self.trainer.test_dataloaders
@@ -101,6 +113,15 @@ class RobustClassifier(L.LightningModule):
 
     def test_step(self, batch, batch_idx: int) -> None:
         self._evaluate(batch, batch_idx, "test", self.robust_test_size)
+
+    # A resumed run continues the random streams of the uninterrupted one: augmentation crops and
+    # flips and the attacks' random starts draw from the global RNGs, saved with every checkpoint.
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["rng_states"] = rng_states()
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        if "rng_states" in checkpoint:
+            set_rng_states(checkpoint["rng_states"])
 
     def configure_optimizers(self):
         cfg = self.optim_cfg
@@ -116,6 +137,27 @@ class RobustClassifier(L.LightningModule):
         schedule = {"cosine": _cosine, "onecycle": _onecycle, "constant": lambda t, total, warmup: 1.0}[cfg.schedule]
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: schedule(t, total, warmup))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+def rng_states() -> dict:
+    """The global random states that training draws from: torch (CPU and each CUDA device), numpy, random."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    # Tensors and plain Python values only, so the checkpoint loads with torch.load(weights_only=True).
+    numpy_state = {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                   "has_gauss": int(has_gauss), "gauss": float(gauss)}
+    states = {"torch": torch.get_rng_state(), "numpy": numpy_state, "python": random.getstate()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def set_rng_states(states: dict) -> None:
+    torch.set_rng_state(states["torch"])
+    n = states["numpy"]
+    np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["gauss"]))
+    random.setstate(tuple(tuple(x) if isinstance(x, list) else x for x in states["python"]))
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
 
 
 def _cosine(t: int, total: int, warmup: int) -> float:

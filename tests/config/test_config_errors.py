@@ -62,3 +62,54 @@ def test_unknown_group_choice_lists_the_choices():
 def test_invalid_values_name_key_and_choices(override, message):
     with pytest.raises(ConfigError, match=message):
         train_config(composed(override))
+
+
+@pytest.mark.parametrize("override, message", [
+    ("+trainer.max_epoch=1", r"trainer.max_epoch \(did you mean trainer.max_epochs\?\)"),
+    ("+optim.learning_rate=0.1", r"unknown config key\(s\): optim.learning_rate"),
+    ("+sed=1", r"sed \(did you mean seed\?\)"),
+])
+def test_appended_unknown_keys_are_refused_with_the_close_match(override, message):
+    """``+key=value`` appends to a typed node; nothing would read the key, so it must not pass."""
+    with pytest.raises(ConfigError, match=message):
+        train_config(composed(override))
+
+
+def test_a_config_error_on_the_command_line_is_one_line_and_leaves_nothing(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    done = subprocess.run([sys.executable, str(REPO / "train.py"), "+trainer.max_epoch=1", f"runs_dir={tmp_path / 'runs'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and done.stderr.startswith("error: unknown config key(s): trainer.max_epoch")
+    assert len(done.stderr.strip().splitlines()) == 2  # the message and how to see the traceback
+    assert list(tmp_path.iterdir()) == []  # no runs/, no runs/_hydra/<time>/
+
+
+@pytest.mark.parametrize("script, config_dir, name, foreign", [
+    ("train.py", REPO / "configs", "train", "evaluate/experiment"),
+    ("evaluate.py", REPO / "configs/evaluate", "evaluate", "loss=vanilla|at"),
+])
+def test_help_lists_its_own_groups_and_main_keys_that_exist(script, config_dir, name, foreign):
+    import re
+    import subprocess
+    import sys
+
+    from omegaconf import OmegaConf
+
+    from stir.config.evaluate_store import register_evaluate_configs
+
+    done = subprocess.run([sys.executable, str(REPO / script), "--help"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and foreign not in done.stdout
+    main_keys = done.stdout.split("Main keys:")[1].split("Every key")[0]
+    keys = set(re.findall(r"([a-z_][a-z_.]*)=", main_keys))
+    assert len(keys) >= 10
+    register_configs()
+    register_evaluate_configs()
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        cfg = compose(config_name=name)
+    absent = [k for k in keys if OmegaConf.select(cfg, k, default="<absent>") == "<absent>"]
+    assert not absent  # the help names real keys only

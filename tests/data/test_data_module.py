@@ -70,3 +70,21 @@ def test_first_test_images_mix_classes_even_when_the_source_lists_them_by_class(
     assert torch.equal(again.split_tensors("test")[1], labels)  # the same fixed order every time
     first = next(iter(dm.test_dataloader()))[1]
     assert torch.equal(first, labels[:50])
+
+
+def test_the_training_order_of_an_epoch_depends_on_seed_and_epoch_only():
+    """A resumed run builds a fresh loader: epoch e must still come in the uninterrupted run's order."""
+    from stir.data.datamodule import EpochShuffle
+
+    running = EpochShuffle(50, seed=3)
+    orders = []
+    for epoch in range(3):  # one sampler through three epochs, as an uninterrupted run
+        running.set_epoch(epoch)
+        orders.append(list(running))
+    fresh = EpochShuffle(50, seed=3)  # a new process resuming at epoch 2
+    fresh.set_epoch(2)
+    assert list(fresh) == orders[2] and orders[0] != orders[1] != orders[2]
+    assert sorted(orders[1]) == list(range(50))
+    other = EpochShuffle(50, seed=4)
+    other.set_epoch(2)
+    assert list(other) != orders[2]

@@ -167,3 +167,42 @@ def test_the_references_arbitrary_iris_are_inverted_once_for_all_targets(tmp_pat
     second = evaluate_direction(ref, Counting(2), images, "logits", "logits", k=2, iri="arbitrary", inversion=cfg)
     assert ref.forwards <= 1 + 2  # the input check and one prediction pass per draw: no inversion
     assert second.quality["arbitrary"]["median_residual"] == first.quality["arbitrary"]["median_residual"]
+
+
+def test_a_second_process_waits_for_the_key_and_reuses_the_first_ones_result(tmp_path):
+    """Process 2 needs a result process 1 is computing: it waits on the key's lock, then reads it."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import threading
+    import time
+    from pathlib import Path
+
+    import store_worker
+
+    scratch = ResultStore(tmp_path / "scratch")
+    store_worker.measure(scratch)  # the result "process 1" is about to store
+    (entry,) = (tmp_path / "scratch/direction").glob("*.json")
+    shared = ResultStore(tmp_path / "shared")
+    repo = Path(__file__).resolve().parents[2]
+    with shared.lock("direction", entry.stem):  # process 1 computing
+        proc = subprocess.Popen([sys.executable, str(Path(store_worker.__file__)), str(shared.root)],
+                                env={**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+        reader.start()
+        deadline = time.time() + 120
+        while not any("waiting for its result" in line for line in lines) and time.time() < deadline:
+            assert proc.poll() is None, "".join(lines)[-2000:]  # must wait, not compute on its own
+            time.sleep(0.1)
+        (shared.root / "direction").mkdir(parents=True)
+        shutil.copy(entry, shared.root / "direction" / entry.name)  # process 1 stores, then releases
+    out = proc.stdout.read()
+    proc.wait(timeout=120)
+    reader.join(timeout=10)
+    err = "".join(lines)
+    assert proc.returncode == 0, err[-2000:]
+    assert out.split() == ["1", "0"]  # one hit, no miss: nothing computed
+    assert "waiting for its result" in err and "result stored" not in err

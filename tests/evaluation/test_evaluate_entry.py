@@ -49,6 +49,22 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
     assert "STIR(m2|m1)" in table.replace("\\|", "|") and "at" in table and "vanilla" in table
     (wandb_file,) = out.glob("wandb/offline-run-*/run-*.wandb")
     assert b"pairs" in wandb_file.read_bytes()
+    from stir.reporting.wandb_read import read_run
+
+    wb = read_run(wandb_file)
+    assert wb.job_type == "evaluate" and wb.name == "evaluate/pair_at_vs_vanilla"
+    assert (wb.config["ref"], wb.config["target"]) == ("at", "vanilla")
+    assert "loss=at" in wb.config["models"]["at"]["command"]
+    assert wb.config["models"]["at"]["artifact"].startswith("model-") and wb.config["models"]["at"]["sha256"]
+    for key in ("stir_m2_given_m1", "stir_m1_given_m2", "stir_adv_m2_given_m1", "stir_adv_m1_given_m2",
+                "linear_cka", "agreement_on_m1_iris", "difficulty_m2_given_m1",
+                "fraction_iri_arbitrary_m2_given_m1"):
+        assert isinstance(wb.summary[key], float), key
+    assert not [k for k in wb.summary if "/" in k and k.split("/")[0] not in ("pairs", "figures", "_wandb")]
+    assert wb.summary["pairs/_type"] == "table-file" and wb.summary["figures/iri_examples/_type"] == "image-file"
+    from stir.reporting.dashboard import missing_keys
+
+    assert missing_keys(wb) == []  # the dashboard's STIR-vs-CKA panel finds its keys
     record = json.loads((out / "record.json").read_text())
     assert record["config"]["ref"] == "at" and "torch" in record["versions"]
     entry = json.loads(next((workspace / "results/store/direction").glob("*.json")).read_text())
@@ -63,8 +79,12 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
 
 def test_rerun_reuses_every_stored_result(workspace, cifar10_root, monkeypatch):
     before = store_files(workspace)
-    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla"), monkeypatch)
+    runs = set((workspace / "results/pair_at_vs_vanilla").glob("wandb/offline-run-*"))
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla",
+                                          "logger.wandb.mode=offline"), monkeypatch)
     assert store_files(workspace) == before  # nothing recomputed, nothing rewritten
+    # Served entirely from the store: no second W&B run of the same numbers unless asked.
+    assert set((workspace / "results/pair_at_vs_vanilla").glob("wandb/offline-run-*")) == runs
 
 
 def test_swapping_ref_and_target_swaps_the_directions(workspace, cifar10_root, monkeypatch):
@@ -89,7 +109,7 @@ def test_layerwise_pair_has_a_row_per_tap_pair_and_a_slope_plot(workspace, cifar
 
 def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, monkeypatch):
     run_entry_point("evaluate", eval_args(workspace, cifar10_root, "experiment=relative_robustness", "train_missing=true",
-                                          "iri=arbitrary"), monkeypatch)
+                                          "iri=arbitrary", "logger.wandb.mode=offline"), monkeypatch)
     out = workspace / "results/relative_robustness"
     import csv
 
@@ -97,6 +117,14 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
     assert [r["m1 (ref) \\ m2 (target)"] for r in matrix] == ["at", "at_it1", "vanilla"]
     assert all(0 <= float(r["at"]) <= 1 for r in matrix)
     assert (out / "matrix_stir.png").is_file() and (out / "accuracy.csv").is_file()
+    from stir.reporting.dashboard import draw_local, missing_keys
+    from stir.reporting.wandb_read import read_run
+
+    (wandb_file,) = out.glob("wandb/offline-run-*/run-*.wandb")
+    wb = read_run(wandb_file)
+    assert missing_keys(wb) == [] and wb.summary["matrix/at/at_it1/stir"] == pytest.approx(float(matrix[0]["at_it1"]))
+    png = draw_local(workspace / "runs", workspace / "results", workspace / "dashboard.png")
+    assert png.stat().st_size > 20_000  # the local panels: curves, matrix, scatter drawn from these files
 
 
 @pytest.mark.parametrize(
@@ -149,3 +177,55 @@ def test_shards_split_a_matrix_by_rows_and_the_assembling_run_recomputes_nothing
 def test_bad_shard_settings_fail_before_any_work(workspace, cifar10_root, monkeypatch, extra, message):
     with pytest.raises(ValueError, match=message):
         run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", *extra), monkeypatch)
+
+
+def test_reports_with_other_settings_get_their_own_folder_and_an_index(workspace, cifar10_root, monkeypatch):
+    """The same pair with another n / iri writes a second report beside the first, never over it."""
+    out = workspace / "results_settings"
+
+    def evaluate(*extra):
+        run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", "iri=arbitrary",
+                                              f"out_dir={out}", *extra), monkeypatch)
+
+    evaluate()
+    (first,) = out.glob("pair_at_vs_vanilla-*/pairs.csv")
+    before = first.read_bytes()
+    evaluate("n=10")
+    evaluate("n=10", "iri=adversarial")
+    tables = sorted(out.glob("pair_at_vs_vanilla-*/pairs.csv"))
+    assert len(tables) == 3 and first.read_bytes() == before  # the first report is intact
+    import csv
+
+    assert sorted(next(csv.DictReader(open(t)))["n"] for t in tables) == ["10", "10", "12"]
+    index = json.loads((out / "index.json").read_text())
+    assert sorted(index) == sorted(t.parent.name for t in tables)
+    assert {e["settings"]["n"] for e in index.values()} == {10, 12}
+    listing = (out / "index.md").read_text()
+    assert "| folder | updated | iri | n |" in listing  # the settings in which the reports differ, only those
+    latest = next(csv.DictReader(open(out / "pair_at_vs_vanilla" / "pairs.csv")))  # the link: the latest report
+    assert (latest["n"], latest["iri"]) == ("10", "adversarial")
+
+
+def test_a_bare_weights_file_takes_its_images_from_zoo_data_source(tmp_path):
+    """A weights.pt without its run folder: X comes from zoo.data_source, not from CIFAR downloads."""
+    import torch
+
+    from conftest import REPO
+    from stir.config.evaluate_store import compose_evaluate
+    from stir.config.schema import ModelConfig
+    from stir.data import synthetic
+    from stir.evaluation.session import Session
+    from stir.models import build, channel_stats
+
+    net = build(ModelConfig(width=4), 10, *channel_stats("cifar10"))
+    torch.save({"state_dict": net.state_dict(), "model": {"arch": "resnet18", "width": 4}, "data": "cifar10",
+                "num_classes": 10}, tmp_path / "weights.pt")
+    synthetic.write_image_folder(tmp_path / "images", n_train=30, n_test=10, seed=0)
+    cfg = compose_evaluate(REPO / "configs/evaluate", [f"ref={tmp_path / 'weights.pt'}", f"target={tmp_path / 'weights.pt'}",
+                                                       f"zoo.data_source={tmp_path / 'images'}", "n=8",
+                                                       'zoo.overrides=["data.holdout_size=10"]']
+                           + [f"out_dir={tmp_path / 'results'}"])
+    session = Session.open(cfg, repo=REPO)
+    data = session.data_config(str(tmp_path / "weights.pt"))
+    assert data.source == str(tmp_path / "images") and data.num_classes == 10
+    assert session.images(str(tmp_path / "weights.pt")).shape == (8, 3, 32, 32)

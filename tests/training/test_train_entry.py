@@ -108,10 +108,15 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(cifar10_root, tmp_path):
 def test_the_command_line_logs_to_offline_wandb_and_csv(cifar10_root, tmp_path):
     """`python train.py ...` as a user runs it: the offline W&B run and the CSV log hold the metrics."""
     args = [a for a in tiny_train_args(cifar10_root, tmp_path) if not a.startswith("logger.wandb.mode")]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_SILENT": "true"}
-    done = subprocess.run([sys.executable, str(REPO / "train.py"), *args, "logger.wandb.mode=offline"],
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_SILENT": "true", "WANDB_DATA_DIR": str(tmp_path / "wandb_data"),
+           "WANDB_CACHE_DIR": str(tmp_path / "wandb_cache"), "WANDB_CONFIG_DIR": str(tmp_path / "wandb_config")}
+    done = subprocess.run([sys.executable, str(REPO / "train.py"), *args, "logger.wandb.mode=offline",
+                           "logger.wandb.log_model=true"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    console = done.stdout + done.stderr
+    for noise in ("Tip:", "TPU available", "anonymous setting", "exists and is not empty", "LeafSpec", "Total params"):
+        assert noise not in console, noise  # nothing the user cannot act on
     run = tmp_path / "cifar10/resnet18-w4/vanilla/seed0"
     (wandb_file,) = run.glob("wandb/offline-run-*/run-*.wandb")
     blob = wandb_file.read_bytes()
@@ -122,6 +127,25 @@ def test_the_command_line_logs_to_offline_wandb_and_csv(cifar10_root, tmp_path):
         assert key in blob, key
     assert json.dumps(float(test_acc)).encode() in blob
 
+    # Decoded: what a dashboard filters, groups and plots by.
+    from stir.reporting.wandb_read import read_run
+
+    wb = read_run(wandb_file)
+    assert wb.job_type == "train" and wb.name == "cifar10/resnet18-w4/vanilla/seed0"
+    assert wb.group.startswith("cifar10/resnet18-w4/vanilla:") and "seed" not in wb.group
+    assert set(wb.tags) == {"cifar10", "resnet18", "vanilla"}
+    assert {k: wb.config[k] for k in ("loss", "arch", "width", "data", "train_size", "seed", "beta", "eps")} == {
+        "loss": "vanilla", "arch": "resnet18", "width": 4, "data": "cifar10", "train_size": None, "seed": 0,
+        "beta": None, "eps": None}
+    assert wb.config["recipe"]["optim.lr"] == 0.1
+    assert {"train/epoch_loss", "train/epoch_acc", "val/acc", "epoch", "test/acc", "test/robust_acc",
+            "test/robust_subset_acc"} <= wb.history_keys
+    assert wb.summary["test/acc"] == pytest.approx(float(test_acc))
+    assert [a["type"] for a in wb.artifacts] == ["model"] and wb.artifacts[0]["name"] == wb.config["artifact"]
+    from stir.reporting.dashboard import missing_keys
+
+    assert missing_keys(wb) == []  # every training panel of the dashboard finds its keys
+
 
 def test_bad_override_fails_on_the_command_line_before_any_work(tmp_path):
     done = subprocess.run([sys.executable, str(REPO / "train.py"), "model=resnet99", f"runs_dir={tmp_path}"],
@@ -129,3 +153,145 @@ def test_bad_override_fails_on_the_command_line_before_any_work(tmp_path):
     assert done.returncode != 0
     assert "resnet99" in done.stderr and "resnet18" in done.stderr
     assert not (tmp_path / "cifar10").exists()
+
+
+@pytest.mark.parametrize("change, key", [("optim.lr=0.05", "optim.lr"), ("data.batch_size=20", "data.batch_size")])
+def test_a_finished_folder_is_not_reused_for_another_recipe(change, key, cifar10_root, tmp_path, monkeypatch):
+    """The same folder name, a different recipe: refused with the keys, never 'finished; skipping'."""
+    args = tiny_train_args(cifar10_root, tmp_path)
+    run_entry_point("train", args, monkeypatch)
+    run = tmp_path / "cifar10/resnet18-w4/vanilla/seed0"
+    before = {p.name: p.stat().st_mtime_ns for p in run.iterdir() if p.is_file()}
+    with pytest.raises(ValueError, match=rf"finished run of a different recipe \({key}: .*retrain=true"):
+        run_entry_point("train", args + [change], monkeypatch)
+    assert {p.name: p.stat().st_mtime_ns for p in run.iterdir() if p.is_file()} == before  # nothing touched
+
+
+def test_another_data_source_is_another_recipe(tmp_path, monkeypatch):
+    """data.source enters the recipe by content: another tree under the same path is refused."""
+    from stir.data import synthetic
+
+    source = tmp_path / "images"
+    synthetic.write_image_folder(source, n_train=60, n_test=20, seed=0)
+    args = tiny_train_args(tmp_path / "cache", tmp_path / "runs", f"data.source={source}", "data.holdout_size=20")
+    run_entry_point("train", args, monkeypatch)
+    recipe = json.loads((tmp_path / "runs/cifar10/resnet18-w4/vanilla/seed0/recipe.json").read_text())["recipe"]
+    assert recipe["data.source"]["files"] == 80
+    run_entry_point("train", args, monkeypatch)  # same content: reused
+    import shutil
+
+    shutil.rmtree(source)
+    synthetic.write_image_folder(source, n_train=70, n_test=20, seed=1)
+    with pytest.raises(ValueError, match=r"different recipe \(data.source: .*'files': 80.*'files': 90"):
+        run_entry_point("train", args, monkeypatch)
+
+
+def test_the_zoo_refuses_a_folder_of_another_recipe(cifar10_root, tmp_path, monkeypatch):
+    from stir.evaluation.zoo import Zoo
+
+    args = tiny_train_args(cifar10_root, tmp_path / "runs")
+    run_entry_point("train", args, monkeypatch)
+    (tmp_path / "zoo.yaml").write_text("plain: [loss=vanilla]\n")
+    common = [a for a in args if not a.startswith("runs_dir")]
+
+    def zoo(*extra):
+        return Zoo(tmp_path / "zoo.yaml", REPO / "configs", overrides=[*common, *extra], runs_dir=str(tmp_path / "runs"))
+
+    assert zoo().resolve("plain", must_exist=True).run_dir == tmp_path / "runs/cifar10/resnet18-w4/vanilla/seed0"
+    with pytest.raises(ValueError, match=r"zoo model 'plain'.*different recipe \(optim.lr: 0.1 -> 0.05\)"):
+        zoo("optim.lr=0.05").resolve("plain", must_exist=True)
+
+
+def test_init_from_of_another_architecture_is_named_and_leaves_nothing(cifar10_root, tmp_path, monkeypatch):
+    run_entry_point("train", tiny_train_args(cifar10_root, tmp_path / "a", "model=vgg16"), monkeypatch)
+    parent = tmp_path / "a/cifar10/vgg16-w4/vanilla/seed0"
+    with pytest.raises(ValueError, match=r"checkpoint is vgg16/4, recipe is resnet18/4"):
+        run_entry_point("train", tiny_train_args(cifar10_root, tmp_path / "b", f"init_from={parent}"), monkeypatch)
+    assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.slow  # ~50 s: three train.py processes
+def test_a_killed_and_resumed_run_ends_with_the_uninterrupted_weights(cifar10_root, tmp_path):
+    """SIGKILL in epoch 2 of an AT run, resume: bit-identical weights to a run never interrupted.
+
+    Needs the shuffle order and the augmentation / attack random streams restored, not restarted.
+    """
+    args = ["loss=at", "trainer.max_epochs=5", "trainer.robust_val_every_n_epochs=2", "trainer.robust_val_size=10"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+    def command(runs):
+        return [sys.executable, str(REPO / "train.py"), *tiny_train_args(cifar10_root, runs, *args)]
+
+    whole = subprocess.Popen(command(tmp_path / "whole"), cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    run = tmp_path / "killed/cifar10/resnet18-w4/at-it2/seed0"
+    proc = subprocess.Popen(command(tmp_path / "killed"), cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not (run / "last.ckpt").exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (run / "metrics.json").exists()
+    killed_at = torch.load(run / "last.ckpt", weights_only=False)["epoch"]
+    assert killed_at < 4
+    done = subprocess.run(command(tmp_path / "killed"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert whole.wait(timeout=600) == 0, whole.stderr.read()[-3000:]
+    resumed = load_state_dict(str(run))
+    reference = load_state_dict(str(tmp_path / "whole/cifar10/resnet18-w4/at-it2/seed0"))
+    assert resumed.keys() == reference.keys()
+    different = [k for k in reference if not torch.equal(resumed[k], reference[k])]
+    assert not different, f"killed after epoch {killed_at}: {different[:5]}"
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["resumed_from_epoch"] == killed_at + 1 and metrics["epochs"] == 5
+
+
+def test_a_second_process_on_the_same_recipe_waits_and_reuses_the_run(cifar10_root, tmp_path, monkeypatch):
+    """While one process holds the run folder, train.py waits for it, then finds the run finished."""
+    import shutil
+    import threading
+
+    from stir.training.runs import RunFolder
+
+    run_entry_point("train", tiny_train_args(cifar10_root, tmp_path / "elsewhere"), monkeypatch)
+    finished = tmp_path / "elsewhere/cifar10/resnet18-w4/vanilla/seed0"
+    run = tmp_path / "runs/cifar10/resnet18-w4/vanilla/seed0"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with RunFolder(run).lock():  # "process 1" is training this recipe
+        proc = subprocess.Popen([sys.executable, str(REPO / "train.py"), *tiny_train_args(cifar10_root, tmp_path / "runs")],
+                                cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+        reader.start()
+        deadline = time.time() + 120
+        while not any("another process is training" in line for line in lines) and time.time() < deadline:
+            assert proc.poll() is None, "".join(lines)[-3000:]  # must wait, not train on its own
+            time.sleep(0.1)
+        assert not run.exists()
+        shutil.copytree(finished, run)  # process 1 finishes
+    assert proc.wait(timeout=120) == 0
+    reader.join(timeout=10)
+    assert "is finished; skipping" in "".join(lines)
+    assert sorted(p.name for p in run.glob("csv/version_*")) == ["version_0"]  # only process 1's attempt
+
+
+def test_clean_accuracy_is_also_reported_on_the_attacked_subset(cifar10_root, tmp_path, monkeypatch):
+    """test/robust_acc is over the first robust_test_size test images: clean accuracy on the same ones too."""
+    from stir.config.schema import DataConfig, ModelConfig
+    from stir.data import StirDataModule, to_float
+    from stir.models import build, channel_stats
+
+    run_entry_point("train", tiny_train_args(cifar10_root, tmp_path, "trainer.robust_test_size=15"), monkeypatch)
+    run = tmp_path / "cifar10/resnet18-w4/vanilla/seed0"
+    metrics = json.loads((run / "metrics.json").read_text())
+    data = StirDataModule(DataConfig(root=str(cifar10_root), download=False, holdout_size=40))
+    data.setup()
+    images, labels = data.split_tensors("test")
+    net = build(ModelConfig(width=4), 10, *channel_stats("cifar10"))
+    net.load_state_dict(load_state_dict(str(run)))
+    with torch.no_grad():
+        correct = (net.eval()(to_float(images)).argmax(1) == labels).float()
+    assert metrics["test/robust_subset_acc"] == pytest.approx(correct[:15].mean().item(), abs=1e-6)
+    assert metrics["test/acc"] == pytest.approx(correct.mean().item(), abs=1e-6)
