@@ -12,7 +12,7 @@ from stir.evaluation.zoo import load_zoo
 from stir.models import build
 from stir.stitching import stitchable_taps
 
-from test_evaluate_entry import eval_args
+from test_evaluate_entry import eval_args, store_files
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
@@ -31,10 +31,6 @@ def workspace(tmp_path_factory, cifar10_root):
     finally:
         mp.undo()
     return root
-
-
-def store_files(root: Path) -> dict:
-    return {p: p.stat().st_mtime_ns for p in (root / "results/store").rglob("*.json")}
 
 
 @pytest.mark.slow  # the module's workspace trains two tiny zoo models (about 15 s of CPU)
