@@ -3,7 +3,10 @@
 Public API:
     invert(m1, images, tap, cfg=None, *, m2=None, tap2=None) -> InversionResult     arbitrary IRIs
     invert_adversarial(m1, m2, images, tap1, tap2=None, cfg=None) -> InversionResult  controversial stimuli
-    InversionConfig                   settings (mode fast | faithful, tolerance, seeds, cache ...)
+    InversionConfig                   settings (mode faithful (default, published) | fast, tolerance, seeds, ...)
+    controversial_perturbation(m1, m2, images, tap1, tap2, cfg, inversion) -> ControversialResult
+                                      the smallest perturbation of x that m1 ignores and m2 does not
+    ControversialConfig               its settings (difficulty.* in evaluate.py)
     InversionResult                   x_prime, residual, m2_distance, l2_to_original, steps, ...
     make_seed(kind, images, generator), SEED_KINDS                    seed images
     relative_distance(model, tap, x_prime, images)                    ||m(x') - m(x)|| / ||m(x)||
@@ -11,12 +14,15 @@ Public API:
     InversionPredictor, PredictionFiles, merge_predictions            multi-device via Lightning
 """
 from stir.inversion.cache import model_fingerprint
-from stir.inversion.config import InversionConfig
+from stir.inversion.config import ControversialConfig, InversionConfig
+from stir.inversion.controversial import ControversialResult, controversial_perturbation
 from stir.inversion.engine import InversionResult, Problem, concat_results, invert, invert_adversarial, solve
 from stir.inversion.objectives import relative_distance
 from stir.inversion.seeds import SEED_KINDS, make_seed, seed_generator
 
 __all__ = [
+    "ControversialConfig",
+    "ControversialResult",
     "InversionConfig",
     "InversionPredictor",
     "InversionResult",
@@ -24,6 +30,7 @@ __all__ = [
     "Problem",
     "SEED_KINDS",
     "concat_results",
+    "controversial_perturbation",
     "invert",
     "invert_adversarial",
     "make_seed",
