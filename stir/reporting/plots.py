@@ -417,7 +417,9 @@ def plot_convergence(steps: Mapping[str, Sequence[float]], stir: Mapping[str, Se
     handles, res_handles = [], []
     for k, name in enumerate(stir):
         xs = np.asarray(steps[name], dtype=np.float64)
-        style = dict(color=f"C{k % 10}", marker=MARKERS[k % len(MARKERS)], linewidth=1.6, markersize=5, label=name)
+        # adversarial series dashed: where no X' became an IRI they coincide with the arbitrary ones
+        style = dict(color=f"C{k % 10}", marker=MARKERS[k % len(MARKERS)], linewidth=1.6, markersize=5, label=name,
+                     linestyle="--" if "_adv" in name else "-")
         handles.append(_curve(left, xs, np.asarray(stir[name], dtype=np.float64),
                               _errors_for(errors, name, xs.shape[0]), **style))
         res_handles.append(_curve(right, xs, np.asarray(residual[name], dtype=np.float64), None, **style))

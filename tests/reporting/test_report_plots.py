@@ -10,8 +10,8 @@ from matplotlib import _pylab_helpers
 from matplotlib.figure import Figure
 from matplotlib.image import imread
 
-from stir.reporting import (plot_bars, plot_incremental, plot_iri_grid, plot_layerwise, plot_matrix,
-                            plot_matrix_pair)
+from stir.reporting import (plot_bars, plot_convergence, plot_incremental, plot_iri_grid, plot_layerwise,
+                            plot_matrix, plot_matrix_pair)
 from stir.reporting.plots import _draw_matrix, _thousands
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -96,6 +96,15 @@ def test_plot_incremental(tmp_path):
                                errors={"AT: STIR(m_t|m_t-1)": [0.01, 0.02, 0.0, 0.01]}))
     _read_png(plot_incremental(sizes, series, tmp_path / "inc_log.png", "incremental", logx=True))
     assert _thousands(10000, 0) == "10,000"
+
+
+def test_plot_convergence_two_panels_both_kinds(tmp_path):
+    steps = {"STIR(b|a)": [25, 50, 150], "STIR_adv(b|a)": [25, 50, 150], "STIR(a|b)": [25, 50, 150]}
+    stir = {"STIR(b|a)": [0.5, 0.6, 0.65], "STIR_adv(b|a)": [0.5, 0.4, 0.3], "STIR(a|b)": [0.4, np.nan, 0.6]}
+    residual = {"STIR(b|a)": [0.2, 0.1, 0.08], "STIR_adv(b|a)": [0.2, 0.1, 0.08], "STIR(a|b)": [0.3, 0.12, 0.09]}
+    img = _read_png(plot_convergence(steps, stir, residual, tmp_path / "conv.png", "convergence",
+                                     errors={"STIR(b|a)": [0.01, 0.02, 0.0]}, tolerance=0.02), min_w=700)
+    assert img.shape[1] > 1.8 * img.shape[0]  # two panels side by side: STIR and the residual
 
 
 def test_plot_iri_grid(tmp_path):
