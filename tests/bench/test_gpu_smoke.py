@@ -1,0 +1,21 @@
+"""bench/gpu.sh --smoke runs end to end on a CPU and writes every figure the GPU run reports."""
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow  # about 20 s: a tiny STIR pair and a few training steps
+def test_gpu_script_smoke_writes_its_figures(tmp_path):
+    subprocess.run(["bash", str(REPO / "bench/gpu.sh"), "--smoke", "--out", str(tmp_path)], check=True, cwd=tmp_path)
+    report = json.loads((tmp_path / "bench_gpu.json").read_text())
+    pair, train = report["stir_pair"], report["train"]
+    assert pair["seconds"] > 0 and pair["peak_memory_mib"] > 0 and pair["inversions"] == 2
+    assert 0 <= pair["stir_m2_given_m1"] <= 1 and 0 <= pair["stir_m1_given_m2"] <= 1
+    # figures only, no timing claims (the cores may be shared): positive and finite
+    assert all(math.isfinite(v) and v > 0 for v in train.values()) and set(train) == {
+        "vanilla_images_per_s", "at_images_per_s", "at_over_vanilla", "vanilla_100_epochs_hours"}
