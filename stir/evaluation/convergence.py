@@ -34,11 +34,17 @@ def refuse_failed(value: float, run: InversionResult, plan: Plan, label: str, no
 
 
 def curve(m_tgt: nn.Module, tap_tgt: str, tgt_rep: Tensor, run: InversionResult,
-           fn: Callable[[Tensor, Tensor], Tensor], plan: Plan) -> Dict[int, float]:
-    """S_r(tgt(X), tgt(X'_t)) at every snapshot step t of one draw (the last one is x' itself)."""
-    curve = {}
+           fn: Callable[[Tensor, Tensor], Tensor], plan: Plan, final: float) -> Dict[int, float]:
+    """S_r(tgt(X), tgt(X'_t)) at every snapshot step t of one draw.
+
+    The last snapshot is x' itself, whose value the draw has already measured: ``final``.
+    """
+    last = max(run.snapshots)
+    curve = {last: final}
     with frozen(m_tgt), torch.no_grad():
         for t, x in run.snapshots.items():
+            if t == last:
+                continue
             rep = observe(m_tgt, x, tap_tgt, plan.batch_size)[0]
             try:
                 curve[t] = float(fn(tgt_rep, rep))

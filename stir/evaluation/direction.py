@@ -18,7 +18,7 @@ from torch import Tensor, nn
 
 from stir import similarity
 from stir.evaluation.convergence import convergence_record, curve, pool_quality, refuse_failed, summary
-from stir.evaluation.keys import DIRECTION, Images, Plan, computed, direction_key, identities, lookup, plan_for
+from stir.evaluation.keys import DEFAULT_TAP, DIRECTION, Images, Plan, computed, direction_key, identities, lookup, plan_for
 from stir.evaluation.observe import check_models, measure_value, observe
 from stir.evaluation.results import DirectionResult, Stat
 from stir.evaluation.store import ResultStore
@@ -28,9 +28,6 @@ from stir.inversion.controversial import controversial_perturbation
 from stir.models import frozen
 
 log = logging.getLogger(__name__)
-
-DEFAULT_TAP = "penultimate"
-
 
 def evaluate_direction(
     m_ref: nn.Module,
@@ -116,13 +113,13 @@ def _direction(
             value, agree = _stir_draw(m_ref, m_tgt, tap_ref, tap_tgt, rep_j, run.x_prime, fn, plan, f"STIR {label}", notes)
             stir.append(refuse_failed(value, run, plan, f"STIR {label}", notes))
             agreement.append(agree)
-            curves["arbitrary"].append(curve(m_tgt, tap_tgt, rep_j, run, fn, plan))
+            curves["arbitrary"].append(curve(m_tgt, tap_tgt, rep_j, run, fn, plan, final=value))
             arbitrary_runs.append(summary(run))  # not the run: its x' (n, c, h, w) is done with
         if plan.adversarial and not self_pair:
             run = invert_adversarial(m_ref, m_tgt, images, tap_ref, tap_tgt, cfg_j)
             value, _ = _stir_draw(m_ref, m_tgt, tap_ref, tap_tgt, rep_j, run.x_prime, fn, plan, f"STIR_adv {label}", notes)
             stir_adv.append(refuse_failed(value, run, plan, f"STIR_adv {label}", notes))
-            curves["adversarial"].append(curve(m_tgt, tap_tgt, rep_j, run, fn, plan))
+            curves["adversarial"].append(curve(m_tgt, tap_tgt, rep_j, run, fn, plan, final=value))
             adversarial_runs.append(summary(run))
             walk = controversial_perturbation(m_ref, m_tgt, images, tap_ref, tap_tgt, plan.difficulty_cfg, cfg_j)
             difficulty.append(walk.delta)  # mean ||x_c - x||_2 over the images that became controversial

@@ -24,6 +24,7 @@ from stir.inversion.config import ControversialConfig
 from stir.inversion.objectives import resolve_forward
 
 DIRECTION, SIMILARITY = "direction", "similarity"  # the store's kinds
+DEFAULT_TAP = "penultimate"  # where a measurement reads the models unless told otherwise
 
 # InversionConfig fields that cannot change a reported number: where/how fast it runs, logging.
 # channels_last changes x' only at the level of floating-point rounding (as in the inversion cache).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from fractions import Fraction
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 from torch import Tensor, nn
@@ -21,11 +21,11 @@ from stir.evaluation.results import SLUGS, LayerwiseResult, PairResult
 from stir.evaluation.store import ResultStore
 from stir.inversion import InversionConfig
 from stir.inversion.config import ControversialConfig
-from stir.models.taps import with_reduction
+from stir.models.taps import LOGITS, with_reduction
 
 log = logging.getLogger(__name__)
 
-LOGITS = "logits"
+T = TypeVar("T")
 TapSpec = Union[None, str, Sequence[Union[str, Tuple[str, str]]]]
 
 
@@ -105,6 +105,15 @@ def _finite_points(depths: Sequence[float], values: Sequence[float]) -> Tuple[np
     return x[keep], y[keep]
 
 
+def evenly_spaced(items: Sequence[T], count: Optional[int]) -> List[T]:
+    """At most ``count`` of ``items``, evenly spaced in the list, first and last kept (None: all)."""
+    items = list(items)
+    if count is None or count >= len(items):
+        return items
+    keep = sorted({round(i * (len(items) - 1) / (count - 1)) for i in range(count)})
+    return [items[i] for i in keep]
+
+
 def original_taps(model: nn.Module) -> List[str]:
     """The layer list of the original STIR code: for its ResNets the stem, every block's first
     post-ReLU output and pre-ReLU sum, then the penultimate vector; otherwise ``depth_taps``."""
@@ -124,10 +133,7 @@ def layer_pairs(m1: nn.Module, m2: nn.Module, taps: TapSpec = None, reduce: str 
     every tap: how a spatial map becomes the (n, d) representation, for inversion and measure alike.
     ``count`` keeps at most that many pairs, evenly spaced in the list (first and last kept).
     """
-    pairs = _layer_pairs(m1, m2, taps)
-    if count is not None and count < len(pairs):
-        keep = sorted({round(i * (len(pairs) - 1) / (count - 1)) for i in range(count)})
-        pairs = [pairs[i] for i in keep]
+    pairs = evenly_spaced(_layer_pairs(m1, m2, taps), count)
     return [(with_reduction(t1, reduce), with_reduction(t2, reduce), d) for t1, t2, d in pairs]
 
 

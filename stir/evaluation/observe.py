@@ -11,8 +11,7 @@ from torch import Tensor, nn
 
 from stir import similarity
 from stir.models import frozen, representation, representations, tap_names
-
-LOGITS = "logits"
+from stir.models.taps import LOGITS
 
 
 def measure_value(fn, x: Tensor, y: Tensor, measure: str, label: str, notes: List[str]) -> float:

@@ -51,9 +51,9 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from stir.evaluation.direction import DEFAULT_TAP, _direction, evaluate_direction
+from stir.evaluation.direction import _direction, evaluate_direction
 from stir.evaluation.keys import (
-    DIRECTION, SIMILARITY, Images, Plan, direction_key, computed, identities, lookup, make_plan, plan_for, similarity_key,
+    DEFAULT_TAP, DIRECTION, SIMILARITY, Images, Plan, direction_key, computed, identities, lookup, make_plan, plan_for, similarity_key,
 )
 from stir.evaluation.observe import check_models, observe
 from stir.evaluation.results import DIRECTIONS, DirectionResult, PairResult, SimilarityResult, Stat

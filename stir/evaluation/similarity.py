@@ -8,14 +8,11 @@ import torch
 from torch import Tensor, nn
 
 from stir import similarity
-from stir.evaluation.keys import SIMILARITY, Images, Plan, computed, identities, lookup, plan_for, similarity_key
+from stir.evaluation.keys import DEFAULT_TAP, SIMILARITY, Images, Plan, computed, identities, lookup, plan_for, similarity_key
 from stir.evaluation.observe import check_models, measure_value, observe
 from stir.evaluation.results import SimilarityResult
 from stir.evaluation.store import ResultStore
 from stir.models import frozen
-
-DEFAULT_TAP = "penultimate"
-
 
 def evaluate_similarity(
     m1: nn.Module,

@@ -51,7 +51,7 @@ from stir.descent.loop import StopRule
 from stir.inversion.cache import cache_key, entry_path, load_entry, result_settings, save_entry
 from stir.inversion.config import InversionConfig
 from stir.inversion.objectives import (
-    Forward, InversionObjective, make_term, published_clamp, relative_distance, resolve_forward,
+    Forward, InversionObjective, make_term, published_clamp, relative_distance, relative_distances, resolve_forward,
 )
 from stir.inversion.seeds import make_seed, seed_generator
 from stir.models import frozen
@@ -223,9 +223,9 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig)
         # The clamp is a no-op unless the raw seed itself was the best iterate (then: what the model saw).
         snapshots = {t: x.clamp(0, 1) for t, x in run.snapshots.items()}
         x_prime = snapshots[cfg.num_steps]
-        residual = relative_distance(problem.m1, problem.tap1, x_prime, images)
-        snapshot_residual = {t: residual if t == cfg.num_steps else relative_distance(problem.m1, problem.tap1, x, images)
-                             for t, x in snapshots.items()}
+        # r1 of every snapshot (x_prime is the last), the targets m1(x) computed once
+        snapshot_residual = dict(zip(snapshots, relative_distances(problem.m1, problem.tap1, list(snapshots.values()), images)))
+        residual = snapshot_residual[cfg.num_steps]
         m2_distance = (
             relative_distance(problem.m2, problem.second_tap, x_prime, images) if problem.m2 is not None else None
         )

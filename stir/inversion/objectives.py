@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -182,7 +182,13 @@ def relative_distance(model: nn.Module, tap: str, x_prime: Tensor, images: Tenso
     The measurement every result reports (``residual`` for m1, ``m2_distance`` for m2); full
     precision by default, whatever precision the optimisation used.
     """
+    return relative_distances(model, tap, [x_prime], images, forward)[0]
+
+
+def relative_distances(model: nn.Module, tap: str, x_primes: Sequence[Tensor], images: Tensor,
+                       forward: Forward = Forward()) -> List[Tensor]:
+    """``relative_distance`` of several candidates (each (n, c, h, w)), the targets m(x) computed once."""
     with torch.no_grad():
         term = make_term(model, tap, images, forward)
         index = torch.arange(images.shape[0], device=images.device)
-        return term.relative(term.distance(x_prime, index, forward), index)
+        return [term.relative(term.distance(x, index, forward), index) for x in x_primes]

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 
 from stir.data import StirDataModule, to_float
-from stir.evaluation.layers import depth_taps, original_taps
+from stir.evaluation.layers import depth_taps, evenly_spaced, original_taps
 from stir.evaluation.session import Session
 from stir.evaluation.store import ResultStore
 from stir.inversion.cache import tensor_digest
@@ -36,9 +36,7 @@ def taps_of(session: Session, name: str) -> List[str]:
         taps = [layers.taps]
     else:
         taps = list(layers.taps)
-    if layers.count is not None and layers.count < len(taps):
-        taps = [taps[i] for i in sorted({round(i * (len(taps) - 1) / (layers.count - 1)) for i in range(layers.count)})]
-    return taps
+    return evenly_spaced(taps, layers.count)
 
 
 def flat_representations(model: nn.Module, x: Tensor, taps: Sequence[str], batch_size: int = 250) -> Dict[str, Tensor]:
