@@ -3,8 +3,9 @@ the reference's IRIs, controversial-stimulus difficulty, IRI quality and the con
 
 The unit of work (and of the ``ResultStore``) that a pair runs twice and a matrix once per ordered
 pair. Arbitrary IRIs of the reference depend only on (ref, tap, X, seed, settings): they are
-requested as ``invert(ref, X, tap, cfg_j, m2=tgt, tap2=...)``, whose cache key ignores the target,
-so with ``inversion.cache_dir`` one inversion per draw serves every target.
+requested for all k draws at once as ``invert_draws(ref, [X_1..X_k], tap, cfg, m2=tgt, tap2=...)``,
+whose per-draw cache keys ignore the target, so with ``inversion.cache_dir`` one inversion per draw
+serves every target.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from stir.evaluation.keys import DEFAULT_TAP, DIRECTION, Images, Plan, computed,
 from stir.evaluation.observe import check_models, measure_value, observe
 from stir.evaluation.results import DirectionResult, Stat
 from stir.evaluation.store import ResultStore
-from stir.inversion import InversionConfig, invert, invert_adversarial
+from stir.inversion import InversionConfig, invert_adversarial_draws, invert_draws
 from stir.inversion.config import ControversialConfig
 from stir.inversion.controversial import controversial_perturbation
 from stir.models import frozen
@@ -96,6 +97,12 @@ def _direction(
     # Adversarial IRIs of a model against itself (same identity and tap) are undefined: the push
     # term cancels the match term exactly, the objective is 0 and x' never leaves its seed.
     self_pair = (m_ref is m_tgt or ids[0] == ids[1]) and tap_ref == tap_tgt
+    # Every draw's IRIs in one call per kind: the k draws are optimised as one batch where it fits;
+    # draw j starts from the seeds of ``inversion.seed + j``.
+    draws = list(plan.draw_images)
+    arbitrary = invert_draws(m_ref, draws, tap_ref, plan.cfg, m2=m_tgt, tap2=tap_tgt) if plan.arbitrary else None
+    adversarial = (invert_adversarial_draws(m_ref, m_tgt, draws, tap_ref, tap_tgt, plan.cfg)
+                   if plan.adversarial and not self_pair else None)
     for j in range(plan.k):
         images = plan.draw_images[j]
         if tgt_rep is None or plan.resampled:
@@ -105,22 +112,24 @@ def _direction(
                 tgt_rep = rep_j  # fixed X: once for every draw
         else:
             rep_j = tgt_rep
-        cfg_j = replace(plan.cfg, seed=plan.cfg.seed + j)  # draw j: X'_j from seed base + j
+        cfg_j = replace(plan.cfg, seed=plan.cfg.seed + j)
         label = f"draw {j} (seed {cfg_j.seed})"
-        if plan.arbitrary:
+        if arbitrary is not None:
             # m_tgt is only measured (m2_distance): the engine's cache key ignores it.
-            run = invert(m_ref, images, tap_ref, cfg_j, m2=m_tgt, tap2=tap_tgt)
+            run = arbitrary[j]
             value, agree = _stir_draw(m_ref, m_tgt, tap_ref, tap_tgt, rep_j, run.x_prime, fn, plan, f"STIR {label}", notes)
             stir.append(refuse_failed(value, run, plan, f"STIR {label}", notes))
             agreement.append(agree)
             curves["arbitrary"].append(curve(m_tgt, tap_tgt, rep_j, run, fn, plan, final=value))
             arbitrary_runs.append(summary(run))  # not the run: its x' (n, c, h, w) is done with
-        if plan.adversarial and not self_pair:
-            run = invert_adversarial(m_ref, m_tgt, images, tap_ref, tap_tgt, cfg_j)
+            arbitrary[j] = None
+        if adversarial is not None:
+            run = adversarial[j]
             value, _ = _stir_draw(m_ref, m_tgt, tap_ref, tap_tgt, rep_j, run.x_prime, fn, plan, f"STIR_adv {label}", notes)
             stir_adv.append(refuse_failed(value, run, plan, f"STIR_adv {label}", notes))
             curves["adversarial"].append(curve(m_tgt, tap_tgt, rep_j, run, fn, plan, final=value))
             adversarial_runs.append(summary(run))
+            adversarial[j] = None
             walk = controversial_perturbation(m_ref, m_tgt, images, tap_ref, tap_tgt, plan.difficulty_cfg, cfg_j)
             difficulty.append(walk.delta)  # mean ||x_c - x||_2 over the images that became controversial
             reached.append(walk.fraction)

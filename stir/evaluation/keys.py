@@ -28,7 +28,7 @@ DEFAULT_TAP = "penultimate"  # where a measurement reads the models unless told 
 
 # InversionConfig fields that cannot change a reported number: where/how fast it runs, logging.
 # channels_last changes x' only at the level of floating-point rounding (as in the inversion cache).
-_NOT_RESULT_SETTINGS = frozenset({"cache_dir", "progress", "warn_below", "batch_size", "channels_last"})
+_NOT_RESULT_SETTINGS = frozenset({"cache_dir", "progress", "warn_below", "batch_size", "memory_gb", "channels_last"})
 
 Images = Union[Tensor, Sequence[Tensor]]  # X fixed for every draw, or one X per draw (k tensors)
 
@@ -58,7 +58,7 @@ class Plan:
 
     @property
     def batch_size(self) -> int:
-        return self.cfg.batch_size
+        return self.cfg.eval_batch_size
 
     @property
     def arbitrary(self) -> bool:

@@ -16,7 +16,9 @@ Public API:
 from stir.inversion.cache import model_fingerprint
 from stir.inversion.config import ControversialConfig, InversionConfig
 from stir.inversion.controversial import ControversialResult, controversial_perturbation
-from stir.inversion.engine import InversionResult, Problem, concat_results, invert, invert_adversarial, solve
+from stir.inversion.engine import (
+    InversionResult, Problem, concat_results, invert, invert_adversarial, invert_adversarial_draws, invert_draws, slice_result, solve,
+)
 from stir.inversion.objectives import relative_distance
 from stir.inversion.seeds import SEED_KINDS, make_seed, seed_generator
 
@@ -33,11 +35,14 @@ __all__ = [
     "controversial_perturbation",
     "invert",
     "invert_adversarial",
+    "invert_adversarial_draws",
+    "invert_draws",
     "make_seed",
     "merge_predictions",
     "model_fingerprint",
     "relative_distance",
     "seed_generator",
+    "slice_result",
     "solve",
 ]
 

@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -48,6 +49,7 @@ from tqdm.auto import tqdm
 
 from stir.descent import Adam, Constant, Cosine, FixedLengthStep, InverseTime, Schedule, descend
 from stir.descent.loop import StopRule
+from stir.inversion.batching import resolve_batch_size, working_model
 from stir.inversion.cache import cache_key, entry_path, load_entry, result_settings, save_entry
 from stir.inversion.config import InversionConfig
 from stir.inversion.objectives import (
@@ -138,7 +140,26 @@ def invert(
     not influence x', so a cached inversion is reused across every m2. Models must live on the
     images' device; they are not moved.
     """
-    return _run(Problem(m1, tap, m2, tap2, adversarial=False), images, cfg or InversionConfig())
+    return _run(Problem(m1, tap, m2, tap2, adversarial=False), [images], cfg or InversionConfig())[0]
+
+
+def invert_draws(
+    m1: nn.Module,
+    draws: Sequence[Tensor],
+    tap: str,
+    cfg: Optional[InversionConfig] = None,
+    *,
+    m2: Optional[nn.Module] = None,
+    tap2: Optional[str] = None,
+) -> List[InversionResult]:
+    """``invert`` for k seed draws at once: draw j inverts ``draws[j]`` (n_j, c, h, w) from seed
+    ``cfg.seed + j``; result j is ``invert(m1, draws[j], tap, replace(cfg, seed=cfg.seed + j), ...)``.
+
+    The draws missing from the cache are optimised together (one batch when it fits,
+    ``stir.inversion.batching``) and cached one entry per draw. ``elapsed`` of a draw is its share
+    of the joint run (in proportion to its images).
+    """
+    return _run(Problem(m1, tap, m2, tap2, adversarial=False), draws, cfg or InversionConfig())
 
 
 def invert_adversarial(
@@ -155,52 +176,104 @@ def invert_adversarial(
     (the IRIs), or the smallest r1 when no iterate got there; no early stopping (r2 keeps growing
     after r1 meets the bound). Cached on both models when ``cache_dir``.
     """
-    return _run(Problem(m1, tap1, m2, tap2, adversarial=True), images, cfg or InversionConfig())
+    return _run(Problem(m1, tap1, m2, tap2, adversarial=True), [images], cfg or InversionConfig())[0]
 
 
-def _run(problem: Problem, images: Tensor, cfg: InversionConfig) -> InversionResult:
-    """Seeds for the whole batch, then the cache or ``solve`` over ``cfg.batch_size`` chunks."""
-    if images.dim() != 4 or images.shape[0] == 0:
-        raise ValueError(f"images must be a non-empty (n, c, h, w) batch, got shape {tuple(images.shape)}")
-    images = images.detach()
-    key = path = None
-    if cfg.cache_dir is not None:
-        precision = _precision_name(resolve_forward(cfg.precision, cfg.channels_last, images.device))
-        models = [(problem.m1, problem.tap1)] + ([(problem.m2, problem.second_tap)] if problem.adversarial else [])
-        settings = result_settings(cfg, problem.adversarial, precision)
-        key = cache_key(models, images, settings)
-        path = entry_path(cfg.cache_dir, key)
-        entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.num_steps, cfg.snapshot_steps)
-        if entry is not None:
-            log.info("inversion cache hit: %s", path)
-            result = _from_entry(problem, images, entry, cfg)
-            _warn_if_low(result, cfg)
-            return result
+def invert_adversarial_draws(
+    m1: nn.Module,
+    m2: nn.Module,
+    draws: Sequence[Tensor],
+    tap1: str,
+    tap2: Optional[str] = None,
+    cfg: Optional[InversionConfig] = None,
+) -> List[InversionResult]:
+    """``invert_adversarial`` for k seed draws at once (seeds ``cfg.seed + j``), as ``invert_draws``."""
+    return _run(Problem(m1, tap1, m2, tap2, adversarial=True), draws, cfg or InversionConfig())
 
-    seeds = make_seed(cfg.seed_kind, images, seed_generator(cfg.seed))  # whole batch: chunking-independent
-    chunks = range(0, images.shape[0], cfg.batch_size)
-    parts = [
-        solve(problem, images[s:s + cfg.batch_size], seeds[s:s + cfg.batch_size], cfg)
-        for s in tqdm(chunks, desc="inverting", unit="batch", disable=not cfg.progress)
-    ]
-    result = concat_results(parts, cfg.tolerance)
-    if path is not None:
-        save_entry(path, key, _to_entry(result, problem))
-    _warn_if_low(result, cfg)
-    return result
+
+def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig) -> List[InversionResult]:
+    """Each draw from the cache, or all missing draws optimised together by ``solve`` in chunks."""
+    results: List[Optional[InversionResult]] = [None] * len(draws)
+    entries: List[Tuple[Optional[str], Optional[Path]]] = []
+    for j, images in enumerate(draws):
+        if images.dim() != 4 or images.shape[0] == 0:
+            raise ValueError(f"images must be a non-empty (n, c, h, w) batch, got shape {tuple(images.shape)}")
+        key, path = _cache_entry(problem, images.detach(), replace(cfg, seed=cfg.seed + j))
+        entries.append((key, path))
+        if path is not None:
+            entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.num_steps, cfg.snapshot_steps)
+            if entry is not None:
+                log.info("inversion cache hit: %s", path)
+                results[j] = _from_entry(problem, images.detach(), entry, cfg)
+    missing = [j for j, r in enumerate(results) if r is None]
+    if missing:
+        images = torch.cat([draws[j].detach() for j in missing])  # (sum n_j, c, h, w)
+        # each draw's seeds for its whole batch: independent of chunking and of the other draws
+        seeds = torch.cat([make_seed(cfg.seed_kind, draws[j].detach(), seed_generator(cfg.seed + j)) for j in missing])
+        batch = resolve_batch_size(cfg, images, _probe(problem, images, cfg))
+        chunks = range(0, images.shape[0], batch)
+        parts = [
+            solve(problem, images[s:s + batch], seeds[s:s + batch], cfg)
+            for s in tqdm(chunks, desc="inverting", unit="batch", disable=not cfg.progress)
+        ]
+        joint = concat_results(parts, cfg.tolerance)
+        start = 0
+        for j in missing:
+            n_j = draws[j].shape[0]
+            results[j] = slice_result(joint, start, start + n_j)
+            start += n_j
+            key, path = entries[j]
+            if path is not None:
+                save_entry(path, key, _to_entry(results[j], problem))
+    for result in results:
+        _warn_if_low(result, cfg)
+    return results
+
+
+def _cache_entry(problem: Problem, images: Tensor, cfg: InversionConfig) -> Tuple[Optional[str], Optional[Path]]:
+    """(key, path) of one draw's cache entry, or (None, None) without ``cache_dir``."""
+    if cfg.cache_dir is None:
+        return None, None
+    precision = _precision_name(resolve_forward(cfg.precision, cfg.channels_last, images.device))
+    models = [(problem.m1, problem.tap1)] + ([(problem.m2, problem.second_tap)] if problem.adversarial else [])
+    key = cache_key(models, images, result_settings(cfg, problem.adversarial, precision))
+    return key, entry_path(cfg.cache_dir, key)
+
+
+def _probe(problem: Problem, images: Tensor, cfg: InversionConfig) -> Callable[[Tensor], Tensor]:
+    """objective(x) on the first rows of ``images``: what the automatic batch size measures (CUDA)."""
+
+    def probe(x: Tensor) -> Tensor:
+        with frozen(*problem.models):
+            forward = resolve_forward(cfg.precision, cfg.channels_last, images.device)
+            objective = _objective(problem, images[:x.shape[0]], cfg, forward)
+            return objective(x, torch.arange(x.shape[0], device=x.device))
+
+    return probe
+
+
+def _objective(problem: Problem, images: Tensor, cfg: InversionConfig, forward: Forward) -> InversionObjective:
+    """The objective over the working copies of the models (``stir.inversion.batching``)."""
+    m1 = working_model(problem.m1, problem.tap1, cfg, forward.channels_last)
+    first = make_term(m1, problem.tap1, images, forward)
+    second = None
+    if problem.adversarial:
+        m2 = working_model(problem.m2, problem.second_tap, cfg, forward.channels_last)
+        second = make_term(m2, problem.second_tap, images, forward)
+    return InversionObjective(first, forward, cfg.normalize_residual, second, cfg.adversarial_weight,
+                              bound=cfg.stop_fraction * cfg.tolerance, kind=cfg.adversarial_objective)
 
 
 def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig) -> InversionResult:
     """Invert one batch ``images`` (b, c, h, w) from ``seeds`` (b, c, h, w): no cache, no chunking.
 
-    The building block of ``invert`` and of the multi-device ``InversionPredictor``.
+    The building block of ``invert`` and of the multi-device ``InversionPredictor``. The
+    optimisation differentiates working copies of the models (batch norm folded, channels-last:
+    ``stir.inversion.batching``); residuals and distances are measured on the models themselves.
     """
     with frozen(*problem.models):
         forward = resolve_forward(cfg.precision, cfg.channels_last, images.device)
-        first = make_term(problem.m1, problem.tap1, images, forward)
-        second = make_term(problem.m2, problem.second_tap, images, forward) if problem.adversarial else None
-        objective = InversionObjective(first, forward, cfg.normalize_residual, second, cfg.adversarial_weight,
-                                       bound=cfg.stop_fraction * cfg.tolerance, kind=cfg.adversarial_objective)
+        objective = _objective(problem, images, cfg, forward)
         faithful = cfg.mode == "faithful"
 
         times: List[float] = []
@@ -216,7 +289,8 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig)
         else:
             geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
             x_init, stop = None, _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
-        with fake_relu(*problem.models, enabled=cfg.use_fake_relu):  # gradient only: values are unchanged
+        working = (objective.first.model,) + ((objective.second.model,) if objective.second is not None else ())
+        with fake_relu(*working, enabled=cfg.use_fake_relu):  # gradient only: values are unchanged
             run = descend(timed, seeds, geometry, cfg.num_steps, keep_best=True, stop=stop, x_init=x_init,
                           snapshots=cfg.snapshot_steps)
 
@@ -292,6 +366,34 @@ def concat_results(parts: List[InversionResult], tolerance: float) -> InversionR
         snapshots={t: torch.cat([p.snapshots[t] for p in parts]) for t in parts[0].snapshots},
         snapshot_residual={t: torch.cat([p.snapshot_residual[t] for p in parts]) for t in parts[0].snapshot_residual},
         from_cache=all(p.from_cache for p in parts),
+    )
+
+
+def slice_result(result: InversionResult, start: int, stop: int) -> InversionResult:
+    """Rows start..stop-1 of a result, as if they had been inverted alone.
+
+    ``evaluations`` counts the rows' own (steps + 1 per image, what the loop evaluated for them);
+    ``elapsed`` is the rows' share of the run's time, in proportion to their number.
+    """
+    rows = slice(start, stop)
+    residual = result.residual[rows]
+    is_iri = residual <= result.tolerance
+    steps = result.steps[rows]
+    return InversionResult(
+        x_prime=result.x_prime[rows],
+        residual=residual,
+        m2_distance=None if result.m2_distance is None else result.m2_distance[rows],
+        l2_to_original=result.l2_to_original[rows],
+        steps=steps,
+        evaluations=int((steps + 1).sum()),
+        is_iri=is_iri,
+        fraction_iri=is_iri.float().mean().item(),
+        tolerance=result.tolerance,
+        history=result.history[:, rows],
+        elapsed=result.elapsed * ((stop - start) / result.residual.shape[0]),
+        snapshots={t: x[rows] for t, x in result.snapshots.items()},
+        snapshot_residual={t: r[rows] for t, r in result.snapshot_residual.items()},
+        from_cache=result.from_cache,
     )
 
 

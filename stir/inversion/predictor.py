@@ -60,10 +60,11 @@ class InversionPredictor(L.LightningModule):
         self.cfg = cfg or InversionConfig()
 
     def dataloader(self, images: Tensor) -> DataLoader:
-        """Batches of (rows, images, seeds) over ``images`` (n, c, h, w), in order, ``cfg.batch_size`` each."""
+        """Batches of (rows, images, seeds) over ``images`` (n, c, h, w), in order, ``cfg.batch_size`` each
+        (``cfg.eval_batch_size`` when it is automatic: the loader is built before any device is known)."""
         seeds = make_seed(self.cfg.seed_kind, images, seed_generator(self.cfg.seed))
         rows = torch.arange(images.shape[0])
-        return DataLoader(TensorDataset(rows, images.detach().cpu(), seeds.cpu()), batch_size=self.cfg.batch_size)
+        return DataLoader(TensorDataset(rows, images.detach().cpu(), seeds.cpu()), batch_size=self.cfg.eval_batch_size)
 
     def on_predict_start(self) -> None:
         if self.trainer.predict_loop.inference_mode:

@@ -65,7 +65,7 @@ class _Data:
         missing = [t for t in taps if t not in have]
         if missing:
             have.update(flat_representations(self.session.network(model), self.images, missing,
-                                             self.session.cfg.inversion.batch_size))
+                                             self.session.cfg.inversion.eval_batch_size))
         return {t: have[t] for t in taps}
 
     def seed_reps(self) -> Dict[str, torch.Tensor]:

@@ -59,7 +59,7 @@ def measure_model(session: Session, name: str) -> GEEDResult:
     log.info("G-EED of %s at %d taps, %d transformations, noise %s", name, len(taps), len(inv.transforms), list(inv.noise))
     return stored(session.store, KIND, parts, lambda: measure_geed(
         net, images, taps, inv.transforms, distances=inv.distances, noise_levels=inv.noise,
-        noise_seed=cfg.image_seed, name=name, batch_size=cfg.inversion.batch_size),
+        noise_seed=cfg.image_seed, name=name, batch_size=cfg.inversion.eval_batch_size),
         GEEDResult.from_dict, session.record(source))
 
 

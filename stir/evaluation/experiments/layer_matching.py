@@ -46,7 +46,7 @@ def measure_all(session: Session) -> Dict[str, LayerMatchingResult]:
     def representations() -> Dict[str, List]:
         if not reps:
             for m in models:
-                by_tap = flat_representations(session.network(m), images, taps, session.cfg.inversion.batch_size)
+                by_tap = flat_representations(session.network(m), images, taps, session.cfg.inversion.eval_batch_size)
                 reps[m] = [by_tap[t] for t in taps]
         return reps
 
