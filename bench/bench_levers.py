@@ -1,0 +1,253 @@
+"""Faithful inversion at engineering speed: each lever's share, and the STIR it gives (issue 12).
+
+    python bench/bench_levers.py --pair A_RUN,B_RUN [--pair ...] [--images 128] [--draws 2] [--threads 2]
+    python bench/bench_levers.py --quick --pair A_RUN,B_RUN        # 32 images, 100 steps, ~1 min
+
+The baseline is a plain re-implementation of the published update, written here from its
+description (no stir inversion code): per seed draw, one batch of all n images, the full forward
+pass to the logits with the penultimate representation read by a forward hook (as the original
+reads its latent), loss mean_i ||m(x'_i) - m(x_i)|| / ||m(x_i)||, the model reading clamp(x', 0, 1)
+with the gradient passed inside [0, 1], x' <- clamp(x' - 0.5 g_i / (||g_i|| + 1e-10), 0, 1),
+strictly better iterates kept, FakeReLU on layer4's output ReLUs by straight-through hooks.
+
+Part 1, speed (``--time-steps`` steps of k draws of n images, the same model; variants run in turn,
+each ``--repeats`` times, interleaved; median seconds): every lever is added to the one before,
+
+    plain                    the baseline above
+    engine, forward to tap   stir's engine with no lever: one draw at a time, batch = n, BN unfolded, NCHW
+    + draws in one call      ``invert_draws``: the k draws as one batch of n k images
+    + automatic batch        ``inversion.batch_size=None``: 128-image chunks on CPU
+    + folded batch norm      ``inversion.fold_batch_norm=True``
+    + channels-last          ``inversion.channels_last=True``: the shipped default
+    default, 1 thread        the default with ``torch.set_num_threads(1)`` (the threads lever)
+
+and the x' of the exact levers (draws in one call, automatic batch) is compared bit for bit.
+
+Part 2, value (``--steps`` steps, default 1000, both directions of every ``--pair``): the plain
+baseline and the shipped default from the same seeds; STIR (linear CKA at the penultimate tap of
+the other model) and the median residual at steps 100, 250, 500 and the end, and the drift
+(default - plain). Written to ``bench/out/bench_levers.json`` and ``bench/out/bench_levers.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from stir.config.schema import DataConfig
+from stir.data import load_dataset, to_float
+from stir.evaluation.zoo import ZooModel, load_model
+from stir.inversion import InversionConfig, invert, invert_draws, make_seed, seed_generator
+from stir.models import frozen, representation
+from stir.reporting import to_markdown
+from stir.similarity import linear_cka
+
+log = logging.getLogger("bench_levers")
+SOURCE = "/work/shared/data/cifar10-jpg.tar.gz"
+OUT = Path(__file__).resolve().parent / "out"
+TAP = "penultimate"
+RECORD = (100, 250, 500)
+
+
+def model_at(path: str) -> nn.Module:
+    return load_model(ZooModel(name=Path(path).name, run_dir=Path(path), config=None, command="")).eval()
+
+
+# -- the baseline: the published update, plainly ---------------------------------------------------
+
+
+def plain_inversion(m: nn.Module, x: Tensor, seeds: Tensor, steps: int, record: Sequence[int] = ()) -> Dict[int, Tensor]:
+    """The published inversion of one draw; {t: best iterates among steps 0..t} for t in record + (steps,)."""
+    latent: Dict[str, Tensor] = {}
+    pool = m.get_submodule("pool")  # the penultimate representation, read as the original reads its latent
+    hooks = [pool.register_forward_hook(lambda _m, _i, out: latent.__setitem__("rep", out))]
+    for site in getattr(m, "fake_relu_sites", ()):  # FakeReLU: value relu(x), gradient identity
+        hooks.append(m.get_submodule(site).register_forward_hook(lambda _m, i, out: i[0] + (out - i[0]).detach()))
+
+    def rep(v: Tensor) -> Tensor:
+        m(v)  # the full forward pass, to the logits
+        return latent["rep"].flatten(1)
+
+    wanted, kept = set(record) | {steps}, {}
+    try:
+        with frozen(m):
+            with torch.no_grad():
+                target = rep(x)
+            best_x, best_loss = None, None
+            cur = seeds.clone()
+            for t in range(steps + 1):
+                cur = cur.detach().requires_grad_(t < steps)
+                with torch.set_grad_enabled(t < steps):
+                    inside = (cur >= 0) & (cur <= 1)
+                    seen = torch.where(inside, cur, cur.clamp(0, 1).detach())  # gradient passed inside [0, 1]
+                    losses = (rep(seen) - target).norm(dim=1) / target.norm(dim=1)
+                if best_loss is None:
+                    best_x, best_loss = cur.detach().clone(), losses.detach().clone()
+                else:
+                    better = losses.detach() < best_loss
+                    best_x[better], best_loss[better] = cur.detach()[better], losses.detach()[better]
+                if t in wanted:
+                    kept[t] = best_x.clamp(0, 1)
+                if t == steps:
+                    break
+                (g,) = torch.autograd.grad(losses.mean(), cur)
+                g_norm = g.flatten(1).norm(dim=1).view(-1, 1, 1, 1)
+                cur = (cur - 0.5 * g / (g_norm + 1e-10)).clamp(0, 1)
+    finally:
+        for h in hooks:
+            h.remove()
+    return kept
+
+
+def seeds_of(x: Tensor, draw: int) -> Tensor:
+    """The seeds the engine draws for draw j (``inversion.seed + j`` with base seed 0)."""
+    return make_seed("normal", x, seed_generator(draw))
+
+
+# -- part 1: speed ----------------------------------------------------------------------------------
+
+
+def speed(m: nn.Module, x: Tensor, draws: int, steps: int, repeats: int, threads: int) -> List[Dict]:
+    base = InversionConfig(steps=steps, record_steps=(), warn_below=0.0)
+    none = replace(base, fold_batch_norm=False, channels_last=False, batch_size=x.shape[0])
+    joint = replace(none, batch_size=x.shape[0] * draws)
+    auto = replace(none, batch_size=None)
+    fold = replace(auto, fold_batch_norm=True)
+    shipped = replace(fold, channels_last=True)
+    variants = {
+        "plain": lambda: [plain_inversion(m, x, seeds_of(x, j), steps)[steps] for j in range(draws)],
+        "engine, forward to tap": lambda: [invert(m, x, TAP, replace(none, seed=j)).x_prime for j in range(draws)],
+        "+ draws in one call": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, joint)],
+        "+ automatic batch": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, auto)],
+        "+ folded batch norm": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, fold)],
+        "+ channels-last (default)": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, shipped)],
+        "default, 1 thread": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, shipped)],
+    }
+    times: Dict[str, List[float]] = {name: [] for name in variants}
+    outputs: Dict[str, List[Tensor]] = {}
+    for _ in range(repeats):
+        for name, run in variants.items():
+            torch.set_num_threads(1 if name == "default, 1 thread" else threads)
+            start = time.perf_counter()
+            outputs[name] = run()
+            times[name].append(time.perf_counter() - start)
+            log.info("  %-28s %7.2f s", name, times[name][-1])
+    torch.set_num_threads(threads)
+
+    def max_diff(a: str, b: str) -> float:
+        return max((p - q).abs().max().item() for p, q in zip(outputs[a], outputs[b]))
+
+    rows, previous = [], None
+    plain = statistics.median(times["plain"])
+    for name in variants:
+        t = statistics.median(times[name])
+        step_of = "plain" if name == "engine, forward to tap" else previous
+        rows.append({
+            "variant": name, "seconds": round(t, 2), "speedup_vs_plain": round(plain / t, 2),
+            "lever_share": "" if previous is None or name == "default, 1 thread" else round(statistics.median(times[previous]) / t, 2),
+            "max_abs_x_diff_vs_previous": "" if step_of is None or name == "default, 1 thread" else f"{max_diff(step_of, name):.1e}",
+        })
+        if name != "default, 1 thread":
+            previous = name
+    return rows
+
+
+# -- part 2: value ----------------------------------------------------------------------------------
+
+
+def stir_of(m2: nn.Module, x: Tensor, x_prime: Tensor) -> float:
+    with frozen(m2), torch.no_grad():
+        return linear_cka(representation(m2, x, TAP).double(), representation(m2, x_prime, TAP).double()).item()
+
+
+def residual_of(m1: nn.Module, x: Tensor, x_prime: Tensor) -> float:
+    with frozen(m1), torch.no_grad():
+        t = representation(m1, x, TAP)
+        return ((representation(m1, x_prime, TAP) - t).norm(dim=1) / t.norm(dim=1)).median().item()
+
+
+def value(m1: nn.Module, m2: nn.Module, x: Tensor, draws: int, steps: int) -> List[Dict]:
+    """STIR(m2|m1) along the budget: plain baseline vs shipped default, same seeds."""
+    record = tuple(s for s in RECORD if s < steps)
+    cfg = InversionConfig(steps=steps, record_steps=record, warn_below=0.0)
+    start = time.perf_counter()
+    shipped = invert_draws(m1, [x] * draws, TAP, cfg)
+    t_shipped = time.perf_counter() - start
+    start = time.perf_counter()
+    plain = [plain_inversion(m1, x, seeds_of(x, j), steps, record) for j in range(draws)]
+    t_plain = time.perf_counter() - start
+    rows = []
+    for t in record + (steps,):
+        s_plain = [stir_of(m2, x, p[t]) for p in plain]
+        s_ship = [stir_of(m2, x, r.snapshots[t]) for r in shipped]
+        rows.append({
+            "steps": t,
+            "stir_plain": round(statistics.mean(s_plain), 4), "stir_default": round(statistics.mean(s_ship), 4),
+            "drift": round(statistics.mean(s_ship) - statistics.mean(s_plain), 4),
+            "max_drift_per_draw": round(max(abs(a - b) for a, b in zip(s_ship, s_plain)), 4),
+            "residual_plain": round(statistics.mean(residual_of(m1, x, p[t]) for p in plain), 4),
+            "residual_default": round(statistics.mean(r.snapshot_residual[t].median().item() for r in shipped), 4),
+        })
+    rows[-1]["seconds_plain"], rows[-1]["seconds_default"] = round(t_plain, 1), round(t_shipped, 1)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pair", action="append", required=True, help="RUN_A,RUN_B (both directions are measured)")
+    parser.add_argument("--images", type=int, default=128)
+    parser.add_argument("--draws", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=1000, help="part 2's budget")
+    parser.add_argument("--time-steps", type=int, default=50, help="part 1's budget")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--skip-value", action="store_true", help="part 1 only")
+    parser.add_argument("--quick", action="store_true", help="32 images, 100 steps, 20 timed steps, 1 repeat")
+    parser.add_argument("--source", default=SOURCE)
+    parser.add_argument("--root", default="data")
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.quick:
+        args.images, args.steps, args.time_steps, args.repeats = 32, 100, 20, 1
+    torch.set_num_threads(args.threads)
+
+    data = load_dataset(DataConfig(name="cifar10", source=args.source, root=args.root, num_classes=10))
+    order = torch.randperm(len(data.train_images), generator=torch.Generator().manual_seed(0))
+    x = to_float(data.train_images[order[: args.images]])
+    first = args.pair[0].split(",")[0]
+    log.info("speed: IRIs of %s, %d images x %d draws, %d steps, %d threads", first, args.images, args.draws,
+             args.time_steps, args.threads)
+    speed_rows = speed(model_at(first), x, args.draws, args.time_steps, args.repeats, args.threads)
+    value_rows = []
+    if not args.skip_value:
+        for pair in args.pair:
+            a, b = pair.split(",")
+            models = {a: model_at(a), b: model_at(b)}
+            for ref, tgt in ((a, b), (b, a)):
+                label = f"STIR({Path(tgt).parent.name}/{Path(tgt).name} | {Path(ref).parent.name}/{Path(ref).name})"
+                log.info("value: %s, %d images, %d draws, %d steps", label, args.images, args.draws, args.steps)
+                for row in value(models[ref], models[tgt], x, args.draws, args.steps):
+                    value_rows.append({"direction": label, **row})
+                    log.info("  %s", row)
+    args.out.mkdir(parents=True, exist_ok=True)
+    settings = {"pairs": args.pair, "images": args.images, "draws": args.draws, "steps": args.steps,
+                "time_steps": args.time_steps, "threads": args.threads, "torch": torch.__version__}
+    (args.out / "bench_levers.json").write_text(json.dumps({**settings, "speed": speed_rows, "value": value_rows}, indent=2))
+    md = f"settings: {json.dumps(settings)}\n\n" + to_markdown(speed_rows) + "\n\n" + (to_markdown(value_rows) if value_rows else "")
+    (args.out / "bench_levers.md").write_text(md)
+    print(to_markdown(speed_rows))
+    if value_rows:
+        print(to_markdown(value_rows))
+
+
+if __name__ == "__main__":
+    main()
