@@ -1,5 +1,5 @@
-"""bench/bench_matrix.py: an N-model matrix through evaluate.py costs N x (n x k x (steps + 1)) model
-evaluations with the inversion cache (evaluate.py's default), N^2 x ... without it, counted at the models."""
+"""bench/bench_matrix.py: an N-model matrix through evaluate.py costs N x n x k x (steps + 1) model
+evaluations with the inversion cache (evaluate.py's default), N^2 x ... without it; counted at the models."""
 import pytest
 
 from bench.bench_matrix import count_matrix, formula
@@ -24,5 +24,6 @@ def test_cached_matrix_inverts_each_reference_once_per_draw(data, tmp_path):
 def test_without_the_cache_every_ordered_pair_reinverts(data, tmp_path):
     r = count_matrix(N, n, k, STEPS, width=2, cache=False, data=data, workdir=tmp_path)
     assert r["inversion_evaluations"] == formula(N, n, k, STEPS, pairs=True) == N * N * n * k * (STEPS + 1)
+    assert r["engine_evaluations"] == r["inversion_evaluations"]
     assert (r["inversions"], r["cache_hits"], r["cache_entries"]) == (N * N * k, 0, 0)
     assert r["grid_inversion_evaluations"] == 2 * n * (STEPS + 1)  # the grid's two references, inverted again
