@@ -8,6 +8,7 @@ What is timed (on ``cuda`` when there is one, else the CPU):
 * one STIR pair: ``evaluate_pair`` of two ResNet18s (random weights: the cost does not depend on
   them) on n images, k draws, arbitrary IRIs, both directions, the published (faithful) inversion;
   wall seconds and peak device memory (``torch.cuda.max_memory_allocated``; peak RSS on the CPU);
+  the k draws are inverted together, chunked automatically to fit ``--memory-gb`` (16 GiB);
 * training throughput: images/s of vanilla and AT (PGD-l2, 10 steps) SGD steps of ResNet18 on
   batches of 128 (bf16 autocast and channels-last on CUDA), after warm-up steps, and the time of a
   100-epoch vanilla run on 50,000 images extrapolated from it.
@@ -63,7 +64,7 @@ def sync(device: torch.device) -> None:
 def time_pair(args, device: torch.device) -> dict:
     m1, m2 = network(args.width, 0, device), network(args.width, 1, device)
     x = smooth_images(args.images, device)
-    cfg = InversionConfig(steps=args.steps, batch_size=args.batch_size, warn_below=0.0)
+    cfg = InversionConfig(steps=args.steps, batch_size=args.batch_size, memory_gb=args.memory_gb, warn_below=0.0)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     sync(device)
@@ -73,7 +74,8 @@ def time_pair(args, device: torch.device) -> dict:
     seconds = time.perf_counter() - start
     row = {"seconds": seconds, "peak_memory_mib": peak_memory_mib(device),
            "stir_m2_given_m1": result.stir_m2_given_m1.mean, "stir_m1_given_m2": result.stir_m1_given_m2.mean,
-           "inversions": 2 * args.draws, "images": args.images, "steps": cfg.num_steps, "precision": cfg.precision}
+           "inversions": 2 * args.draws, "images": args.images, "steps": cfg.num_steps, "precision": cfg.model_precision,
+           "memory_gb_allowed": args.memory_gb, "batch_size": args.batch_size or "automatic"}
     log.info("STIR pair: %.1f s, peak memory %.0f MiB (n=%d, k=%d, %d faithful steps, both directions)",
              seconds, row["peak_memory_mib"], args.images, args.draws, cfg.num_steps)
     return row
@@ -117,7 +119,9 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=5)
     parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--batch-size", type=int, default=5000, help="images inverted together")
+    parser.add_argument("--batch-size", type=int, default=None, help="images inverted together (default: automatic)")
+    parser.add_argument("--memory-gb", type=float, default=16.0,
+                        help="GPU memory the automatic batch may take (issue 12: the k x n images fit 16 GiB by chunking)")
     parser.add_argument("--train-batch", type=int, default=128)
     parser.add_argument("--train-steps", type=int, default=20)
     parser.add_argument("--train-warmup", type=int, default=3)

@@ -19,6 +19,7 @@ each ``--repeats`` times, interleaved; median seconds): every lever is added to 
     + automatic batch        ``inversion.batch_size=None``: 128-image chunks on CPU
     + folded batch norm      ``inversion.fold_batch_norm=True``
     + channels-last          ``inversion.channels_last=True``: the shipped default
+    + torch.compile          ``inversion.compile=True`` (opt-in), its compilation included
     default, 1 thread        the default with ``torch.set_num_threads(1)`` (the threads lever)
 
 and the x' of the exact levers (draws in one call, automatic batch) is compared bit for bit.
@@ -122,6 +123,7 @@ def speed(m: nn.Module, x: Tensor, draws: int, steps: int, repeats: int, threads
     auto = replace(none, batch_size=None)
     fold = replace(auto, fold_batch_norm=True)
     shipped = replace(fold, channels_last=True)
+    compiled = replace(shipped, compile=True)  # compiles anew in every call (new working copies): timed with it
     variants = {
         "plain": lambda: [plain_inversion(m, x, seeds_of(x, j), steps)[steps] for j in range(draws)],
         "engine, forward to tap": lambda: [invert(m, x, TAP, replace(none, seed=j)).x_prime for j in range(draws)],
@@ -129,6 +131,7 @@ def speed(m: nn.Module, x: Tensor, draws: int, steps: int, repeats: int, threads
         "+ automatic batch": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, auto)],
         "+ folded batch norm": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, fold)],
         "+ channels-last (default)": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, shipped)],
+        "+ torch.compile (opt-in)": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, compiled)],
         "default, 1 thread": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, shipped)],
     }
     times: Dict[str, List[float]] = {name: [] for name in variants}

@@ -28,7 +28,7 @@ DEFAULT_TAP = "penultimate"  # where a measurement reads the models unless told 
 
 # InversionConfig fields that cannot change a reported number: where/how fast it runs, logging.
 # channels_last changes x' only at the level of floating-point rounding (as in the inversion cache).
-_NOT_RESULT_SETTINGS = frozenset({"cache_dir", "progress", "warn_below", "batch_size", "memory_gb", "channels_last"})
+_NOT_RESULT_SETTINGS = frozenset({"cache_dir", "progress", "warn_below", "batch_size", "memory_gb", "compile", "channels_last"})
 
 Images = Union[Tensor, Sequence[Tensor]]  # X fixed for every draw, or one X per draw (k tensors)
 
@@ -143,7 +143,7 @@ def plan_for(images: Images, measure: str, k: int, iri: str, inversion: Optional
 
 def _precision_name(cfg: InversionConfig, device: torch.device) -> str:
     """The precision the engine will use ("auto" depends on the device)."""
-    amp = resolve_forward(cfg.precision, cfg.channels_last, device).amp_dtype
+    amp = resolve_forward(cfg.model_precision, cfg.channels_last, device).amp_dtype
     return {None: "32", torch.bfloat16: "bf16", torch.float16: "16"}[amp]
 
 

@@ -71,8 +71,13 @@ class InversionConfig:
     # Optimise on a copy with batch norm folded into the convolutions (stir.models.fold): the same
     # network up to float rounding, about 1.5x faster input gradients on CPU (bench/README.md).
     fold_batch_norm: bool = True
+    # Cut the working copy at the tap and run it through torch.compile (stir.models.truncate); falls
+    # back to eager where compiling fails. Opt-in: compiling takes seconds to a minute per batch shape.
+    compile: bool = False
     cache_dir: Optional[str] = None  # on-disk cache of finished inversions; None: no cache
-    precision: str = "auto"  # auto (bf16 on CUDA, 32 elsewhere) | 32 | bf16 | 16: the models' forward
+    # The models' forward: auto (fast mode: bf16 on CUDA, 32 elsewhere; faithful mode: 32 everywhere,
+    # as published: bf16 would be another rounding regime whose STIR gap has not been measured) | 32 | bf16 | 16
+    precision: str = "auto"
     channels_last: bool = True  # the working copy and its inputs in channels-last memory format (rounding only)
     warn_below: float = 0.9  # log a warning when the fraction of IRIs is below this
     # A draw with non-finite reference residuals always gives STIR = NaN with the reason; one with
@@ -111,6 +116,11 @@ class InversionConfig:
             raise ValueError(f"inversion.record_steps must be positive step counts, got {list(self.record_steps)}")
         self.betas = tuple(self.betas)  # YAML gives a list
         self.record_steps = tuple(sorted({int(s) for s in self.record_steps}))
+
+    @property
+    def model_precision(self) -> str:
+        """``precision`` with "auto" settled by mode: faithful runs in float32 ("32") on every device."""
+        return "32" if self.precision == "auto" and self.mode == "faithful" else self.precision
 
     @property
     def eval_batch_size(self) -> int:

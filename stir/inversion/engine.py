@@ -210,10 +210,12 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig) -> Lis
         images = torch.cat([draws[j].detach() for j in missing])  # (sum n_j, c, h, w)
         # each draw's seeds for its whole batch: independent of chunking and of the other draws
         seeds = torch.cat([make_seed(cfg.seed_kind, draws[j].detach(), seed_generator(cfg.seed + j)) for j in missing])
-        batch = resolve_batch_size(cfg, images, _probe(problem, images, cfg))
+        with frozen(*problem.models):  # copies of eval-mode, frozen models, made once for every chunk
+            working = Working.of(problem, cfg, images.device)
+        batch = resolve_batch_size(cfg, images, _probe(problem, working, images, cfg))
         chunks = range(0, images.shape[0], batch)
         parts = [
-            solve(problem, images[s:s + batch], seeds[s:s + batch], cfg)
+            solve(problem, images[s:s + batch], seeds[s:s + batch], cfg, working)
             for s in tqdm(chunks, desc="inverting", unit="batch", disable=not cfg.progress)
         ]
         joint = concat_results(parts, cfg.tolerance)
@@ -234,46 +236,64 @@ def _cache_entry(problem: Problem, images: Tensor, cfg: InversionConfig) -> Tupl
     """(key, path) of one draw's cache entry, or (None, None) without ``cache_dir``."""
     if cfg.cache_dir is None:
         return None, None
-    precision = _precision_name(resolve_forward(cfg.precision, cfg.channels_last, images.device))
+    precision = _precision_name(resolve_forward(cfg.model_precision, cfg.channels_last, images.device))
     models = [(problem.m1, problem.tap1)] + ([(problem.m2, problem.second_tap)] if problem.adversarial else [])
     key = cache_key(models, images, result_settings(cfg, problem.adversarial, precision))
     return key, entry_path(cfg.cache_dir, key)
 
 
-def _probe(problem: Problem, images: Tensor, cfg: InversionConfig) -> Callable[[Tensor], Tensor]:
+def _probe(problem: Problem, working: Working, images: Tensor, cfg: InversionConfig) -> Callable[[Tensor], Tensor]:
     """objective(x) on the first rows of ``images``: what the automatic batch size measures (CUDA)."""
 
     def probe(x: Tensor) -> Tensor:
         with frozen(*problem.models):
-            forward = resolve_forward(cfg.precision, cfg.channels_last, images.device)
-            objective = _objective(problem, images[:x.shape[0]], cfg, forward)
+            forward = resolve_forward(cfg.model_precision, cfg.channels_last, images.device)
+            objective = _objective(problem, working, images[:x.shape[0]], cfg, forward)
             return objective(x, torch.arange(x.shape[0], device=x.device))
 
     return probe
 
 
-def _objective(problem: Problem, images: Tensor, cfg: InversionConfig, forward: Forward) -> InversionObjective:
-    """The objective over the working copies of the models (``stir.inversion.batching``)."""
-    m1 = working_model(problem.m1, problem.tap1, cfg, forward.channels_last)
-    first = make_term(m1, problem.tap1, images, forward)
-    second = None
-    if problem.adversarial:
-        m2 = working_model(problem.m2, problem.second_tap, cfg, forward.channels_last)
-        second = make_term(m2, problem.second_tap, images, forward)
+@dataclass(frozen=True)
+class Working:
+    """The models the optimisation differentiates (``stir.inversion.batching.working_model``)."""
+
+    m1: nn.Module
+    m2: Optional[nn.Module] = None  # adversarial IRIs only
+
+    @classmethod
+    def of(cls, problem: Problem, cfg: InversionConfig, device: torch.device) -> "Working":
+        channels_last = resolve_forward(cfg.model_precision, cfg.channels_last, device).channels_last
+        m1 = working_model(problem.m1, problem.tap1, cfg, channels_last)
+        m2 = working_model(problem.m2, problem.second_tap, cfg, channels_last) if problem.adversarial else None
+        return cls(m1, m2)
+
+    @property
+    def models(self) -> Tuple[nn.Module, ...]:
+        return (self.m1,) if self.m2 is None else (self.m1, self.m2)
+
+
+def _objective(problem: Problem, working: Working, images: Tensor, cfg: InversionConfig,
+               forward: Forward) -> InversionObjective:
+    first = make_term(working.m1, problem.tap1, images, forward)
+    second = make_term(working.m2, problem.second_tap, images, forward) if problem.adversarial else None
     return InversionObjective(first, forward, cfg.normalize_residual, second, cfg.adversarial_weight,
                               bound=cfg.stop_fraction * cfg.tolerance, kind=cfg.adversarial_objective)
 
 
-def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig) -> InversionResult:
+def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
+          working: Optional[Working] = None) -> InversionResult:
     """Invert one batch ``images`` (b, c, h, w) from ``seeds`` (b, c, h, w): no cache, no chunking.
 
     The building block of ``invert`` and of the multi-device ``InversionPredictor``. The
-    optimisation differentiates working copies of the models (batch norm folded, channels-last:
-    ``stir.inversion.batching``); residuals and distances are measured on the models themselves.
+    optimisation differentiates working copies of the models (``working``, made here when not
+    given: batch norm folded, channels-last, compiled; ``stir.inversion.batching``); residuals and
+    distances are measured on the models themselves.
     """
     with frozen(*problem.models):
-        forward = resolve_forward(cfg.precision, cfg.channels_last, images.device)
-        objective = _objective(problem, images, cfg, forward)
+        forward = resolve_forward(cfg.model_precision, cfg.channels_last, images.device)
+        working = working or Working.of(problem, cfg, images.device)
+        objective = _objective(problem, working, images, cfg, forward)
         faithful = cfg.mode == "faithful"
 
         times: List[float] = []
@@ -289,8 +309,7 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig)
         else:
             geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
             x_init, stop = None, _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
-        working = (objective.first.model,) + ((objective.second.model,) if objective.second is not None else ())
-        with fake_relu(*working, enabled=cfg.use_fake_relu):  # gradient only: values are unchanged
+        with fake_relu(*working.models, enabled=cfg.use_fake_relu):  # gradient only: values are unchanged
             run = descend(timed, seeds, geometry, cfg.num_steps, keep_best=True, stop=stop, x_init=x_init,
                           snapshots=cfg.snapshot_steps)
 

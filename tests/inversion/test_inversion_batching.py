@@ -42,7 +42,8 @@ def test_batch_for_memory_fits_the_budget_in_even_chunks():
 def test_the_automatic_batch_on_cpu_and_an_explicit_one():
     x = torch.rand(300, 3, 8, 8)
     never = lambda x: pytest.fail("no memory probe on CPU")  # noqa: E731
-    assert resolve_batch_size(InversionConfig(), x, never) == CPU_BATCH
+    assert resolve_batch_size(InversionConfig(), x, never) == 100  # 300 rows: three even chunks of at most 128
+    assert resolve_batch_size(InversionConfig(), x[:256], never) == CPU_BATCH
     assert resolve_batch_size(InversionConfig(), x[:5], never) == 5
     assert resolve_batch_size(InversionConfig(batch_size=7), x, never) == 7
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
@@ -89,3 +90,17 @@ def test_folding_and_channels_last_change_the_inversion_only_by_rounding():
     assert working_model(m, "penultimate", plain, channels_last=False) is m  # nothing to change: no copy
     copy = working_model(m, "penultimate", fast, channels_last=True)
     assert copy is not m and not any(isinstance(mod, nn.BatchNorm2d) for mod in copy.modules())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_automatic_batches_fit_the_memory_limit():
+    m, x = _resnet(0).cuda(), _images(512).cuda()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    limit = 0.25  # GiB: far less than 512 images need at once
+    r = invert_draws(m, [x, x], "penultimate", replace(CFG, memory_gb=limit))
+    assert torch.cuda.max_memory_allocated() - base <= limit * 2**30
+    alone = invert(m, x, "penultimate", replace(CFG, batch_size=1024))
+    assert (r[0].x_prime - alone.x_prime).abs().max() < 1e-3  # chunking changes nothing but rounding
+    assert CFG.model_precision == "32"  # the faithful default stays in float32 on CUDA
