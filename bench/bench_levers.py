@@ -25,13 +25,16 @@ each ``--repeats`` times, interleaved; median seconds): every lever is added to 
 and the x' of the exact levers (draws in one call, automatic batch) is compared bit for bit.
 
 Part 2, value (``--steps`` steps, default 1000, both directions of every ``--pair``): the plain
-baseline and the shipped default from the same seeds; STIR (linear CKA at the penultimate tap of
-the other model) and the median residual at steps 100, 250, 500 and the end, and the drift
-(default - plain). Written to ``bench/out/bench_levers.json`` and ``bench/out/bench_levers.md``.
+baseline, the same baseline in channels-last memory (the same arithmetic in another order: how much
+the published procedure itself moves with floating-point rounding) and the shipped default, all
+from the same seeds; STIR (linear CKA at the penultimate tap of the other model) and the median
+residual at steps 100, 250, 500 and the end, the drifts (default - plain, plain in channels-last -
+plain) and the spread of the plain value over the seed draws. Written to ``bench/out/bench_levers.json`` and ``bench/out/bench_levers.md``.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
 import statistics
@@ -65,8 +68,16 @@ def model_at(path: str) -> nn.Module:
 # -- the baseline: the published update, plainly ---------------------------------------------------
 
 
-def plain_inversion(m: nn.Module, x: Tensor, seeds: Tensor, steps: int, record: Sequence[int] = ()) -> Dict[int, Tensor]:
-    """The published inversion of one draw; {t: best iterates among steps 0..t} for t in record + (steps,)."""
+def plain_inversion(m: nn.Module, x: Tensor, seeds: Tensor, steps: int, record: Sequence[int] = (),
+                    channels_last: bool = False) -> Dict[int, Tensor]:
+    """The published inversion of one draw; {t: best iterates among steps 0..t} for t in record + (steps,).
+
+    ``channels_last``: the same computation in channels-last memory (a copy of ``m``): the same
+    arithmetic in another order, i.e. the baseline's own sensitivity to floating-point rounding.
+    """
+    if channels_last:
+        m = copy.deepcopy(m).to(memory_format=torch.channels_last)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
     latent: Dict[str, Tensor] = {}
     pool = m.get_submodule("pool")  # the penultimate representation, read as the original reads its latent
     hooks = [pool.register_forward_hook(lambda _m, _i, out: latent.__setitem__("rep", out))]
@@ -74,7 +85,7 @@ def plain_inversion(m: nn.Module, x: Tensor, seeds: Tensor, steps: int, record: 
         hooks.append(m.get_submodule(site).register_forward_hook(lambda _m, i, out: i[0] + (out - i[0]).detach()))
 
     def rep(v: Tensor) -> Tensor:
-        m(v)  # the full forward pass, to the logits
+        m(v.contiguous(memory_format=fmt))  # the full forward pass, to the logits
         return latent["rep"].flatten(1)
 
     wanted, kept = set(record) | {steps}, {}
@@ -178,26 +189,32 @@ def residual_of(m1: nn.Module, x: Tensor, x_prime: Tensor) -> float:
 
 
 def value(m1: nn.Module, m2: nn.Module, x: Tensor, draws: int, steps: int) -> List[Dict]:
-    """STIR(m2|m1) along the budget: plain baseline vs shipped default, same seeds."""
+    """STIR(m2|m1) along the budget from the same seeds: the plain baseline, the baseline in
+    channels-last memory (its own rounding sensitivity), and the shipped default."""
     record = tuple(s for s in RECORD if s < steps)
     cfg = InversionConfig(steps=steps, record_steps=record, warn_below=0.0)
     start = time.perf_counter()
-    shipped = invert_draws(m1, [x] * draws, TAP, cfg)
+    shipped = [{t: r.snapshots[t] for t in record + (steps,)} for r in invert_draws(m1, [x] * draws, TAP, cfg)]
     t_shipped = time.perf_counter() - start
     start = time.perf_counter()
     plain = [plain_inversion(m1, x, seeds_of(x, j), steps, record) for j in range(draws)]
     t_plain = time.perf_counter() - start
+    rounding = [plain_inversion(m1, x, seeds_of(x, j), steps, record, channels_last=True) for j in range(draws)]
     rows = []
     for t in record + (steps,):
         s_plain = [stir_of(m2, x, p[t]) for p in plain]
-        s_ship = [stir_of(m2, x, r.snapshots[t]) for r in shipped]
+        s_round = [stir_of(m2, x, p[t]) for p in rounding]
+        s_ship = [stir_of(m2, x, p[t]) for p in shipped]
         rows.append({
             "steps": t,
-            "stir_plain": round(statistics.mean(s_plain), 4), "stir_default": round(statistics.mean(s_ship), 4),
-            "drift": round(statistics.mean(s_ship) - statistics.mean(s_plain), 4),
-            "max_drift_per_draw": round(max(abs(a - b) for a, b in zip(s_ship, s_plain)), 4),
+            "stir_plain": round(statistics.mean(s_plain), 4),
+            "stir_plain_channels_last": round(statistics.mean(s_round), 4),
+            "stir_default": round(statistics.mean(s_ship), 4),
+            "drift_default": round(statistics.mean(s_ship) - statistics.mean(s_plain), 4),
+            "drift_plain_rounding": round(statistics.mean(s_round) - statistics.mean(s_plain), 4),
+            "seed_spread_plain": round(max(s_plain) - min(s_plain), 4),
             "residual_plain": round(statistics.mean(residual_of(m1, x, p[t]) for p in plain), 4),
-            "residual_default": round(statistics.mean(r.snapshot_residual[t].median().item() for r in shipped), 4),
+            "residual_default": round(statistics.mean(residual_of(m1, x, p[t]) for p in shipped), 4),
         })
     rows[-1]["seconds_plain"], rows[-1]["seconds_default"] = round(t_plain, 1), round(t_shipped, 1)
     return rows
@@ -212,6 +229,7 @@ def main() -> None:
     parser.add_argument("--time-steps", type=int, default=50, help="part 1's budget")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--skip-value", action="store_true", help="part 1 only")
+    parser.add_argument("--skip-speed", action="store_true", help="part 2 only")
     parser.add_argument("--quick", action="store_true", help="32 images, 100 steps, 20 timed steps, 1 repeat")
     parser.add_argument("--source", default=SOURCE)
     parser.add_argument("--root", default="data")
@@ -229,7 +247,7 @@ def main() -> None:
     first = args.pair[0].split(",")[0]
     log.info("speed: IRIs of %s, %d images x %d draws, %d steps, %d threads", first, args.images, args.draws,
              args.time_steps, args.threads)
-    speed_rows = speed(model_at(first), x, args.draws, args.time_steps, args.repeats, args.threads)
+    speed_rows = [] if args.skip_speed else speed(model_at(first), x, args.draws, args.time_steps, args.repeats, args.threads)
     value_rows = []
     if not args.skip_value:
         for pair in args.pair:
@@ -245,9 +263,10 @@ def main() -> None:
     settings = {"pairs": args.pair, "images": args.images, "draws": args.draws, "steps": args.steps,
                 "time_steps": args.time_steps, "threads": args.threads, "torch": torch.__version__}
     (args.out / "bench_levers.json").write_text(json.dumps({**settings, "speed": speed_rows, "value": value_rows}, indent=2))
-    md = f"settings: {json.dumps(settings)}\n\n" + to_markdown(speed_rows) + "\n\n" + (to_markdown(value_rows) if value_rows else "")
+    md = f"settings: {json.dumps(settings)}\n\n" + "\n\n".join(to_markdown(rows) for rows in (speed_rows, value_rows) if rows)
     (args.out / "bench_levers.md").write_text(md)
-    print(to_markdown(speed_rows))
+    if speed_rows:
+        print(to_markdown(speed_rows))
     if value_rows:
         print(to_markdown(value_rows))
 
