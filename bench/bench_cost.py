@@ -11,8 +11,13 @@ image-step, and the log-log slopes of time against n (per width) and against wid
 Each n x width case runs ``--repeats`` times and the median is kept.
 
 Peak memory: in a fresh subprocess, ``invert`` of 1000 images at width 16 for a few steps, with
-the automatic batch (128 on CPU) and with ``batch_size=1000``; the growth of the process's peak
-RSS (``ru_maxrss``) over what it held before inverting. Results: ``bench/out/bench_cost.json``.
+the automatic batch (128 on CPU) and with ``batch_size=1000``; the process's peak RSS
+(``ru_maxrss``) and its growth over the RSS it held just before inverting.
+
+Presets at full size: the architectures' cost relative to ResNet18 (measured here), the inversions
+each preset runs (``PRESETS``), and from them the model evaluations and the CPU hours on this
+machine at ResNet18 width 64 (extrapolated with the measured width slope). Results:
+``bench/out/bench_cost.json``.
 """
 from __future__ import annotations
 
@@ -87,13 +92,63 @@ def cost_table(ns: List[int], widths: List[int], steps: int, repeats: int) -> Di
     return {"rows": rows, "slope_vs_n": slopes_n, "slope_vs_width": slopes_w}
 
 
+# -- what the presets cost at full size --------------------------------------------------------------
+
+# Inversions each preset runs at full size (n = 1000, k = 5, 1000 faithful steps; the inversion cache
+# shares a reference's arbitrary IRIs across targets), by architecture: {arch: (arbitrary inversions
+# per draw, adversarial inversions per draw)}; taps of layer-wise presets counted as full-depth
+# inversions (an upper bound: an early tap's forward pass stops there). Difficulty walks (200 steps
+# from x, one per adversarial inversion) come with the adversarial ones.
+PRESETS = {
+    "seeds (3 pairs, iri=both)": {"resnet18": (4, 6)},
+    "relative_robustness (3-model matrix)": {"resnet18": (3, 0)},
+    "architectures (8-model matrix)": {"resnet18": (2, 0), "resnet34": (2, 0), "vgg16": (2, 0), "vgg19": (2, 0)},
+    "incremental (2 chains of 9)": {"resnet18": (18, 0)},
+    "layers (10 pairs, original taps)": {"resnet18": (6 * 18, 0), "resnet34": (4 * 34, 0), "vgg16": (4 * 14, 0),
+                                         "vgg19": (4 * 17, 0)},
+    "at_methods (12 pairs, all taps)": {"resnet18": (5 * 11, 0), "vgg16": (5 * 15, 0)},
+}
+PAPER = {"n": 1000, "k": 5, "steps": 1000, "difficulty_steps": 200}
+
+
+def architecture_factors(width: int, n: int, steps: int) -> Dict[str, float]:
+    """Seconds per inversion step of each architecture relative to ResNet18, measured at ``width``."""
+    times = {}
+    for arch in ("resnet18", "resnet34", "vgg16", "vgg19"):
+        torch.manual_seed(0)
+        m = build(ModelConfig(arch, width=width), 10, (0.49, 0.48, 0.45), (0.25, 0.24, 0.26)).eval()
+        seconds(m, images(8), 1)
+        times[arch] = seconds(m, images(n), steps)
+    return {arch: round(t / times["resnet18"], 2) for arch, t in times.items()}
+
+
+def preset_budget(factors: Dict[str, float], ms_per_image_step: float) -> List[Dict]:
+    """Model evaluations (ResNet18-equivalent) of each preset at full size, and CPU hours at the
+    given ResNet18 cost per image-step (width 64, extrapolated from the table)."""
+    rows = []
+    n, k, steps, walk = PAPER["n"], PAPER["k"], PAPER["steps"], PAPER["difficulty_steps"]
+    for name, archs in PRESETS.items():
+        evaluations = sum(factors[a] * k * n * (arb * (steps + 1) + adv * (steps + 1 + walk + 1))
+                          for a, (arb, adv) in archs.items())
+        rows.append({"preset": name, "inversions": sum(k * (a + b) for a, b in archs.values()),
+                     "resnet18_equivalent_evaluations": f"{evaluations:.3g}",
+                     "cpu_hours_here": round(evaluations * ms_per_image_step / 1e3 / 3600, 1)})
+    return rows
+
+
 def peak_rss_child(n: int, width: int, steps: int, batch_size: Optional[int]) -> None:
     """In a fresh process: print the peak-RSS growth (MiB) of one inversion."""
     m, x = network(width), images(n)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _current_rss_kib()  # what the process holds now (its peak so far may be an import spike)
     seconds(m, x, steps, batch_size)
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"peak_growth_mib": round((after - before) / 1024, 1), "peak_mib": round(after / 1024, 1)}))
+    print(json.dumps({"rss_before_mib": round(before / 1024, 1), "peak_mib": round(after / 1024, 1),
+                      "peak_growth_mib": round(max(0, after - before) / 1024, 1)}))
+
+
+def _current_rss_kib() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
 def peak_rss(n: int, width: int, steps: int, batch_size: Optional[int], threads: int) -> Dict:
@@ -121,13 +176,23 @@ def main() -> None:
 
     table = cost_table(ns, widths, args.steps, args.repeats)
     memory = [peak_rss(rss_n, rss_width, 3, b, args.threads) for b in (None, rss_n)]
-    result = {"threads": args.threads, "steps": args.steps, "torch": torch.__version__, **table, "memory": memory}
+    factors = architecture_factors(widths[-1] if args.quick else 16, ns[0], args.steps)
+    # ResNet18 at width 64 per image-step: the widest measured cost at the largest n, scaled by the width slope
+    widest = max(widths)
+    per_image = table["rows"][-1]["ms_per_image_step"] * (64 / widest) ** table["slope_vs_width"][ns[-1]]
+    budget = preset_budget(factors, per_image)
+    result = {"threads": args.threads, "steps": args.steps, "torch": torch.__version__, **table, "memory": memory,
+              "architecture_factors": factors, "ms_per_image_step_width64_extrapolated": round(per_image, 3),
+              "presets": budget}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_cost.json").write_text(json.dumps(result, indent=2, default=str))
     print(to_markdown(table["rows"]))
     print("slope of time vs n (per width):", table["slope_vs_n"])
     print("slope of time vs width (per n):", table["slope_vs_width"])
     print(to_markdown(memory))
+    print("architecture cost relative to ResNet18:", factors)
+    print(f"ResNet18 width 64, extrapolated: {per_image:.3f} ms per image-step")
+    print(to_markdown(budget))
 
 
 if __name__ == "__main__":
