@@ -14,8 +14,12 @@ torchattacks facts this wrapper relies on (torchattacks 3.5):
   * its own default step is alpha=0.2; ``cfg.alpha`` (2.5 * eps / steps unless given) is passed;
   * ``set_normalization_used`` is never called: our networks normalise inside and take [0, 1];
   * it calls ``model.eval()`` and, if the model was in train mode, ``model.train()`` afterwards,
-    which would flatten per-module modes; inside ``frozen`` the model is in eval mode when it is
-    called, so it never calls ``train()``, and ``frozen`` restores every flag exactly;
+    which would flatten per-module modes; it gets the model wrapped in ``attacked`` (whose own
+    ``training`` flag is always False) inside ``frozen``, so it never calls ``train()``, and
+    ``frozen`` restores every flag exactly;
+  * it ``.view``-s the input gradient and its random start: both must be in the standard memory
+    format (a channels-last batch, as on CUDA, made it raise); ``attacked`` returns the gradient
+    contiguous and the batch is handed over contiguous;
   * it needs autograd on the input: the attack switches gradients on (also inside ``no_grad`` or
     ``inference_mode``, as in a Lightning validation step), on a normal copy of the batch;
   * its random start draws from the global RNG of the batch's device; with ``generator`` that RNG
@@ -30,6 +34,7 @@ import torch
 import torchattacks
 from torch import Tensor, nn
 
+from stir.attacks.network import attacked
 from stir.config.schema import AttackConfig
 from stir.models import frozen
 
@@ -49,19 +54,35 @@ def torchattacks_pgd_l2(model: nn.Module, cfg: AttackConfig, device: torch.devic
 def pgd_l2(
     model: nn.Module, x: Tensor, y: Tensor, cfg: AttackConfig, generator: Optional[torch.Generator] = None
 ) -> Tensor:
-    """x_adv (b, c, h, w) in [0, 1] with ||x_adv - x||_2 <= eps, raising CE(f(x_adv), y); detached."""
+    """x_adv (b, c, h, w) in [0, 1] with ||x_adv - x||_2 <= eps, raising CE(f(x_adv), y); detached.
+
+    ``model`` may be the network or its ``AttackNetwork`` copy (same eval-mode function up to
+    rounding). torchattacks gets ``x`` in the standard memory format (its random start then draws
+    the same numbers whatever the layout of ``x``, and it ``.view``-s tensors) and the model through
+    ``attacked``, which feeds it its own memory format; x_adv comes back in ``x``'s format.
+    """
     _check_l2(cfg)
+    layout = torch.channels_last if _is_channels_last(x) else torch.contiguous_format
     with frozen(model), gradients_on(), _global_rng_from(generator, x.device):
-        attack = torchattacks_pgd_l2(model, cfg, x.device)
-        x_adv = attack(x.detach().clone(), y.detach().clone())  # (b, c, h, w)
-    return x_adv.detach()
+        attack = torchattacks_pgd_l2(attacked(model), cfg, x.device)
+        x_adv = attack(x.detach().clone(memory_format=torch.contiguous_format), y.detach().clone())  # (b, c, h, w)
+    return x_adv.detach().contiguous(memory_format=layout)
+
+
+def _is_channels_last(x: Tensor) -> bool:
+    return x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
 
 
 def robust_accuracy(
-    model: nn.Module, x: Tensor, y: Tensor, cfg: AttackConfig, generator: Optional[torch.Generator] = None
+    model: nn.Module, x: Tensor, y: Tensor, cfg: AttackConfig, generator: Optional[torch.Generator] = None,
+    attack_model: Optional[nn.Module] = None,
 ) -> Tensor:
-    """Fraction (0-dim float tensor) of ``x`` still classified as ``y`` after ``pgd_l2``, in eval mode."""
-    x_adv = pgd_l2(model, x, y, cfg, generator=generator)
+    """Fraction (0-dim float tensor) of ``x`` still classified as ``y`` after ``pgd_l2``, in eval mode.
+
+    The attack runs on ``attack_model`` when given (``AttackNetwork``'s copy of ``model``); the
+    adversarial images are always classified by ``model`` itself.
+    """
+    x_adv = pgd_l2(attack_model if attack_model is not None else model, x, y, cfg, generator=generator)
     with frozen(model), torch.no_grad():
         predicted = model(x_adv).argmax(dim=1)  # (b,)
     return (predicted == y).to(x.dtype).mean()

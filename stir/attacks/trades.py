@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from stir.attacks.network import attacked
 from stir.attacks.pgd import _check_l2, gradients_on
 from stir.config.schema import AttackConfig
 from stir.descent import L2Ball, descend
@@ -41,16 +42,20 @@ def kl_per_example(logits_p: Tensor, logits_q: Tensor) -> Tensor:
 
 
 def trades_l2(model: nn.Module, x: Tensor, cfg: AttackConfig, generator: Optional[torch.Generator] = None) -> Tensor:
-    """x_adv (b, c, h, w) in [0, 1] with ||x_adv - x||_2 <= eps, raising KL(p(x) || p(x_adv)); detached."""
+    """x_adv (b, c, h, w) in [0, 1] with ||x_adv - x||_2 <= eps, raising KL(p(x) || p(x_adv)); detached.
+
+    Eval mode (``frozen``), like PGD; ``model`` may be the network or its ``AttackNetwork`` copy.
+    """
     _check_l2(cfg)
     ball = L2Ball(cfg.eps, cfg.alpha, random_start=False)
     with frozen(model), gradients_on():
         x = x.detach().clone()  # a normal tensor even if the batch was made in inference mode
+        f = attacked(model)  # inputs in the model's memory format (an AttackNetwork copy may be channels-last)
         with torch.no_grad():
-            logits_clean = model(x)  # (b, C), a constant of the attack
+            logits_clean = f(x)  # (b, C), a constant of the attack
 
         def objective(x_adv: Tensor, index: Tensor) -> Tensor:  # (b_active, ...) -> (b_active,)
-            return -kl_per_example(logits_clean[index], model(x_adv))
+            return -kl_per_example(logits_clean[index], f(x_adv))
 
         result = descend(objective, x, ball, cfg.steps, x_init=_trades_start(x, cfg.eps, generator))
     return result.x.detach()

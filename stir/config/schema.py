@@ -45,6 +45,13 @@ class AttackConfig:
     # None: 2.5 * eps / steps (Madry et al.); torchattacks' own default (2 * eps / steps) is not used.
     step_size: Optional[float] = None
     random_start: bool = True
+    # How the attack is computed, not what it computes (rounding only; not part of a run's recipe):
+    # during training the attack differentiates a copy of the network's eval-mode function
+    # (stir.attacks.AttackNetwork, refreshed every step) with batch norm folded into the preceding
+    # convolutions and / or in channels-last memory (CPU too: only input gradients run on the copy,
+    # the trained network keeps trainer.channels_last). Both off: the network itself is attacked.
+    fold_batch_norm: bool = True
+    channels_last: bool = True
 
     @property
     def alpha(self) -> float:

@@ -102,13 +102,14 @@ class InferenceCopy:
     def __init__(self, source: nn.Module, *, fold: bool = True, channels_last: bool = False,
                  keep: Iterable[str] = (), pairs: Optional[List[Tuple[str, str]]] = None):
         self.source = source
-        was_training = source.training
+        modes = [(m, m.training) for m in source.modules()]  # per module: restored exactly, not flattened
         source.eval()  # trace and copy the eval-mode network
         try:
             self.pairs = ([] if not fold else pairs if pairs is not None else conv_bn_pairs(source, keep))
             self.module = copy.deepcopy(source)
         finally:
-            source.train(was_training)
+            for m, training in modes:
+                m.training = training
         self.channels_last = channels_last
         for conv_name, norm_name in self.pairs:
             conv = self.module.get_submodule(conv_name)

@@ -1,9 +1,12 @@
 """Training objectives: vanilla, adversarial training (AT), TRADES and MART, as in the papers.
 
-Each loss is ``loss(model, x, y, loss_cfg, attack_cfg, generator=None) -> LossOutput``. The model
-is called in whatever mode the caller set for the training forward (train mode in the
-LightningModule); attacks run inside ``stir.models.frozen`` (eval mode, no weight gradients) and
-leave every module's mode, ``requires_grad`` flag and batch-norm statistic as they were. Only the
+Each loss is ``loss(model, x, y, loss_cfg, attack_cfg, generator=None, attack_model=None) ->
+LossOutput``. The model is called in whatever mode the caller set for the training forward (train
+mode in the LightningModule); attacks run inside ``stir.models.frozen`` (eval mode, no weight
+gradients) and leave every module's mode, ``requires_grad`` flag and batch-norm statistic as they
+were. ``attack_model``: what the attack differentiates instead of ``model`` (the LightningModule
+passes ``stir.attacks.AttackNetwork``'s copy: ``model``'s eval-mode function, batch norm folded,
+channels-last, refreshed every step); the training forwards always use ``model``. Only the
 training forward passes (clean and / or adversarial, in the caller's mode) update batch-norm
 running statistics. Images are in [0, 1]; logits are (b, C).
 
@@ -41,7 +44,7 @@ Loss = Callable[..., LossOutput]
 
 def vanilla_loss(
     model: nn.Module, x: Tensor, y: Tensor, loss_cfg: LossConfig, attack_cfg: AttackConfig,
-    generator: Optional[torch.Generator] = None,
+    generator: Optional[torch.Generator] = None, attack_model: Optional[nn.Module] = None,
 ) -> LossOutput:
     """Empirical risk: CE(f(x), y). ``loss_cfg`` and ``attack_cfg`` are unused."""
     logits = model(x)  # (b, C)
@@ -51,14 +54,14 @@ def vanilla_loss(
 
 def at_loss(
     model: nn.Module, x: Tensor, y: Tensor, loss_cfg: LossConfig, attack_cfg: AttackConfig,
-    generator: Optional[torch.Generator] = None,
+    generator: Optional[torch.Generator] = None, attack_model: Optional[nn.Module] = None,
 ) -> LossOutput:
     """Adversarial training (Madry et al. 2018): CE(f(x_adv), y),
 
     x_adv = PGD-l2 maximising CE(f(x'), y) over ||x' - x||_2 <= eps (``stir.attacks.pgd_l2``,
     torchattacks' PGDL2; ``attack_cfg.steps = 1`` gives the "AT it=1" model). No clean forward.
     """
-    x_adv = pgd_l2(model, x, y, attack_cfg, generator=generator)
+    x_adv = pgd_l2(model if attack_model is None else attack_model, x, y, attack_cfg, generator=generator)
     logits_adv = model(x_adv)  # (b, C)
     ce = F.cross_entropy(logits_adv, y)
     return LossOutput(ce, logits_adv=logits_adv, extra={"ce_adv": ce.detach()})
@@ -66,13 +69,13 @@ def at_loss(
 
 def trades_loss(
     model: nn.Module, x: Tensor, y: Tensor, loss_cfg: LossConfig, attack_cfg: AttackConfig,
-    generator: Optional[torch.Generator] = None,
+    generator: Optional[torch.Generator] = None, attack_model: Optional[nn.Module] = None,
 ) -> LossOutput:
     """TRADES (Zhang et al. 2019): CE(f(x), y) + beta * KL(p(x) || p(x_adv)),
 
     x_adv = argmax_{||x' - x||_2 <= eps} KL(p(x) || p(x')) (``stir.attacks.trades_l2``).
     """
-    x_adv = trades_l2(model, x, attack_cfg, generator=generator)
+    x_adv = trades_l2(model if attack_model is None else attack_model, x, attack_cfg, generator=generator)
     logits_clean = model(x)  # (b, C)
     logits_adv = model(x_adv)  # (b, C)
     return trades_from_logits(logits_clean, logits_adv, y, loss_cfg.beta)
@@ -89,7 +92,7 @@ def trades_from_logits(logits_clean: Tensor, logits_adv: Tensor, y: Tensor, beta
 
 def mart_loss(
     model: nn.Module, x: Tensor, y: Tensor, loss_cfg: LossConfig, attack_cfg: AttackConfig,
-    generator: Optional[torch.Generator] = None,
+    generator: Optional[torch.Generator] = None, attack_model: Optional[nn.Module] = None,
 ) -> LossOutput:
     """MART (Wang et al. 2020): BCE(p(x_adv), y) + beta * mean_i KL_i(p(x) || p(x_adv)) (1 - p_y(x)),
 
@@ -97,7 +100,7 @@ def mart_loss(
     same attack as AT (``stir.attacks.pgd_l2``): the official MART code has no l2 attack, and sharing
     it makes AT and MART models differ only in the objective.
     """
-    x_adv = pgd_l2(model, x, y, attack_cfg, generator=generator)
+    x_adv = pgd_l2(model if attack_model is None else attack_model, x, y, attack_cfg, generator=generator)
     logits_clean = model(x)  # (b, C)
     logits_adv = model(x_adv)  # (b, C)
     return mart_from_logits(logits_clean, logits_adv, y, loss_cfg.beta)

@@ -37,13 +37,16 @@ from stir.provenance import file_sha256
 
 log = logging.getLogger(__name__)
 
-# Keys that do not change what is trained: where it runs, how it logs, where data is read from.
+# Keys that do not change what is trained: where it runs, how it logs, where data is read from, and
+# how it is computed where that changes results by floating-point rounding only (memory formats, the
+# attack's folded batch norm).
 # data.source is not among them: it enters the recipe as the identity of its content (source_identity).
 _RUNTIME_KEYS = {
     "runs_dir", "run_dir", "retrain", "logger", "data.root", "data.download", "data.eval_batch_size",
     "trainer.accelerator", "trainer.devices", "trainer.num_nodes", "trainer.strategy", "trainer.enable_progress_bar",
     "trainer.log_every_n_steps", "trainer.robust_val_every_n_epochs", "trainer.robust_val_size",
-    "trainer.channels_last",
+    "trainer.channels_last", "attack.fold_batch_norm", "attack.channels_last", "eval_attack.fold_batch_norm",
+    "eval_attack.channels_last",
 }
 DEFAULT = TrainConfig()
 

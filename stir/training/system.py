@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from stir.attacks import robust_accuracy
+from stir.attacks import AttackNetwork, robust_accuracy
 from stir.config.schema import AttackConfig, LossConfig, OptimConfig
 from stir.data import augment_batch, to_float
 from stir.training.losses import get_loss
@@ -22,6 +22,10 @@ def accuracy(logits: Tensor, labels: Tensor) -> Tensor:
 
 class RobustClassifier(L.LightningModule):
     """System = network + objective (vanilla / AT / TRADES / MART) + SGD + robust evaluation.
+
+    Attacks (training and evaluation) differentiate ``stir.attacks.AttackNetwork``'s copy of the
+    network (its eval-mode function up to rounding: batch norm folded, channels-last; switched by
+    ``attack.fold_batch_norm`` / ``attack.channels_last``), refreshed before every use.
 
     Batches arrive as uint8 images (b, 3, h, w) on the training device; augmentation runs there,
     on the whole batch. Robust accuracy uses PGD-l2 (``eval_attack``) on the first
@@ -51,6 +55,11 @@ class RobustClassifier(L.LightningModule):
         self.robust_val_every, self.robust_val_size, self.robust_test_size = robust_val_every, robust_val_size, robust_test_size
         self.channels_last = channels_last
         self.memory_format = torch.contiguous_format
+        # What the attacks differentiate: a frozen eval-mode copy of the network (batch norm folded,
+        # channels-last), built lazily on the network's device and refreshed before each use. Plain
+        # objects, not submodules: never in the state dict, a checkpoint or the optimiser.
+        self._attack_net = AttackNetwork(attack.fold_batch_norm, attack.channels_last)
+        self._eval_attack_net = AttackNetwork(eval_attack.fold_batch_norm, eval_attack.channels_last)
 
     def setup(self, stage: str) -> None:
         # NHWC on CUDA only (see TrainerConfig.channels_last). Only strides change: values and
@@ -69,7 +78,11 @@ class RobustClassifier(L.LightningModule):
     def training_step(self, batch, batch_idx: int) -> Tensor:
         images, labels = batch  # (b, 3, h, w) uint8, (b,)
         x = self._images(augment_batch(images) if self.augment else images)
-        out = self.objective(self.network, x, labels, self.loss_cfg, self.attack_cfg)
+        # The attack (AT / TRADES / MART) sees the network's eval-mode function through the copy,
+        # re-read from the network's current weights and batch-norm statistics once per step; the
+        # training forward and backward below are the network's own.
+        attack_model = self._attack_net.get(self.network) if self.loss_cfg.name != "vanilla" else None
+        out = self.objective(self.network, x, labels, self.loss_cfg, self.attack_cfg, attack_model=attack_model)
         b = len(labels)
         self.log("train/loss", out.loss, prog_bar=True, batch_size=b)
         self.log("train/epoch_loss", out.loss.detach(), on_step=False, on_epoch=True, batch_size=b)
@@ -98,7 +111,9 @@ class RobustClassifier(L.LightningModule):
         start = batch_idx * self._eval_batch_size(stage)
         k = min(b, robust_size - start)
         if k > 0:  # the attack turns gradients on itself (evaluation loops run under no_grad)
-            acc = robust_accuracy(self.network, x[:k], labels[:k], self.eval_attack)
+            # The attack on the refreshed copy (cheap next to a 20-step attack), the verdict on the network.
+            acc = robust_accuracy(self.network, x[:k], labels[:k], self.eval_attack,
+                                  attack_model=self._eval_attack_net.get(self.network))
             self.log(f"{stage}/robust_acc", acc, prog_bar=True, batch_size=k, sync_dist=True)
             self.log(f"{stage}/robust_subset_acc", accuracy(logits[:k], labels[:k]), batch_size=k, sync_dist=True)
 
