@@ -230,6 +230,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--skip-value", action="store_true", help="part 1 only")
     parser.add_argument("--skip-speed", action="store_true", help="part 2 only")
+    parser.add_argument("--one-way", action="store_true", help="part 2: only STIR(B|A) of each pair A,B")
     parser.add_argument("--quick", action="store_true", help="32 images, 100 steps, 20 timed steps, 1 repeat")
     parser.add_argument("--source", default=SOURCE)
     parser.add_argument("--root", default="data")
@@ -253,7 +254,7 @@ def main() -> None:
         for pair in args.pair:
             a, b = pair.split(",")
             models = {a: model_at(a), b: model_at(b)}
-            for ref, tgt in ((a, b), (b, a)):
+            for ref, tgt in ((a, b),) if args.one_way else ((a, b), (b, a)):
                 label = f"STIR({Path(tgt).parent.name}/{Path(tgt).name} | {Path(ref).parent.name}/{Path(ref).name})"
                 log.info("value: %s, %d images, %d draws, %d steps", label, args.images, args.draws, args.steps)
                 for row in value(models[ref], models[tgt], x, args.draws, args.steps):
