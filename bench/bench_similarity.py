@@ -19,6 +19,15 @@ are skipped and say so; ``--full`` runs the slow ones anyway.
     python bench/bench_similarity.py --quick    # small sizes, a smoke test
     python bench/bench_similarity.py --device cuda
 
+A second table (issue 12) times ``linear_cka`` side by side with the four-line
+feature-space form in numpy (centre, three d x d products, norms) on the same
+float64 inputs at n=10000, d=512, in one process, alternating the two calls
+(ABAB...) and reporting the median of each, their ratio and the value
+difference. It runs in its own subprocess with torch's threads and numpy's BLAS
+threads both set to ``--threads`` (OPENBLAS_NUM_THREADS etc.):
+
+    python bench/bench_similarity.py --threads 2 --numpy-only   # only the side-by-side table
+
 The table goes to stdout and, with the raw figures, to bench/out/bench_similarity.json.
 """
 
@@ -38,6 +47,8 @@ OUT = Path(__file__).resolve().parent / "out"
 MEASURES = ("linear_cka", "linear_cka_debiased", "procrustes")
 SIZES = ((2000, 512), (10000, 512), (1000, 65536))
 QUICK_SIZES = ((500, 64), (1000, 64), (200, 4096))
+NUMPY_SIZES = ((10000, 512),)  # linear CKA against numpy's feature form (issue 12)
+QUICK_NUMPY_SIZES = ((2000, 64),)
 
 
 # ---------------------------------------------------------------- textbook baselines
@@ -107,6 +118,17 @@ def baseline_skip_reason(measure: str, n: int, d: int) -> str | None:
     return None
 
 
+def numpy_linear_cka(x, y):
+    """Linear CKA in numpy's feature form: centre, three d x d products, Frobenius norms."""
+    import numpy as np
+
+    xc = x - x.mean(0)
+    yc = y - y.mean(0)
+    num = np.linalg.norm(xc.T @ yc) ** 2
+    den = np.linalg.norm(xc.T @ xc) * np.linalg.norm(yc.T @ yc)
+    return num / den
+
+
 # ---------------------------------------------------------------- one case, in a child process
 
 
@@ -152,7 +174,49 @@ def run_case(measure: str, impl: str, n: int, d: int, repeats: int, device: str,
     return {"seconds": min(times), "value": value, "peak_extra_mib": peak_mib, "runs": len(times)}
 
 
+def run_vs_numpy(n: int, d: int, repeats: int, threads: int, pause: float = 0.0) -> dict:
+    """linear_cka against numpy_linear_cka on the same float64 inputs, calls alternating (ABAB...).
+
+    ``pause`` seconds of sleep before each timed call let the other library's
+    idle BLAS/OpenMP threads stop spinning (they busy-wait for a while after a
+    call and would otherwise share the cores with the next call).
+    """
+    import numpy as np
+    import torch
+
+    import stir.similarity as sim
+
+    if threads > 0:
+        torch.set_num_threads(threads)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(n, d, generator=g, dtype=torch.float64)
+    y = torch.randn(n, d, generator=g, dtype=torch.float64).add_(x, alpha=0.5)
+    xn, yn = x.numpy(), y.numpy()  # the same memory
+    calls = {"ours": lambda: float(sim.linear_cka(x, y)), "numpy": lambda: float(numpy_linear_cka(xn, yn))}
+    for fn in calls.values():  # warm-up (lazy BLAS initialisation, allocator)
+        fn()
+    times: dict[str, list[float]] = {k: [] for k in calls}
+    values: dict[str, float] = {}
+    for _ in range(repeats):
+        for name, fn in calls.items():
+            if pause > 0:
+                time.sleep(pause)
+            t0 = time.perf_counter()
+            values[name] = fn()
+            times[name].append(time.perf_counter() - t0)
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    return {"ours": med["ours"], "numpy": med["numpy"], "ratio": med["ours"] / med["numpy"],
+            "value_ours": values["ours"], "value_numpy": values["numpy"],
+            "diff": abs(values["ours"] - values["numpy"]), "times": times, "repeats": repeats,
+            "torch_threads": torch.get_num_threads()}
+
+
 def _child(args: argparse.Namespace) -> None:
+    if args.vs_numpy:
+        n, d = args.vs_numpy.split(",")
+        result = run_vs_numpy(int(n), int(d), args.numpy_repeats, args.threads, args.numpy_pause)
+        sys.stdout.write(json.dumps(result) + "\n")
+        return
     measure, impl, n, d = args.case.split(",")
     result = run_case(measure, impl, int(n), int(d), args.repeats, args.device, args.threads)
     sys.stdout.write(json.dumps(result) + "\n")
@@ -170,6 +234,38 @@ def _spawn(measure: str, impl: str, n: int, d: int, args: argparse.Namespace) ->
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _spawn_vs_numpy(n: int, d: int, args: argparse.Namespace) -> dict:
+    cmd = [sys.executable, __file__, "--vs-numpy", f"{n},{d}", "--numpy-repeats", str(args.numpy_repeats),
+           "--numpy-pause", str(args.numpy_pause), "--threads", str(args.threads)]
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    if args.threads > 0:  # numpy's BLAS gets the same number of threads as torch
+        for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+            env[var] = str(args.threads)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else f"exit {proc.returncode}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def vs_numpy_table(args: argparse.Namespace) -> tuple[list[str], list[dict]]:
+    """Rows of the linear CKA vs numpy feature-form table, printed as they come."""
+    rows = ["| n | d | ours (s) | numpy feature form (s) | ours / numpy | \\|value diff\\| |",
+            "|---|---|---|---|---|---|"]
+    records = []
+    for n, d in QUICK_NUMPY_SIZES if args.quick else NUMPY_SIZES:
+        r = _spawn_vs_numpy(n, d, args)
+        records.append({"n": n, "d": d, **r})
+        if "error" in r:
+            rows.append(f"| {n} | {d} | error: {r['error']} | - | - | - |")
+        else:
+            rows.append(f"| {n} | {d} | {r['ours']:.3f} | {r['numpy']:.3f} | {r['ratio']:.2f} | {r['diff']:.1e} |")
+        sys.stdout.write(rows[-1] + "\n")
+        sys.stdout.flush()
+    return rows, records
+
+
 # ---------------------------------------------------------------- driver
 
 
@@ -181,10 +277,31 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="torch threads per case (0: torch's default)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
+    parser.add_argument("--numpy-only", action="store_true",
+                        help="only the linear CKA vs numpy feature-form table (float64, one process)")
+    parser.add_argument("--numpy-repeats", type=int, default=9, help="calls of each side in that table")
+    parser.add_argument("--numpy-pause", type=float, default=0.0,
+                        help="seconds of sleep before each call in that table (lets idle BLAS threads stop spinning)")
     parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--vs-numpy", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.case:
+    if args.case or args.vs_numpy:
         _child(args)
+        return
+
+    import torch
+
+    machine = (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
+        f"{args.threads or torch.get_num_threads()} threads, device {args.device}, "
+        f"1-min load average {os.getloadavg()[0]:.1f} at start"
+    )
+    np_rows, np_records = vs_numpy_table(args)
+    if args.numpy_only:
+        sys.stdout.write("\n" + machine + "\n\n" + "\n".join(np_rows) + "\n")
+        OUT.mkdir(parents=True, exist_ok=True)
+        (OUT / "bench_similarity_numpy.json").write_text(
+            json.dumps({"machine": machine, "vs_numpy": np_records}, indent=2))
         return
 
     sizes = QUICK_SIZES if args.quick else SIZES
@@ -212,15 +329,10 @@ def main() -> None:
             sys.stdout.write(rows[-1] + "\n")
             sys.stdout.flush()
 
-    import torch
-
-    machine = (
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
-        f"{args.threads or torch.get_num_threads()} threads, device {args.device}"
-    )
-    sys.stdout.write("\n" + machine + "\n\n" + "\n".join(rows) + "\n")
+    sys.stdout.write("\n" + machine + "\n\n" + "\n".join(rows) + "\n\n" + "\n".join(np_rows) + "\n")
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "bench_similarity.json").write_text(json.dumps({"machine": machine, "results": records}, indent=2))
+    (OUT / "bench_similarity.json").write_text(
+        json.dumps({"machine": machine, "results": records, "vs_numpy": np_records}, indent=2))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._linalg import centred_gram, centred_moments, prefer_gram, work_dtype
+from ._linalg import centred_gram, centred_moment_norms, prefer_gram, work_dtype
 
 __all__ = [
     "centre_gram",
@@ -86,12 +86,12 @@ def linear_hsic_unbiased_terms(x: Tensor, y: Tensor, form: str) -> tuple[Tensor,
     if form == "gram":
         k, l = centred_gram(x, dtype), centred_gram(y, dtype)  # (n, n) each
         return hsic_unbiased(k, l), hsic_unbiased(k, k), hsic_unbiased(l, l)
-    m = centred_moments(x, y, dtype=dtype)
+    m = centred_moment_norms(x, y, row_norms=True, dtype=dtype)  # squared norms of the moments, row norms
     kx, ky = m["kx"], m["ky"]
     return (
-        _hsic_unbiased_features(m["xy"].square().sum(), kx, ky, n),
-        _hsic_unbiased_features(m["xx"].square().sum(), kx, kx, n),
-        _hsic_unbiased_features(m["yy"].square().sum(), ky, ky, n),
+        _hsic_unbiased_features(m["xy"], kx, ky, n),
+        _hsic_unbiased_features(m["xx"], kx, kx, n),
+        _hsic_unbiased_features(m["yy"], ky, ky, n),
     )
 
 

@@ -7,12 +7,16 @@ in the "work dtype": float64 when either input is float64, else float32 (for
 float32/float16/bfloat16 input), with every chunk's product accumulated into a
 float64 result. Centring is what precision needs: a float32 GEMM of centred
 float32 data changes linear CKA by ~1e-9 (measured at offset 1000) while being
-2-3x faster than float64 on CPU and far faster on GPUs. Large inputs are
-converted a chunk at a time, so an (n, d) input is never copied whole.
+2-3x faster than float64 on CPU and far faster on GPUs. The n x n Gram
+kernels convert large inputs a chunk at a time. The feature-space moments
+(linear CKA and co.) make one centred copy of x and y in the work dtype, as the
+textbook ``x - x.mean(0)`` does, and chunk rows only above ``_PIECE_ELEMS``
+(or, for float32 products, every ``_CHUNK_ELEMS`` elements: a precision bound).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -20,11 +24,19 @@ F64 = torch.float64
 # Elements per float64 working chunk (32 MiB): large enough that each matmul
 # runs at full BLAS speed, small enough to bound the extra memory.
 _CHUNK_ELEMS = 1 << 22
+# Elements of the centred copy of x and y (together) that the feature-space
+# moments make in one piece (128 MiB in float64, e.g. n = 16384 at d1 + d2 = 1024);
+# larger inputs are processed in blocks of rows of this size.
+_PIECE_ELEMS = 1 << 24
+# Columns per block of the block-triangular Z^T Z (see centred_moment_norms).
+_BLOCK = 128
+_NUMPY_DTYPES = {F64: np.float64, torch.float32: np.float32}
 
 __all__ = [
     "F64",
     "centred",
     "centred_gram",
+    "centred_moment_norms",
     "centred_moments",
     "column_mean",
     "default_rtol",
@@ -90,48 +102,159 @@ def centred_gram(x: Tensor, dtype: torch.dtype = F64) -> Tensor:
     return gram
 
 
+def _empty(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> Tensor:
+    """Uninitialised tensor; large CPU buffers are allocated by numpy.
+
+    numpy asks the kernel for transparent huge pages on large arrays
+    (``madvise``), torch's CPU allocator does not (unless THP_MEM_ALLOC_ENABLE=1),
+    and first touching a fresh 80 MiB buffer in 4 KiB pages costs about as much
+    as centring into it. The tensor shares the numpy array's memory and frees it
+    with it.
+    """
+    if device.type == "cpu" and dtype in _NUMPY_DTYPES:
+        return torch.from_numpy(np.empty(shape, dtype=_NUMPY_DTYPES[dtype]))
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def _fill_centred_t(out: Tensor, t: Tensor, mean: Tensor | None, row_norms: bool) -> Tensor | None:
+    """Write the column-centred t (b, d) transposed into out (d, b); return its squared row norms (b,) if asked.
+
+    Centring is in float64 whatever the dtypes: a float64 ``out`` receives the
+    (exact) float64 conversion of t and is centred in place (``mean`` None: t
+    is the whole input and its column means are taken from ``out``, where each
+    column of t is contiguous); a float32 ``out`` receives float64-centred
+    blocks of rows, rounded once (the float64 temporary is one block of at most
+    ``_CHUNK_ELEMS`` elements). The squared row norms (diag(Xc Xc^T), float64)
+    are those of the float64-centred values.
+    """
+    b, d = t.shape
+    if out.dtype == F64:
+        out.copy_(t.T)
+        out.sub_(out.mean(dim=1, keepdim=True) if mean is None else mean[:, None])
+        return torch.linalg.vector_norm(out, dim=0).square_() if row_norms else None
+    norms = torch.empty(b, dtype=F64, device=t.device) if row_norms else None
+    step = max(1, _CHUNK_ELEMS // d)
+    for start in range(0, b, step):
+        block = t[start : start + step].to(F64, copy=True).sub_(mean)  # (s, d); copy: never write into t
+        if norms is not None:
+            norms[start : start + step] = block.square().sum(dim=1)
+        out[:, start : start + step].copy_(block.T)
+    return norms
+
+
+def _centred_pieces(x: Tensor, y: Tensor, dtype: torch.dtype, row_norms: bool):
+    """Yield (zt, kx, ky) for consecutive blocks of rows of the column-centred x (n, d1), y (n, d2).
+
+    zt (d1 + d2, b) holds the centred x rows then the centred y rows of the
+    block, transposed (each feature contiguous, the layout in which the d x d
+    products run fastest), in ``dtype``; kx, ky (b,) their squared row norms in
+    float64 (None unless ``row_norms``). The whole of x and y is one block
+    unless that copy would exceed ``_PIECE_ELEMS`` elements: chunk only when
+    memory requires it. Exception: float32 products are summed in float64 every
+    ``_CHUNK_ELEMS`` elements of rows, as before, so that no float32 sum runs over
+    more than that many rows (a precision bound, not a memory one: one float32
+    product over all n = 20000 rows was ~4x further from float64 than 6000-row
+    blocks summed in float64).
+    """
+    n, d1 = x.shape
+    d2 = y.shape[1]
+    rows = max(1, (_PIECE_ELEMS if dtype == F64 else _CHUNK_ELEMS) // (d1 + d2))
+    # One float64 piece takes the means from its own copy (contiguous rows, faster than x.mean(0)).
+    mx, my = (None, None) if rows >= n and dtype == F64 else (column_mean(x), column_mean(y))
+    buf = _empty((d1 + d2, min(n, rows)), dtype, x.device)
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        zt = buf[:, : stop - start]
+        kx = _fill_centred_t(zt[:d1], x[start:stop], mx, row_norms)
+        ky = _fill_centred_t(zt[d1:], y[start:stop], my, row_norms)
+        yield zt, kx, ky
+
+
+def _accumulate(acc: Tensor | None, a: Tensor, b: Tensor) -> Tensor:
+    """acc + a @ b in float64 (acc None: start a new float64 sum); a, b in the work dtype."""
+    if a.dtype == F64:
+        return a @ b if acc is None else acc.addmm_(a, b)
+    prod = (a @ b).to(F64)
+    return prod if acc is None else acc.add_(prod)
+
+
 def centred_moments(
-    x: Tensor, y: Tensor, *, xx: bool = True, yy: bool = True, xy: bool = True, dtype: torch.dtype = F64
+    x: Tensor,
+    y: Tensor,
+    *,
+    xx: bool = True,
+    yy: bool = True,
+    xy: bool = True,
+    row_norms: bool = True,
+    dtype: torch.dtype = F64,
 ) -> dict[str, Tensor]:
     """Second moments of the column-centred x (n, d1) and y (n, d2), returned in float64.
 
     Returns a dict with (as requested) ``xx`` = Xc^T Xc (d1, d1),
-    ``yy`` = Yc^T Yc (d2, d2), ``xy`` = Xc^T Yc (d1, d2), and always the
-    squared row norms ``kx`` = diag(Xc Xc^T) (n,) and ``ky`` (n,) (the
-    diagonals of the n x n Gram matrices, needed by the unbiased HSIC; computed
-    in float64). Accumulated over row chunks, products in ``dtype``, so memory
-    is O(d1^2 + d2^2 + d1 d2 + chunk).
+    ``yy`` = Yc^T Yc (d2, d2), ``xy`` = Xc^T Yc (d1, d2), and the squared row
+    norms ``kx`` = diag(Xc Xc^T) (n,) and ``ky`` (n,) (the diagonals of the
+    n x n Gram matrices, needed by the unbiased HSIC; computed in float64).
+    Products in ``dtype``, accumulated in float64 over blocks of rows when the
+    centred copy is too large to make in one piece (see :func:`_centred_pieces`).
+    """
+    d1 = x.shape[1]
+    acc: dict[str, Tensor | None] = {k: None for k, want in (("xx", xx), ("yy", yy), ("xy", xy)) if want}
+    kxs, kys = [], []
+    for zt, kx, ky in _centred_pieces(x, y, dtype, row_norms):
+        xt, yt = zt[:d1], zt[d1:]  # (d1, b), (d2, b)
+        for key, a, b in (("xx", xt, xt), ("yy", yt, yt), ("xy", xt, yt)):
+            if key in acc:
+                acc[key] = _accumulate(acc[key], a, b.T)
+        if row_norms:
+            kxs.append(kx)
+            kys.append(ky)
+    out = {k: v for k, v in acc.items()}
+    if row_norms:
+        out["kx"], out["ky"] = torch.cat(kxs), torch.cat(kys)
+    return out  # type: ignore[return-value]
+
+
+def centred_moment_norms(
+    x: Tensor, y: Tensor, *, row_norms: bool = False, dtype: torch.dtype = F64
+) -> dict[str, Tensor]:
+    """Squared Frobenius norms of the centred second moments of x (n, d1) and y (n, d2), in float64.
+
+    Returns ``xx`` = ||Xc^T Xc||_F^2, ``yy`` = ||Yc^T Yc||_F^2 and
+    ``xy`` = ||Xc^T Yc||_F^2 (0-d each), plus the squared row norms ``kx``,
+    ``ky`` (n,) if ``row_norms`` (as in :func:`centred_moments`).
+
+    With Z = [Xc, Yc] (n, d1 + d2), the three moments are the blocks of the
+    symmetric Z^T Z, so only its upper triangle is formed: for each block of
+    ``_BLOCK`` columns Z[:, a:b], one product Z[:, a:b]^T Z[:, a:] (what a
+    symmetric rank-k update, which torch does not expose, would do). That is
+    n (d1 + d2)^2 / 2 multiply-adds plus the diagonal blocks, against
+    n (d1^2 + d1 d2 + d2^2) for three separate products: 2.25 instead of 3
+    d x d products at d1 = d2 = 512. Off-diagonal blocks of Xc^T Xc and Yc^T Yc
+    count twice in their norms.
     """
     n, d1 = x.shape
-    d2 = y.shape[1]
-    mx, my = column_mean(x), column_mean(y)
-    out: dict[str, Tensor] = {}
-    dev = x.device
-    if xx:
-        out["xx"] = torch.zeros((d1, d1), dtype=F64, device=dev)
-    if yy:
-        out["yy"] = torch.zeros((d2, d2), dtype=F64, device=dev)
-    if xy:
-        out["xy"] = torch.zeros((d1, d2), dtype=F64, device=dev)
-    kx = torch.empty(n, dtype=F64, device=dev)
-    ky = torch.empty(n, dtype=F64, device=dev)
-    step = max(1, _CHUNK_ELEMS // (d1 + d2))
-    for start in range(0, n, step):
-        stop = min(n, start + step)
-        xb = x[start:stop].to(F64, copy=True).sub_(mx)  # (b, d1); copy: never write into the input
-        yb = y[start:stop].to(F64, copy=True).sub_(my)  # (b, d2)
-        kx[start:stop] = xb.square().sum(dim=1)
-        ky[start:stop] = yb.square().sum(dim=1)
-        xb, yb = xb.to(dtype), yb.to(dtype)
-        for key, a, b in (("xx", xb, xb), ("yy", yb, yb), ("xy", xb, yb)):
-            if key not in out:
-                continue
-            if dtype == F64:
-                out[key].addmm_(a.T, b)
-            else:
-                out[key] += a.T @ b
-    out["kx"], out["ky"] = kx, ky
-    return out
+    d = d1 + y.shape[1]
+    starts = [*range(0, d1, _BLOCK), *range(d1, d, _BLOCK)]  # no block straddles x and y
+    ends = [*starts[1:], d]
+    acc: list[Tensor | None] = [None] * len(starts)
+    kxs, kys = [], []
+    for zt, kx, ky in _centred_pieces(x, y, dtype, row_norms):
+        for i, (a, b) in enumerate(zip(starts, ends)):
+            acc[i] = _accumulate(acc[i], zt[a:b], zt[a:].T)  # (b - a, d - a): Z[:, a:b]^T Z[:, a:]
+        if row_norms:
+            kxs.append(kx)
+            kys.append(ky)
+    sq = {"xx": x.new_zeros((), dtype=F64), "yy": x.new_zeros((), dtype=F64), "xy": x.new_zeros((), dtype=F64)}
+    for a, b, p in zip(starts, ends, acc):
+        w = b - a
+        if a < d1:  # columns a:d1 of Xc^T Xc (diagonal block, then the rest twice), then Xc^T Yc
+            sq["xx"] += p[:, :w].square().sum() + 2.0 * p[:, w : d1 - a].square().sum()
+            sq["xy"] += p[:, d1 - a :].square().sum()
+        else:
+            sq["yy"] += p[:, :w].square().sum() + 2.0 * p[:, w:].square().sum()
+    if row_norms:
+        sq["kx"], sq["ky"] = torch.cat(kxs), torch.cat(kys)
+    return sq
 
 
 def prefer_gram(n: int, d1: int, d2: int) -> bool:

@@ -11,7 +11,7 @@ from torch import Tensor
 
 from ._checks import check_pair
 from ._hsic import centre_gram, cka_ratio, hsic_unbiased, linear_hsic_unbiased_terms, resolve_form
-from ._linalg import centred_gram, centred_moments, work_dtype
+from ._linalg import centred_gram, centred_moment_norms, work_dtype
 
 __all__ = ["linear_cka", "linear_cka_debiased", "rbf_cka"]
 
@@ -30,6 +30,9 @@ def linear_cka(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
 
     The two forms are equal; ``form="auto"`` picks the cheaper one from n, d1,
     d2 (feature form costs n (d1^2 + d1 d2 + d2^2), Gram form n^2 (d1 + d2)).
+    The feature form forms only the upper block triangle of Z^T Z, Z = [Xc, Yc]
+    (about n (d1 + d2)^2 / 2 multiply-adds, one centred copy of x and y; see
+    :func:`~stir.similarity._linalg.centred_moment_norms`).
     Centring (in float64) precedes every product; products run in float64 for
     float64 input and in float32 otherwise, accumulated and reduced in float64.
 
@@ -44,8 +47,8 @@ def linear_cka(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     if resolve_form(form, n, d1, d2, "linear_cka") == "gram":
         k, l = centred_gram(x, dtype), centred_gram(y, dtype)  # (n, n) each, already centred
         return torch.dot(k.reshape(-1), l.reshape(-1)) / (_frob(k) * _frob(l))
-    m = centred_moments(x, y, dtype=dtype)  # Xc^T Xc (d1, d1), Yc^T Yc (d2, d2), Xc^T Yc (d1, d2)
-    return m["xy"].square().sum() / (_frob(m["xx"]) * _frob(m["yy"]))
+    m = centred_moment_norms(x, y, dtype=dtype)  # ||Xc^T Xc||_F^2, ||Yc^T Yc||_F^2, ||Xc^T Yc||_F^2
+    return m["xy"] / (m["xx"].sqrt() * m["yy"].sqrt())
 
 
 def linear_cka_debiased(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
