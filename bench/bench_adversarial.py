@@ -59,8 +59,11 @@ def main() -> None:
     parser.add_argument("--source", default=SOURCE)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--quick", action="store_true", help="8 images, 20 steps, weight 1 only: a smoke test")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.quick:
+        args.images, args.steps, args.weights = 8, 20, "1"
     if args.threads:
         torch.set_num_threads(args.threads)
 

@@ -114,7 +114,7 @@ def train_throughput(args, device: torch.device, adversarial: bool) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes (width 4, 8 images, 5 steps)")
+    parser.add_argument("--smoke", "--quick", action="store_true", help="tiny sizes (width 4, 8 images, 5 steps)")
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--images", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=5)

@@ -225,8 +225,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--alternatives", action="store_true", help="also run the methods fast mode was chosen from")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--quick", action="store_true",
+                        help="8 images, width 8, 1,000 training images, 1 epoch: a smoke test (~1 min)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.quick:
+        args.images, args.width, args.train_size, args.epochs = 8, 8, 1000, 1
     if args.threads is not None:
         torch.set_num_threads(args.threads)
 
