@@ -50,7 +50,8 @@ from stir.config.schema import DataConfig
 from stir.data import load_dataset, to_float
 from stir.evaluation.zoo import ZooModel, load_model
 from stir.inversion import InversionConfig, invert, invert_draws, make_seed, seed_generator
-from stir.models import frozen, representation
+from stir.config.schema import ModelConfig
+from stir.models import build, frozen, representation
 from stir.reporting import to_markdown
 from stir.similarity import linear_cka
 
@@ -59,6 +60,17 @@ SOURCE = "/work/shared/data/cifar10-jpg.tar.gz"
 OUT = Path(__file__).resolve().parent / "out"
 TAP = "penultimate"
 RECORD = (100, 250, 500)
+
+
+def random_network(width: int) -> nn.Module:
+    """ResNet18 at ``width`` with random weights and batch norms that are not the identity."""
+    torch.manual_seed(0)
+    m = build(ModelConfig("resnet18", width=width), 10, (0.49, 0.48, 0.45), (0.25, 0.24, 0.26))
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            mod.running_mean.uniform_(-0.3, 0.3)
+            mod.running_var.uniform_(0.5, 2.0)
+    return m.eval()
 
 
 def model_at(path: str) -> nn.Module:
@@ -231,6 +243,9 @@ def main() -> None:
     parser.add_argument("--skip-value", action="store_true", help="part 1 only")
     parser.add_argument("--skip-speed", action="store_true", help="part 2 only")
     parser.add_argument("--one-way", action="store_true", help="part 2: only STIR(B|A) of each pair A,B")
+    parser.add_argument("--speed-width", type=int, default=None,
+                        help="part 1 on a ResNet18 of this width (random weights, batch norms not the identity) "
+                             "instead of the first run's model: the cost does not depend on training")
     parser.add_argument("--quick", action="store_true", help="32 images, 100 steps, 20 timed steps, 1 repeat")
     parser.add_argument("--source", default=SOURCE)
     parser.add_argument("--root", default="data")
@@ -246,9 +261,11 @@ def main() -> None:
     order = torch.randperm(len(data.train_images), generator=torch.Generator().manual_seed(0))
     x = to_float(data.train_images[order[: args.images]])
     first = args.pair[0].split(",")[0]
-    log.info("speed: IRIs of %s, %d images x %d draws, %d steps, %d threads", first, args.images, args.draws,
+    log.info("speed: IRIs of %s, %d images x %d draws, %d steps, %d threads",
+             first if args.speed_width is None else f"ResNet18 width {args.speed_width}", args.images, args.draws,
              args.time_steps, args.threads)
-    speed_rows = [] if args.skip_speed else speed(model_at(first), x, args.draws, args.time_steps, args.repeats, args.threads)
+    timed = model_at(first) if args.speed_width is None else random_network(args.speed_width)
+    speed_rows = [] if args.skip_speed else speed(timed, x, args.draws, args.time_steps, args.repeats, args.threads)
     value_rows = []
     if not args.skip_value:
         for pair in args.pair:
@@ -261,7 +278,7 @@ def main() -> None:
                     value_rows.append({"direction": label, **row})
                     log.info("  %s", row)
     args.out.mkdir(parents=True, exist_ok=True)
-    settings = {"pairs": args.pair, "images": args.images, "draws": args.draws, "steps": args.steps,
+    settings = {"pairs": args.pair, "speed_width": args.speed_width, "images": args.images, "draws": args.draws, "steps": args.steps,
                 "time_steps": args.time_steps, "threads": args.threads, "torch": torch.__version__}
     (args.out / "bench_levers.json").write_text(json.dumps({**settings, "speed": speed_rows, "value": value_rows}, indent=2))
     md = f"settings: {json.dumps(settings)}\n\n" + "\n\n".join(to_markdown(rows) for rows in (speed_rows, value_rows) if rows)
