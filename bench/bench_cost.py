@@ -109,6 +109,12 @@ PRESETS = {
     "at_methods (12 pairs, all taps)": {"resnet18": (5 * 11, 0), "vgg16": (5 * 15, 0)},
 }
 PAPER = {"n": 1000, "k": 5, "steps": 1000, "difficulty_steps": 200}
+# A GPU figure that is NOT measured here (no GPU was lent): ResNet18 width 64 on 32x32 inputs is
+# 0.56 GMAC per forward pass; an input-gradient pass adds about as much again, so one model
+# evaluation is ~2.2 GFLOP. At an ASSUMED sustained 100 TFLOP/s (about a fifth of an H200's dense
+# TF32 peak) that is ~45,000 image-evaluations per second. bench/gpu.sh measures the real rate.
+GPU_GFLOP_PER_EVALUATION = 2.2
+GPU_ASSUMED_TFLOPS = 100.0
 
 
 def architecture_factors(width: int, n: int, steps: int) -> Dict[str, float]:
@@ -132,7 +138,9 @@ def preset_budget(factors: Dict[str, float], ms_per_image_step: float) -> List[D
                           for a, (arb, adv) in archs.items())
         rows.append({"preset": name, "inversions": sum(k * (a + b) for a, b in archs.values()),
                      "resnet18_equivalent_evaluations": f"{evaluations:.3g}",
-                     "cpu_hours_here": round(evaluations * ms_per_image_step / 1e3 / 3600, 1)})
+                     "cpu_hours_here": round(evaluations * ms_per_image_step / 1e3 / 3600, 1),
+                     "gpu_minutes_assumed_100_tflops": round(
+                         evaluations * GPU_GFLOP_PER_EVALUATION / (GPU_ASSUMED_TFLOPS * 1e3) / 60, 1)})
     return rows
 
 
