@@ -3,7 +3,11 @@
 Public API:
     invert(m1, images, tap, cfg=None, *, m2=None, tap2=None) -> InversionResult     arbitrary IRIs
     invert_adversarial(m1, m2, images, tap1, tap2=None, cfg=None) -> InversionResult  controversial stimuli
-    InversionConfig                   settings (mode faithful (default, published) | fast, tolerance, seeds, ...)
+    invert_draws(m1, [X_1..X_k], tap, cfg=None, *, m2=None, tap2=None) -> [InversionResult]
+    invert_adversarial_draws(m1, m2, [X_1..X_k], tap1, tap2=None, cfg=None) -> [InversionResult]
+                                      k seed draws (seeds cfg.seed + j) optimised together, cached per draw
+    InversionConfig                   settings (mode faithful (default, published) | fast, tolerance, seeds,
+                                      batch_size (automatic), fold_batch_norm, channels_last, compile, ...)
     controversial_perturbation(m1, m2, images, tap1, tap2, cfg, inversion) -> ControversialResult
                                       the smallest perturbation of x that m1 ignores and m2 does not
     ControversialConfig               its settings (difficulty.* in evaluate.py)

@@ -28,7 +28,11 @@ restored exactly afterwards. The optimisation runs through ``stir.descent.descen
   r1 <= stop_fraction * tolerance, from the seed projected onto [0, 1]; on CUDA the models run
   under bf16 autocast with channels-last inputs. Why this method: bench/README.md.
 
-Every result is re-measured in full precision at the returned x': ``residual`` (r1), ``m2_distance``
+Both modes differentiate working copies of the models (batch norm folded into the convolutions,
+channels-last memory, optionally compiled: ``stir.inversion.batching``), equal to the models up to
+float rounding, and the k seed draws of ``invert_draws`` run as one batch, chunked automatically.
+Every result is re-measured in full precision at the returned x' on the models themselves:
+``residual`` (r1), ``m2_distance``
 (the r2 of m2, when m2 is given), ``l2_to_original`` (||x' - x||_2). ``snapshots`` keeps the best
 iterate so far at each of ``cfg.snapshot_steps`` (with its residual), so that a caller can see how
 a value computed from x' moves with the budget (``stir.evaluation`` records STIR along it). A "model evaluation" is one
