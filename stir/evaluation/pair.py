@@ -33,9 +33,10 @@ Units of work (and of the ``ResultStore``): one *direction* "target given refere
 *similarity* (``evaluate_similarity``, no direction). ``evaluate_pair`` combines two directions and
 the similarity; a zoo matrix calls ``evaluate_direction`` once per ordered pair.
 
-Efficiency: arbitrary IRIs of m1 depend only on (m1, tap1, X, seed, settings); they are requested as
-``invert(m1, X, tap1, cfg_j, m2=m2, tap2=tap2)``, whose cache key ignores m2 (m2 is only measured),
-so with ``inversion.cache_dir`` set one inversion per draw serves every target. The targets'
+Efficiency: arbitrary IRIs of m1 depend only on (m1, tap1, X, seed, settings); the k draws are
+requested together as ``invert_draws(m1, [X_1..X_k], tap1, cfg, m2=m2, tap2=tap2)`` (one batch where
+it fits), whose per-draw cache keys ignore m2 (m2 is only measured), so with ``inversion.cache_dir``
+set one inversion per draw serves every target. The targets'
 representations of X are computed once per call, not per draw. Every measurement runs under
 ``torch.no_grad()`` with both models frozen in eval mode (``stir.models.frozen``); the inversions
 manage their own gradients. Devices and dtypes follow the images; models must already live there.
