@@ -18,9 +18,11 @@ each ``--repeats`` times, interleaved; median seconds): every lever is added to 
     + draws in one call      ``invert_draws``: the k draws as one batch of n k images
     + automatic batch        ``inversion.batch_size=None``: 128-image chunks on CPU
     + folded batch norm      ``inversion.fold_batch_norm=True``
-    + channels-last          ``inversion.channels_last=True``: the shipped default
+    + channels-last          ``inversion.channels_last=True``
     + torch.compile          ``inversion.compile=True`` (opt-in), its compilation included
-    default, 1 thread        the default with ``torch.set_num_threads(1)`` (the threads lever)
+    channels-last, 1 thread  the same with ``torch.set_num_threads(1)`` (the threads lever)
+    + kept CPU memory        ``inversion.keep_cpu_memory=True`` (``stir.allocator``): the shipped default
+    plain, kept CPU memory   the baseline with that process-wide allocator setting too
 
 and the x' of the exact levers (draws in one call, automatic batch) is compared bit for bit.
 
@@ -41,7 +43,7 @@ import statistics
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -140,49 +142,65 @@ def seeds_of(x: Tensor, draw: int) -> Tensor:
 
 
 def speed(m: nn.Module, x: Tensor, draws: int, steps: int, repeats: int, threads: int) -> List[Dict]:
-    base = InversionConfig(steps=steps, record_steps=(), warn_below=0.0)
+    """Part 1: median seconds of every variant (module docstring), each lever added to the one before."""
+    base = InversionConfig(steps=steps, record_steps=(), warn_below=0.0, keep_cpu_memory=False)
     none = replace(base, fold_batch_norm=False, channels_last=False, batch_size=x.shape[0])
     joint = replace(none, batch_size=x.shape[0] * draws)
     auto = replace(none, batch_size=None)
     fold = replace(auto, fold_batch_norm=True)
-    shipped = replace(fold, channels_last=True)
-    compiled = replace(shipped, compile=True)  # compiles anew in every call (new working copies): timed with it
-    variants = {
-        "plain": lambda: [plain_inversion(m, x, seeds_of(x, j), steps)[steps] for j in range(draws)],
+    layout = replace(fold, channels_last=True)
+    compiled = replace(layout, compile=True)  # compiles anew in every call (new working copies): timed with it
+    shipped = replace(layout, keep_cpu_memory=True)
+
+    def engine(cfg: InversionConfig) -> Callable[[], List[Tensor]]:
+        return lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, cfg)]
+
+    plain = lambda: [plain_inversion(m, x, seeds_of(x, j), steps)[steps] for j in range(draws)]  # noqa: E731
+    # glibc's allocator setting is process-wide and cannot be undone: every variant without it runs
+    # first (phase 1), then the default and, for fairness, the plain baseline with it (phase 2).
+    phases = [{
+        "plain": plain,
         "engine, forward to tap": lambda: [invert(m, x, TAP, replace(none, seed=j)).x_prime for j in range(draws)],
-        "+ draws in one call": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, joint)],
-        "+ automatic batch": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, auto)],
-        "+ folded batch norm": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, fold)],
-        "+ channels-last (default)": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, shipped)],
-        "+ torch.compile (opt-in)": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, compiled)],
-        "default, 1 thread": lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, shipped)],
-    }
-    times: Dict[str, List[float]] = {name: [] for name in variants}
+        "+ draws in one call": engine(joint),
+        "+ automatic batch": engine(auto),
+        "+ folded batch norm": engine(fold),
+        "+ channels-last": engine(layout),
+        "+ torch.compile (opt-in)": engine(compiled),
+        "channels-last, 1 thread": engine(layout),
+    }, {
+        "+ kept CPU memory (default)": engine(shipped),
+        "plain, kept CPU memory": plain,
+    }]
+    chain = ["plain", "engine, forward to tap", "+ draws in one call", "+ automatic batch", "+ folded batch norm",
+             "+ channels-last", "+ kept CPU memory (default)"]
+    times: Dict[str, List[float]] = {}
     outputs: Dict[str, List[Tensor]] = {}
-    for _ in range(repeats):
-        for name, run in variants.items():
-            torch.set_num_threads(1 if name == "default, 1 thread" else threads)
-            start = time.perf_counter()
-            outputs[name] = run()
-            times[name].append(time.perf_counter() - start)
-            log.info("  %-28s %7.2f s", name, times[name][-1])
+    for phase in phases:
+        for _ in range(repeats):
+            for name, run in phase.items():
+                torch.set_num_threads(1 if name.endswith("1 thread") else threads)
+                start = time.perf_counter()
+                outputs[name] = run()
+                times.setdefault(name, []).append(time.perf_counter() - start)
+                log.info("  %-30s %7.2f s", name, times[name][-1])
     torch.set_num_threads(threads)
 
-    def max_diff(a: str, b: str) -> float:
-        return max((p - q).abs().max().item() for p, q in zip(outputs[a], outputs[b]))
+    def median(name: str) -> float:
+        return statistics.median(times[name])
 
-    rows, previous = [], None
-    plain = statistics.median(times["plain"])
-    for name in variants:
-        t = statistics.median(times[name])
-        step_of = "plain" if name == "engine, forward to tap" else previous
+    def max_diff(a: str, b: str) -> str:
+        return f"{max((p - q).abs().max().item() for p, q in zip(outputs[a], outputs[b])):.1e}"
+
+    rows = []
+    for name in [v for phase in phases for v in phase]:
+        before = chain[chain.index(name) - 1] if name in chain[1:] else None
+        if name == "+ torch.compile (opt-in)":
+            before = "+ channels-last"
         rows.append({
-            "variant": name, "seconds": round(t, 2), "speedup_vs_plain": round(plain / t, 2),
-            "lever_share": "" if previous is None or name == "default, 1 thread" else round(statistics.median(times[previous]) / t, 2),
-            "max_abs_x_diff_vs_previous": "" if step_of is None or name == "default, 1 thread" else f"{max_diff(step_of, name):.1e}",
+            "variant": name, "seconds": round(median(name), 2), "speedup_vs_plain": round(median("plain") / median(name), 2),
+            "lever_share": round(median(before) / median(name), 2) if before else "",
+            "max_abs_x_diff_vs_previous": max_diff(before, name) if before else "",
         })
-        if name != "default, 1 thread":
-            previous = name
     return rows
 
 

@@ -28,7 +28,8 @@ DEFAULT_TAP = "penultimate"  # where a measurement reads the models unless told 
 
 # InversionConfig fields that cannot change a reported number: where/how fast it runs, logging.
 # channels_last changes x' only at the level of floating-point rounding (as in the inversion cache).
-_NOT_RESULT_SETTINGS = frozenset({"cache_dir", "progress", "warn_below", "batch_size", "memory_gb", "compile", "channels_last"})
+_NOT_RESULT_SETTINGS = frozenset({"cache_dir", "progress", "warn_below", "batch_size", "memory_gb", "compile", "keep_cpu_memory",
+                                  "channels_last"})
 
 Images = Union[Tensor, Sequence[Tensor]]  # X fixed for every draw, or one X per draw (k tensors)
 

@@ -13,7 +13,7 @@ Key = sha256 over (JSON of):
 
 In the key: ``fold_batch_norm`` (the folded copy takes another rounding path, so x' differs in its
 last bits; bench/README.md shows the STIR it gives is the same to 0.005).
-Not in the key: ``batch_size``, ``memory_gb``, ``compile`` (every image is optimised independently: models are in eval mode and
+Not in the key: ``batch_size``, ``memory_gb``, ``compile``, ``keep_cpu_memory`` (every image is optimised independently: models are in eval mode and
 early stopping is per image), ``channels_last`` and the device; these change x' only at the level
 of floating-point rounding. ``cache_dir``, ``progress`` and ``warn_below`` do not touch x'.
 
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 ALGORITHM_VERSION = 2
 
 # Settings that never change x' (see the module docstring), and those only one mode reads.
-_NEVER = {"batch_size", "memory_gb", "compile", "cache_dir", "progress", "warn_below", "channels_last", "min_fraction_iri"}
+_NEVER = {"batch_size", "memory_gb", "compile", "keep_cpu_memory", "cache_dir", "progress", "warn_below", "channels_last", "min_fraction_iri"}
 _FAST_ONLY = {"lr", "betas", "schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance"}
 _FAITHFUL_ONLY = {"step_size"}
 _EARLY_STOP = {"stop_fraction", "tolerance"}  # read by the fast mode only while it stops early

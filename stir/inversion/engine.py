@@ -51,6 +51,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from stir.allocator import keep_freed_cpu_memory
 from stir.descent import Adam, Constant, Cosine, FixedLengthStep, InverseTime, Schedule, descend
 from stir.descent.loop import StopRule
 from stir.inversion.batching import resolve_batch_size, working_model
@@ -212,6 +213,8 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig) -> Lis
     missing = [j for j, r in enumerate(results) if r is None]
     if missing:
         images = torch.cat([draws[j].detach() for j in missing])  # (sum n_j, c, h, w)
+        if images.device.type == "cpu" and cfg.keep_cpu_memory:
+            keep_freed_cpu_memory()  # no page faults for every step's activations (stir.allocator)
         # each draw's seeds for its whole batch: independent of chunking and of the other draws
         seeds = torch.cat([make_seed(cfg.seed_kind, draws[j].detach(), seed_generator(cfg.seed + j)) for j in missing])
         with frozen(*problem.models):  # copies of eval-mode, frozen models, made once for every chunk
