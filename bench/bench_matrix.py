@@ -140,7 +140,7 @@ def evaluate_args(workdir: Path, n_models: int, n: int, k: int, steps: int, data
         "experiment.name=bench_matrix", f"experiment.models=[{','.join(names)}]", "iri=arbitrary",
         f"n={n}", f"k={k}", "inversion.mode=faithful", f"inversion.steps={steps}", "inversion.min_fraction_iri=0",
         "inversion.warn_below=0", f"iri_grid_images={n}", "device=cpu", "logger.wandb.mode=disabled",
-        f"hydra/job_logging={'stdout' if verbose else 'disabled'}", *data,
+        f"hydra/job_logging={'stdout' if verbose else 'none'}", *data,
     ]
 
 
@@ -149,7 +149,8 @@ def count_matrix(n_models: int, n: int, k: int, steps: int, *, width: int = 4, c
     """Run ``evaluate.py`` on an n_models x n_models matrix; what it cost, counted at the models.
 
     ``data``: evaluate.py overrides that say where the images come from (data.source=..., data.root=...).
-    ``verbose``: evaluate.py's own log (hydra/job_logging=stdout) instead of none.
+    ``verbose``: evaluate.py's own log (hydra/job_logging=stdout) instead of none (``none`` leaves logging as it
+    is; ``disabled`` would disable every existing logger of the process, other tests' too).
     Returns inversion / measurement evaluations of the matrix rows, those of the example grid, the
     engine's own count, inversions computed and cache hits, cache entries written, and seconds.
     """
