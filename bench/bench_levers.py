@@ -40,6 +40,7 @@ import copy
 import json
 import logging
 import statistics
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -48,12 +49,16 @@ from typing import Callable, Dict, List, Sequence
 import torch
 from torch import Tensor, nn
 
-from stir.config.schema import DataConfig
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # `python bench/bench_levers.py`: bench.bench_cost's network builder
+    sys.path.insert(0, str(REPO))
+
+from bench.bench_cost import network as random_network  # noqa: E402
+from stir.config.schema import DataConfig  # noqa: E402
 from stir.data import load_dataset, to_float
 from stir.evaluation.zoo import ZooModel, load_model
 from stir.inversion import InversionConfig, invert, invert_draws, make_seed, seed_generator
-from stir.config.schema import ModelConfig
-from stir.models import build, frozen, representation
+from stir.models import frozen, representation
 from stir.reporting import to_markdown
 from stir.similarity import linear_cka
 
@@ -62,17 +67,6 @@ SOURCE = "/work/shared/data/cifar10-jpg.tar.gz"
 OUT = Path(__file__).resolve().parent / "out"
 TAP = "penultimate"
 RECORD = (100, 250, 500)
-
-
-def random_network(width: int) -> nn.Module:
-    """ResNet18 at ``width`` with random weights and batch norms that are not the identity."""
-    torch.manual_seed(0)
-    m = build(ModelConfig("resnet18", width=width), 10, (0.49, 0.48, 0.45), (0.25, 0.24, 0.26))
-    for mod in m.modules():
-        if isinstance(mod, nn.BatchNorm2d):
-            mod.running_mean.uniform_(-0.3, 0.3)
-            mod.running_var.uniform_(0.5, 2.0)
-    return m.eval()
 
 
 def model_at(path: str) -> nn.Module:
