@@ -50,7 +50,12 @@ def to_dataclass(cfg: DictConfig, schema: Type[T]) -> T:
     unknown = unknown_keys(cfg, schema)
     if unknown:
         raise ConfigError(f"unknown config key(s): {', '.join(unknown)}; see `--help` or {schema.__name__} for the keys")
-    obj = OmegaConf.to_object(cfg)
+    try:
+        obj = OmegaConf.to_object(cfg)
+    except ConfigError:
+        raise
+    except ValueError as err:  # a component config's own check (__post_init__), e.g. inversion.batch_size=0
+        raise ConfigError(str(err)) from err
     if not isinstance(obj, schema):
         raise TypeError(f"config is a {type(obj).__name__}, expected {schema.__name__}: is the schema first in defaults?")
     return obj

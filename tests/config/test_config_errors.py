@@ -113,3 +113,16 @@ def test_help_lists_its_own_groups_and_main_keys_that_exist(script, config_dir, 
         cfg = compose(config_name=name)
     absent = [k for k in keys if OmegaConf.select(cfg, k, default="<absent>") == "<absent>"]
     assert not absent  # the help names real keys only
+
+
+@pytest.mark.parametrize("override, message", [
+    ("inversion.batch_size=0", r"inversion.batch_size must be >= 1 \(or null: automatic\), got 0"),
+    ("inversion.memory_gb=-2", r"inversion.memory_gb must be > 0"),
+    ("inversion.mode=slow", r"inversion.mode must be one of"),
+])
+def test_a_component_configs_own_check_is_a_config_error(override, message):
+    """Checks in a component config's __post_init__ reach the user as ConfigError (one line), naming the key."""
+    from stir.config.evaluate_store import compose_evaluate
+
+    with pytest.raises(ConfigError, match=message):
+        compose_evaluate(REPO / "configs" / "evaluate", [override])
