@@ -54,23 +54,16 @@ if str(REPO) not in sys.path:  # `python bench/bench_levers.py`: bench.bench_cos
     sys.path.insert(0, str(REPO))
 
 from bench.bench_cost import network as random_network  # noqa: E402
+from bench.bench_estimators import SOURCE, TAP, model_at, stir_of  # noqa: E402  (the same models and STIR)
 from stir.config.schema import DataConfig  # noqa: E402
 from stir.data import load_dataset, to_float
-from stir.evaluation.zoo import ZooModel, load_model
 from stir.inversion import InversionConfig, invert, invert_draws, make_seed, seed_generator
 from stir.models import frozen, representation
 from stir.reporting import to_markdown
-from stir.similarity import linear_cka
 
 log = logging.getLogger("bench_levers")
-SOURCE = "/work/shared/data/cifar10-jpg.tar.gz"
 OUT = Path(__file__).resolve().parent / "out"
-TAP = "penultimate"
 RECORD = (100, 250, 500)
-
-
-def model_at(path: str) -> nn.Module:
-    return load_model(ZooModel(name=Path(path).name, run_dir=Path(path), config=None, command="")).eval()
 
 
 # -- the baseline: the published update, plainly ---------------------------------------------------
@@ -199,11 +192,6 @@ def speed(m: nn.Module, x: Tensor, draws: int, steps: int, repeats: int, threads
 
 
 # -- part 2: value ----------------------------------------------------------------------------------
-
-
-def stir_of(m2: nn.Module, x: Tensor, x_prime: Tensor) -> float:
-    with frozen(m2), torch.no_grad():
-        return linear_cka(representation(m2, x, TAP).double(), representation(m2, x_prime, TAP).double()).item()
 
 
 def residual_of(m1: nn.Module, x: Tensor, x_prime: Tensor) -> float:

@@ -20,16 +20,12 @@ from stir.evaluation.results import IRI_KINDS
 from stir.evaluation.store import ResultStore
 from stir.inversion import InversionConfig, model_fingerprint
 from stir.inversion.cache import tensor_digest
-from stir.inversion.config import ControversialConfig
+from stir.inversion.config import RUN_ONLY_SETTINGS, ControversialConfig
 from stir.inversion.objectives import resolve_forward
 
 DIRECTION, SIMILARITY = "direction", "similarity"  # the store's kinds
 DEFAULT_TAP = "penultimate"  # where a measurement reads the models unless told otherwise
 
-# InversionConfig fields that cannot change a reported number: where/how fast it runs, logging.
-# channels_last changes x' only at the level of floating-point rounding (as in the inversion cache).
-_NOT_RESULT_SETTINGS = frozenset({"cache_dir", "progress", "warn_below", "batch_size", "memory_gb", "compile", "keep_cpu_memory",
-                                  "channels_last"})
 
 Images = Union[Tensor, Sequence[Tensor]]  # X fixed for every draw, or one X per draw (k tensors)
 
@@ -132,20 +128,15 @@ def plan_for(images: Images, measure: str, k: int, iri: str, inversion: Optional
     if int(k) != k or k < 1:
         raise ValueError(f"k (seed draws) must be a positive integer, got {k!r}")
     cfg = inversion or InversionConfig()
-    settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in _NOT_RESULT_SETTINGS}
-    settings.update(steps=cfg.num_steps, precision=_precision_name(cfg, sets[0].device), betas=list(cfg.betas),
+    settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in RUN_ONLY_SETTINGS}
+    precision = resolve_forward(cfg.model_precision, cfg.channels_last, sets[0].device).precision  # "auto" resolved
+    settings.update(steps=cfg.num_steps, precision=precision, betas=list(cfg.betas),
                     fake_relu=cfg.use_fake_relu, record_steps=list(cfg.snapshot_steps))
     if iri == "arbitrary":
         del settings["adversarial_weight"], settings["adversarial_objective"]  # read by adversarial IRIs only
     digest = tensor_digest(torch.stack(sets)) if resampled else tensor_digest(sets[0])
     draws = tuple(sets) if resampled else (sets[0],) * int(k)
     return Plan(sets[0], draws, digest, measure, int(k), iri, cfg, settings, difficulty or ControversialConfig(), resampled)
-
-
-def _precision_name(cfg: InversionConfig, device: torch.device) -> str:
-    """The precision the engine will use ("auto" depends on the device)."""
-    amp = resolve_forward(cfg.model_precision, cfg.channels_last, device).amp_dtype
-    return {None: "32", torch.bfloat16: "bf16", torch.float16: "16"}[amp]
 
 
 def identities(ids: Optional[Sequence[str]], m1: nn.Module, m2: nn.Module) -> Tuple[str, str]:

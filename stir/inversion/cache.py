@@ -35,7 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from stir.atomic import torch_save
-from stir.inversion.config import InversionConfig
+from stir.inversion.config import RUN_ONLY_SETTINGS, InversionConfig
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,9 @@ log = logging.getLogger(__name__)
 # its input through the published clamp, FakeReLU, snapshots along the budget in every entry.
 ALGORITHM_VERSION = 2
 
-# Settings that never change x' (see the module docstring), and those only one mode reads.
-_NEVER = {"batch_size", "memory_gb", "compile", "keep_cpu_memory", "cache_dir", "progress", "warn_below", "channels_last", "min_fraction_iri"}
+# Settings that never change x' (see the module docstring; min_fraction_iri only judges a result
+# afterwards), and those only one mode reads.
+_NEVER = RUN_ONLY_SETTINGS | {"min_fraction_iri"}
 _FAST_ONLY = {"lr", "betas", "schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance"}
 _FAITHFUL_ONLY = {"step_size"}
 _EARLY_STOP = {"stop_fraction", "tolerance"}  # read by the fast mode only while it stops early

@@ -30,6 +30,12 @@ ADVERSARIAL_OBJECTIVES = ("constrained", "paper", "original")
 PRECISIONS = ("auto", "32", "bf16", "16")
 SCHEDULES = ("inverse_time", "cosine", "constant")
 
+# InversionConfig fields that decide only where and how fast an inversion runs, or what it logs:
+# they change x' at most at the level of float rounding (channels_last, compile; bench/README.md)
+# and no reported number. Neither the inversion cache nor the results store keys them.
+RUN_ONLY_SETTINGS = frozenset({"batch_size", "memory_gb", "compile", "keep_cpu_memory", "channels_last",
+                               "cache_dir", "progress", "warn_below"})
+
 # Steps each mode takes when ``steps`` is None: the published 1000, and the fast mode's budget.
 DEFAULT_STEPS = {"faithful": 1000, "fast": 300}
 

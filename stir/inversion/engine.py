@@ -243,7 +243,7 @@ def _cache_entry(problem: Problem, images: Tensor, cfg: InversionConfig) -> Tupl
     """(key, path) of one draw's cache entry, or (None, None) without ``cache_dir``."""
     if cfg.cache_dir is None:
         return None, None
-    precision = _precision_name(resolve_forward(cfg.model_precision, cfg.channels_last, images.device))
+    precision = resolve_forward(cfg.model_precision, cfg.channels_last, images.device).precision
     models = [(problem.m1, problem.tap1)] + ([(problem.m2, problem.second_tap)] if problem.adversarial else [])
     key = cache_key(models, images, result_settings(cfg, problem.adversarial, precision))
     return key, entry_path(cfg.cache_dir, key)
@@ -459,10 +459,6 @@ def _from_entry(problem: Problem, images: Tensor, entry: dict, cfg: InversionCon
     )
     result.from_cache = True
     return result
-
-
-def _precision_name(forward: Forward) -> str:
-    return {None: "32", torch.bfloat16: "bf16", torch.float16: "16"}[forward.amp_dtype]
 
 
 def _warn_if_low(result: InversionResult, cfg: InversionConfig) -> None:

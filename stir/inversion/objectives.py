@@ -56,6 +56,11 @@ class Forward:
     amp_dtype: Optional[torch.dtype] = None
     channels_last: bool = False
 
+    @property
+    def precision(self) -> str:
+        """The model's precision by name ("32" | "bf16" | "16"), as cache and store keys record it."""
+        return {None: "32", torch.bfloat16: "bf16", torch.float16: "16"}[self.amp_dtype]
+
     def __call__(self, model: nn.Module, x: Tensor, tap: str) -> Tensor:
         """(b, c, h, w) -> (b, d) float32 representation of ``model`` at ``tap`` (differentiable)."""
         if self.channels_last and x.dim() == 4:
