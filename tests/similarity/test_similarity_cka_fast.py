@@ -1,10 +1,13 @@
-"""The block-triangular feature form of linear CKA (issue 12): same values as plain float64 formulas.
+"""The fast feature form of linear CKA (issue 12): same values as plain float64 formulas.
 
-linear_cka / linear_cka_debiased compute ||Xc^T Xc||, ||Yc^T Yc||, ||Xc^T Yc|| from the upper block
-triangle of Z^T Z, Z = [Xc, Yc], on one transposed centred copy (row blocks only when memory or the
-float32 precision bound asks for them). These tests pin that path to straightforward float64
-references, to the Gram form, to itself when forced into many row blocks, and check that it never
-writes into its inputs and that non-finite input still fails with the same message.
+linear_cka / linear_cka_debiased / procrustes compute the centred moments Xc^T Xc, Yc^T Yc, Xc^T Yc
+(or their squared norms) by one of two paths: on CPU outside autograd through numpy's BLAS (syrk for
+the symmetric ones, stir/similarity/_numpy_blas.py), elsewhere from the upper block triangle of
+Z^T Z, Z = [Xc, Yc], on one transposed centred copy (row blocks only when memory or the float32
+precision bound asks for them). Every test runs on both paths (the ``path`` fixture selects the torch
+one on CPU by turning the numpy one off). These tests pin them to straightforward float64 references,
+to the Gram form, to each other, to themselves when forced into many row blocks, and check that they
+never write into their inputs and that non-finite input still fails with the same message.
 """
 
 import numpy as np
@@ -51,6 +54,14 @@ def ref_linear_cka_debiased(x, y) -> float:
 
 def rel(a, b) -> float:
     return abs(float(a) - float(b)) / abs(float(b))
+
+
+@pytest.fixture(autouse=True, params=["numpy", "torch"])
+def path(request, monkeypatch):
+    """Run each test on the numpy-BLAS path (CPU default) and on the torch block-triangular path."""
+    if request.param == "torch":
+        monkeypatch.setattr(la, "numpy_blas_applies", lambda *tensors: False)
+    return request.param
 
 
 @pytest.fixture
@@ -167,3 +178,30 @@ def test_identical_inputs_give_one():
     x, _ = _pair(300, 200, 130, seed=17)
     assert close(linear_cka(x, x, form="feature"), 1.0, 1e-13)
     assert close(linear_cka(x.float(), x.float(), form="feature"), 1.0, 1e-6)
+
+
+def test_cpu_default_is_the_numpy_path_and_autograd_takes_the_torch_path(path):
+    x, y = _pair(50, 20, 10, seed=18)
+    assert la.numpy_blas_applies(x, y) == (path == "numpy")
+    assert not la.numpy_blas_applies(x.clone().requires_grad_(), y)
+    assert not la.numpy_blas_applies(x.to(torch.float16), y)
+
+
+def test_the_two_paths_agree(monkeypatch, path):
+    x, y = _pair(300, 200, 130, seed=19)
+    fast = la.centred_moments(x, y)
+    monkeypatch.setattr(la, "numpy_blas_applies", lambda *tensors: False)
+    slow = la.centred_moments(x, y)
+    for key in ("xx", "yy", "xy", "kx", "ky"):
+        assert torch.allclose(fast[key], slow[key], rtol=1e-13, atol=1e-10), key
+
+
+def test_gradient_flows_through_linear_cka():
+    # requires_grad input takes the torch path; the gradient matches the float64 textbook formula's.
+    x, y = _pair(60, 12, 9, seed=20)
+    xa = x.clone().requires_grad_()
+    linear_cka(xa, y, form="feature").backward()
+    xb = x.clone().requires_grad_()
+    xc, yc = xb - xb.mean(0), y - y.mean(0)
+    (torch.linalg.norm(yc.T @ xc) ** 2 / (torch.linalg.norm(xc.T @ xc) * torch.linalg.norm(yc.T @ yc))).backward()
+    assert torch.allclose(xa.grad, xb.grad, rtol=1e-10, atol=1e-14)
