@@ -39,6 +39,7 @@ from torch import nn
 from stir.config.schema import ModelConfig
 from stir.inversion import InversionConfig, invert
 from stir.models import build
+from stir.models.synthetic import with_trained_batch_norms
 from stir.reporting import to_markdown
 
 log = logging.getLogger("bench_cost")
@@ -48,11 +49,7 @@ OUT = Path(__file__).resolve().parent / "out"
 def network(width: int) -> nn.Module:
     torch.manual_seed(0)
     m = build(ModelConfig("resnet18", width=width), 10, (0.49, 0.48, 0.45), (0.25, 0.24, 0.26))
-    for mod in m.modules():
-        if isinstance(mod, nn.BatchNorm2d):
-            mod.running_mean.uniform_(-0.3, 0.3)
-            mod.running_var.uniform_(0.5, 2.0)
-    return m.eval()
+    return with_trained_batch_norms(m).eval()
 
 
 def images(n: int) -> torch.Tensor:

@@ -9,6 +9,7 @@ from stir.config.schema import ModelConfig
 from stir.inversion import InversionConfig, invert, invert_adversarial, invert_adversarial_draws, invert_draws
 from stir.inversion.batching import CPU_BATCH, batch_for_memory, resolve_batch_size, working_model
 from stir.models import build
+from stir.models.synthetic import with_trained_batch_norms
 
 CFG = InversionConfig(steps=8, record_steps=(4,), warn_below=0.0)
 
@@ -17,11 +18,7 @@ def _resnet(seed: int) -> nn.Module:
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         m = build(ModelConfig("resnet18", width=4), 10, (0.5,) * 3, (0.25,) * 3)
-        for mod in m.modules():  # batch norms that are not the identity, as after training
-            if isinstance(mod, nn.BatchNorm2d):
-                mod.running_mean.uniform_(-0.3, 0.3)
-                mod.running_var.uniform_(0.5, 2.0)
-        return m.eval()
+    return with_trained_batch_norms(m, seed).eval()
 
 
 def _images(n: int, seed: int = 0) -> torch.Tensor:

@@ -8,6 +8,7 @@ from torch import nn
 from stir.config.schema import ModelConfig
 from stir.models import build, representation
 from stir.models.fold import InferenceCopy, conv_bn_pairs
+from stir.models.synthetic import with_trained_batch_norms
 
 
 def _trained_looking(arch: str, seed: int = 0) -> nn.Module:
@@ -15,13 +16,7 @@ def _trained_looking(arch: str, seed: int = 0) -> nn.Module:
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         m = build(ModelConfig(arch, width=4), 10, (0.5,) * 3, (0.25,) * 3)
-        for mod in m.modules():
-            if isinstance(mod, nn.BatchNorm2d):
-                mod.running_mean.uniform_(-0.5, 0.5)
-                mod.running_var.uniform_(0.5, 2.0)
-                mod.weight.data.uniform_(0.5, 1.5)
-                mod.bias.data.uniform_(-0.2, 0.2)
-    return m
+    return with_trained_batch_norms(m, seed, affine=True)
 
 
 def _digest(m: nn.Module) -> str:
