@@ -23,6 +23,8 @@ each ``--repeats`` times, interleaved; median seconds): every lever is added to 
     channels-last, 1 thread  the same with ``torch.set_num_threads(1)`` (the threads lever)
     + kept CPU memory        ``inversion.keep_cpu_memory=True`` (``stir.allocator``): the shipped default
     plain, kept CPU memory   the baseline with that process-wide allocator setting too
+    default, bf16 autocast   ``inversion.precision=bf16``: NOT the published estimator (another rounding
+                             regime); timed to say what it would buy, its STIR gap measured by ``--bf16``
 
 and the x' of the exact levers (draws in one call, automatic batch) is compared bit for bit.
 
@@ -31,7 +33,8 @@ baseline, the same baseline in channels-last memory (the same arithmetic in anot
 the published procedure itself moves with floating-point rounding) and the shipped default, all
 from the same seeds; STIR (linear CKA at the penultimate tap of the other model) and the median
 residual at steps 100, 250, 500 and the end, the drifts (default - plain, plain in channels-last -
-plain) and the spread of the plain value over the seed draws. Written to ``bench/out/bench_levers.json`` and ``bench/out/bench_levers.md``.
+plain) and the spread of the plain value over the seed draws. With ``--bf16`` also the default under
+bf16 autocast (``inversion.precision=bf16``), and its drift from the plain baseline. Written to ``bench/out/bench_levers.json`` and ``bench/out/bench_levers.md``.
 """
 from __future__ import annotations
 
@@ -157,6 +160,7 @@ def speed(m: nn.Module, x: Tensor, draws: int, steps: int, repeats: int, threads
     }, {
         "+ kept CPU memory (default)": engine(shipped),
         "plain, kept CPU memory": plain,
+        "default, bf16 autocast (another estimator)": engine(replace(shipped, precision="bf16")),
     }]
     chain = ["plain", "engine, forward to tap", "+ draws in one call", "+ automatic batch", "+ folded batch norm",
              "+ channels-last", "+ kept CPU memory (default)"]
@@ -183,6 +187,8 @@ def speed(m: nn.Module, x: Tensor, draws: int, steps: int, repeats: int, threads
         before = chain[chain.index(name) - 1] if name in chain[1:] else None
         if name == "+ torch.compile (opt-in)":
             before = "+ channels-last"
+        if name.startswith("default, bf16"):
+            before = "+ kept CPU memory (default)"
         rows.append({
             "variant": name, "seconds": round(median(name), 2), "speedup_vs_plain": round(median("plain") / median(name), 2),
             "lever_share": round(median(before) / median(name), 2) if before else "",
@@ -200,35 +206,51 @@ def residual_of(m1: nn.Module, x: Tensor, x_prime: Tensor) -> float:
         return ((representation(m1, x_prime, TAP) - t).norm(dim=1) / t.norm(dim=1)).median().item()
 
 
-def value(m1: nn.Module, m2: nn.Module, x: Tensor, draws: int, steps: int) -> List[Dict]:
+def value(m1: nn.Module, m2: nn.Module, x: Tensor, draws: int, steps: int, bf16: bool = False) -> List[Dict]:
     """STIR(m2|m1) along the budget from the same seeds: the plain baseline, the baseline in
-    channels-last memory (its own rounding sensitivity), and the shipped default."""
+    channels-last memory (its own rounding sensitivity), the shipped default and, with ``bf16``,
+    the default under bf16 autocast (another estimator)."""
     record = tuple(s for s in RECORD if s < steps)
     cfg = InversionConfig(steps=steps, record_steps=record, warn_below=0.0)
+
+    def engine(c: InversionConfig) -> List[Dict[int, Tensor]]:
+        return [{t: r.snapshots[t] for t in record + (steps,)} for r in invert_draws(m1, [x] * draws, TAP, c)]
+
     start = time.perf_counter()
-    shipped = [{t: r.snapshots[t] for t in record + (steps,)} for r in invert_draws(m1, [x] * draws, TAP, cfg)]
+    shipped = engine(cfg)
     t_shipped = time.perf_counter() - start
     start = time.perf_counter()
     plain = [plain_inversion(m1, x, seeds_of(x, j), steps, record) for j in range(draws)]
     t_plain = time.perf_counter() - start
     rounding = [plain_inversion(m1, x, seeds_of(x, j), steps, record, channels_last=True) for j in range(draws)]
+    start = time.perf_counter()
+    half = engine(replace(cfg, precision="bf16")) if bf16 else None
+    t_half = time.perf_counter() - start
     rows = []
     for t in record + (steps,):
-        s_plain = [stir_of(m2, x, p[t]) for p in plain]
-        s_round = [stir_of(m2, x, p[t]) for p in rounding]
-        s_ship = [stir_of(m2, x, p[t]) for p in shipped]
-        rows.append({
+        per_draw = [stir_of(m2, x, p[t]) for p in plain]
+        s_plain = statistics.mean(per_draw)
+        s_round = statistics.mean(stir_of(m2, x, p[t]) for p in rounding)
+        s_ship = statistics.mean(stir_of(m2, x, p[t]) for p in shipped)
+        row = {
             "steps": t,
-            "stir_plain": round(statistics.mean(s_plain), 4),
-            "stir_plain_channels_last": round(statistics.mean(s_round), 4),
-            "stir_default": round(statistics.mean(s_ship), 4),
-            "drift_default": round(statistics.mean(s_ship) - statistics.mean(s_plain), 4),
-            "drift_plain_rounding": round(statistics.mean(s_round) - statistics.mean(s_plain), 4),
-            "seed_spread_plain": round(max(s_plain) - min(s_plain), 4),
+            "stir_plain": round(s_plain, 4),
+            "stir_plain_channels_last": round(s_round, 4),
+            "stir_default": round(s_ship, 4),
+            "drift_default": round(s_ship - s_plain, 4),
+            "drift_plain_rounding": round(s_round - s_plain, 4),
+            "seed_spread_plain": round(max(per_draw) - min(per_draw), 4),
             "residual_plain": round(statistics.mean(residual_of(m1, x, p[t]) for p in plain), 4),
             "residual_default": round(statistics.mean(residual_of(m1, x, p[t]) for p in shipped), 4),
-        })
+        }
+        if half is not None:
+            s_half = statistics.mean(stir_of(m2, x, p[t]) for p in half)
+            row.update(stir_bf16=round(s_half, 4), drift_bf16=round(s_half - s_plain, 4),
+                       residual_bf16=round(statistics.mean(residual_of(m1, x, p[t]) for p in half), 4))
+        rows.append(row)
     rows[-1]["seconds_plain"], rows[-1]["seconds_default"] = round(t_plain, 1), round(t_shipped, 1)
+    if half is not None:
+        rows[-1]["seconds_bf16"] = round(t_half, 1)
     return rows
 
 
@@ -246,6 +268,8 @@ def main() -> None:
     parser.add_argument("--speed-width", type=int, default=None,
                         help="part 1 on a ResNet18 of this width (random weights, batch norms not the identity) "
                              "instead of the first run's model: the cost does not depend on training")
+    parser.add_argument("--bf16", action="store_true",
+                        help="part 2: also the default under bf16 autocast (another estimator) and its drift")
     parser.add_argument("--quick", action="store_true", help="32 images, 100 steps, 20 timed steps, 1 repeat")
     parser.add_argument("--source", default=SOURCE)
     parser.add_argument("--root", default="data")
@@ -274,11 +298,11 @@ def main() -> None:
             for ref, tgt in ((a, b),) if args.one_way else ((a, b), (b, a)):
                 label = f"STIR({Path(tgt).parent.name}/{Path(tgt).name} | {Path(ref).parent.name}/{Path(ref).name})"
                 log.info("value: %s, %d images, %d draws, %d steps", label, args.images, args.draws, args.steps)
-                for row in value(models[ref], models[tgt], x, args.draws, args.steps):
+                for row in value(models[ref], models[tgt], x, args.draws, args.steps, args.bf16):
                     value_rows.append({"direction": label, **row})
                     log.info("  %s", row)
     args.out.mkdir(parents=True, exist_ok=True)
-    settings = {"pairs": args.pair, "speed_width": args.speed_width, "images": args.images, "draws": args.draws, "steps": args.steps,
+    settings = {"pairs": args.pair, "bf16": args.bf16, "speed_width": args.speed_width, "images": args.images, "draws": args.draws, "steps": args.steps,
                 "time_steps": args.time_steps, "threads": args.threads, "torch": torch.__version__}
     (args.out / "bench_levers.json").write_text(json.dumps({**settings, "speed": speed_rows, "value": value_rows}, indent=2))
     md = f"settings: {json.dumps(settings)}\n\n" + "\n\n".join(to_markdown(rows) for rows in (speed_rows, value_rows) if rows)
