@@ -11,7 +11,9 @@ float32 data changes linear CKA by ~1e-9 (measured at offset 1000) while being
 kernels convert large inputs a chunk at a time. The feature-space moments
 (linear CKA and co.) make one centred copy of x and y in the work dtype, as the
 textbook ``x - x.mean(0)`` does, and chunk rows only above ``_PIECE_ELEMS``
-(or, for float32 products, every ``_CHUNK_ELEMS`` elements: a precision bound).
+(or, for float32 products, every ``_CHUNK_ELEMS`` elements: a precision bound);
+on CPU outside autograd their products run through numpy's BLAS
+(:mod:`stir.similarity._numpy_blas`), elsewhere through torch.
 """
 
 from __future__ import annotations

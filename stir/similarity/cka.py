@@ -30,8 +30,10 @@ def linear_cka(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
 
     The two forms are equal; ``form="auto"`` picks the cheaper one from n, d1,
     d2 (feature form costs n (d1^2 + d1 d2 + d2^2), Gram form n^2 (d1 + d2)).
-    The feature form forms only the upper block triangle of Z^T Z, Z = [Xc, Yc]
-    (about n (d1 + d2)^2 / 2 multiply-adds, one centred copy of x and y; see
+    The feature form makes one centred copy of x and y and forms only the
+    symmetric halves it needs: on CPU (outside autograd) through numpy's BLAS,
+    whose syrk builds Xc^T Xc and Yc^T Yc at half cost; elsewhere the upper block
+    triangle of Z^T Z, Z = [Xc, Yc] (see
     :func:`~stir.similarity._linalg.centred_moment_norms`).
     Centring (in float64) precedes every product; products run in float64 for
     float64 input and in float32 otherwise, accumulated and reduced in float64.
