@@ -1,6 +1,6 @@
 """How close a faithful inversion step runs to this CPU's arithmetic rate (issue 12, target 1).
 
-    python bench/bench_roofline.py --threads 2            # widths 8/16/32, ~3 min
+    python bench/bench_roofline.py --threads 2            # widths 8/16/32, ~30 s
     python bench/bench_roofline.py --quick                # widths 4/8, a smoke test
 
 An exact lever cannot remove arithmetic: every step of the published procedure needs one forward
