@@ -1,0 +1,49 @@
+"""Every experiment kind still stores the numbers it stored when the golden set was pinned.
+
+The fixture (``fixture.json``) was written by ``python tests/golden/golden.py --write`` before the
+evaluation layer was rebuilt (issue 19); every stored value of every kind must come back the same.
+On the machine that wrote it (same torch, numpy, CPU kernels) the values must be bit for bit equal;
+elsewhere a different kernel choice may change the last bits of float32 arithmetic, so they must
+agree to 1e-6.
+"""
+import math
+
+import pytest
+
+import golden
+from conftest import run_entry_point
+
+
+
+
+@pytest.fixture(scope="module")
+def view(tmp_path_factory, cifar10_root):
+    mp = pytest.MonkeyPatch()
+    try:
+        store = golden.run_all(tmp_path_factory.mktemp("golden"), cifar10_root,
+                               lambda args: run_entry_point("evaluate", args, mp))
+    finally:
+        mp.undo()
+    return golden.golden_view(store)
+
+
+def test_every_stored_value_is_the_pinned_one(view):
+    machine, pinned = golden.read_fixture()
+    missing = sorted(set(pinned) - set(view))
+    assert not missing, f"{len(missing)} pinned values are no longer stored, e.g. {missing[:5]}"
+    exact = machine == golden.machine()
+    different = []
+    for name, value in pinned.items():
+        got = view[name]
+        same = (math.isnan(value) and math.isnan(got)) or (
+            got == value if exact else got == pytest.approx(value, rel=1e-6, abs=1e-9))
+        if not same:
+            different.append(f"{name}: pinned {value!r}, now {got!r}")
+    assert not different, f"{len(different)} of {len(pinned)} values moved ({'bit for bit' if exact else '1e-6'}):\n" + "\n".join(different[:20])
+
+
+def test_the_golden_set_covers_every_kind(view):
+    kinds = {name.split(":", 1)[0] for name in view}
+    assert kinds == {"direction", "similarity", "stitching", "geed", "layer_matching", "grounding"}
+    assert any(":both" in name and ".stir_adv." in name for name in view)  # STIR_adv and difficulty of the pair
+    assert any(".difficulty." in name for name in view)
