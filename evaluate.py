@@ -1,24 +1,25 @@
 """python evaluate.py ref=NAME target=NAME [key=value ...] | experiment=NAME [profile=cpu]
 
 Directional STIR, STIR_adv, plain similarity, prediction agreement and controversial-stimulus
-difficulty between zoo models (configs/zoo.yaml) or checkpoints; see README.md.
+difficulty between zoo models (configs/zoo.yaml), run folders, checkpoints or models of other
+sources; every STIR with its floor, ceiling and interval. See README.md and docs/.
 """
-import dataclasses
 import logging
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from stir import experiments
 from stir.cli import one_line_errors
 from stir.config import ConfigError
-from stir.config.evaluate_store import evaluate_config, register_evaluate_configs
-from stir.evaluation.experiments import run, run_shard
-from stir.evaluation.publish import publish
-from stir.evaluation.report_index import record_report
-from stir.evaluation.session import Session
-from stir.evaluation.zoo import MissingModelError, UnknownModelError
+from stir.experiments.config import evaluate_config, register_evaluate_configs
+from stir.experiments.context import open_context
+from stir.models.sources import SourceError
+from stir.reporting.index import record_report, report_dir, report_settings
+from stir.reporting.publish import publish
 from stir.training.runs import RecipeMismatchError
+from stir.zoo import MissingModelError, UnknownModelError
 
 REPO = Path(__file__).resolve().parent
 log = logging.getLogger("evaluate")
@@ -27,29 +28,32 @@ register_evaluate_configs()
 
 @hydra.main(config_path=str(REPO / "configs" / "evaluate"), config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    with one_line_errors(ConfigError, RecipeMismatchError, UnknownModelError, MissingModelError):
-        _evaluate(cfg)
+    with one_line_errors(ConfigError, RecipeMismatchError, UnknownModelError, MissingModelError, SourceError):
+        evaluate(cfg)
 
 
-def _evaluate(cfg: DictConfig) -> None:
-    config = evaluate_config(cfg)  # typed and validated before any work
-    session = Session.open(config, repo=REPO)
+def evaluate(cfg: DictConfig) -> None:
+    config, experiment = evaluate_config(cfg)  # typed and checked before any work
+    ctx = open_context(config, experiment, repo=REPO)
     if config.shards > 1:  # one process of several: its share of the measurements, no report
-        done = run_shard(session, config.shard, config.shards)
+        done = experiments.run_shard(ctx, experiment, config.shard, config.shards)
         log.info("shard %d/%d stored %d unit(s) of %s; run again without shard/shards for the report",
-                 config.shard, config.shards, done, config.experiment.name)
+                 config.shard, config.shards, done, experiment.name)
         return
-    report = run(session)
+    report = experiments.run(ctx, experiment)
+    name = experiment.name if experiment.kind != "pair" else f"pair_{ctx.role('ref').label}_vs_{ctx.role('target').label}"
+    settings = report_settings(ctx.config)
+    out = report_dir(Path(config.out_dir), name, settings)
     logger = config.logger
-    if session.store.misses == 0 and session.store.hits > 0 and not logger.wandb.log_cached:
+    if ctx.store.misses == 0 and ctx.store.hits > 0 and not logger.wandb.log_cached:
         # Nothing new was measured: the report is rewritten, but no second W&B run of the same numbers.
         log.info("every result came from the store: no new W&B run (logger.wandb.log_cached=true logs one)")
-        logger = dataclasses.replace(logger, wandb=dataclasses.replace(logger.wandb, mode="disabled"))
-    wandb_config = {**OmegaConf.to_container(cfg, resolve=True), "models": session.model_references()}
-    publish(report, session.out, logger, wandb_config, run_name=f"evaluate/{session.name}",
-            tags=[config.experiment.kind, config.measure, config.iri])
-    record_report(Path(config.out_dir), session.name, session.out, session.settings)
-    log.info("results in %s (latest of its name: %s; all: %s)", session.out, Path(config.out_dir) / session.name,
+        logger = logger.without_wandb()
+    wandb_config = {**ctx.config, "models": {label: m.record for label, m in ctx.zoo.resolved().items()}}
+    publish(report, out, logger, wandb_config, run_name=f"evaluate/{name}",
+            tags=[experiment.kind, config.measure, config.iri])
+    record_report(Path(config.out_dir), name, out, settings)
+    log.info("results in %s (latest of its name: %s; all: %s)", out, Path(config.out_dir) / name,
              Path(config.out_dir) / "index.md")
 
 

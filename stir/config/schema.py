@@ -6,6 +6,7 @@ the wrong type fails before any work starts. Each component receives only its ow
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -115,6 +116,10 @@ class WandbConfig:
 class LoggerConfig:
     wandb: WandbConfig = field(default_factory=WandbConfig)
     csv: bool = True  # CSV log beside the W&B run: the ground truth for tests and scripts
+
+    def without_wandb(self) -> "LoggerConfig":
+        """The same settings with W&B disabled (a new object)."""
+        return dataclasses.replace(self, wandb=dataclasses.replace(self.wandb, mode="disabled"))
 
 
 @dataclass

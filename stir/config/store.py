@@ -45,9 +45,10 @@ def unknown_keys(cfg: DictConfig, schema: type, prefix: str = "") -> List[str]:
     return problems
 
 
-def to_dataclass(cfg: DictConfig, schema: Type[T]) -> T:
-    """The composed config as an instance of its schema (types already checked by OmegaConf)."""
-    unknown = unknown_keys(cfg, schema)
+def to_dataclass(cfg: DictConfig, schema: Type[T], prefix: str = "") -> T:
+    """The composed config as an instance of its schema (types already checked by OmegaConf);
+    ``prefix`` names where ``cfg`` sits in the whole config (for messages)."""
+    unknown = unknown_keys(cfg, schema, prefix)
     if unknown:
         raise ConfigError(f"unknown config key(s): {', '.join(unknown)}; see `--help` or {schema.__name__} for the keys")
     try:

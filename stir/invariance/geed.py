@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 import torch
 from torch import Tensor, nn
 
-from stir.invariance.maps import feature_maps
+from stir.models.taps import collect
 from stir.invariance.transforms import Transform, gaussian_noise, get_transforms
 
 DISTANCES = ("euclidean", "cosine")
@@ -154,9 +154,9 @@ def measure_geed(
     side = images.shape[-1]
     for sigma in noise_levels:
         x = gaussian_noise(images, float(sigma), noise_seed)
-        f_x = feature_maps(model, x, taps, batch_size)
+        f_x = collect(model, x, taps, batch_size, reduce=False)
         for g in group:
-            f_gx = feature_maps(model, g.apply(x), taps, batch_size)
+            f_gx = collect(model, g.apply(x), taps, batch_size, reduce=False)
             for tap, depth in zip(taps, depths):
                 a, b = f_x[tap], f_gx[tap]
                 spatial = a.dim() == 4 and a.shape[-1] == a.shape[-2]

@@ -1,27 +1,30 @@
 """The inversion engine: identically represented inputs (IRIs) for STIR, fast, batched, cached.
 
 Public API:
-    invert(m1, images, tap, cfg=None, *, m2=None, tap2=None) -> InversionResult     arbitrary IRIs
+    invert(m1, images, tap, cfg=None, *, m2=None, tap2=None, run=None) -> InversionResult     arbitrary IRIs
     invert_adversarial(m1, m2, images, tap1, tap2=None, cfg=None) -> InversionResult  controversial stimuli
     invert_draws(m1, [X_1..X_k], tap, cfg=None, *, m2=None, tap2=None) -> [InversionResult]
     invert_adversarial_draws(m1, m2, [X_1..X_k], tap1, tap2=None, cfg=None) -> [InversionResult]
                                       k seed draws (seeds cfg.seed + j) optimised together, cached per draw
-    InversionConfig                   settings (mode faithful (default, published) | fast, tolerance, seeds,
-                                      batch_size (automatic), fold_batch_norm, channels_last, compile, ...)
+    cached(m1, images, tap, cfg, run, *, m2, tap2, adversarial, draw) -> InversionResult | None
+                                      a draw from the cache only (the x' a measurement made), never computed
+    InversionConfig                   the estimator: what changes x' (mode faithful (default, published) | fast,
+                                      steps, tolerance, seeds, FakeReLU, ...); key_settings() keys cache and store
+    ExecutionConfig                   how it runs (batch_size (automatic), memory, channels_last, compile,
+                                      cache_dir, progress): no reported number depends on it
     controversial_perturbation(m1, m2, images, tap1, tap2, cfg, inversion) -> ControversialResult
                                       the smallest perturbation of x that m1 ignores and m2 does not
     ControversialConfig               its settings (difficulty.* in evaluate.py)
     InversionResult                   x_prime, residual, m2_distance, l2_to_original, steps, ...
     make_seed(kind, images, generator), SEED_KINDS                    seed images
     relative_distance(model, tap, x_prime, images)                    ||m(x') - m(x)|| / ||m(x)||
-    model_fingerprint(model)                                          content hash of a model
     InversionPredictor, PredictionFiles, merge_predictions            multi-device via Lightning
 """
-from stir.inversion.cache import model_fingerprint
-from stir.inversion.config import ControversialConfig, InversionConfig
+from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig
 from stir.inversion.controversial import ControversialResult, controversial_perturbation
 from stir.inversion.engine import (
-    InversionResult, Problem, concat_results, invert, invert_adversarial, invert_adversarial_draws, invert_draws, slice_result, solve,
+    InversionResult, Problem, cached, concat_results, invert, invert_adversarial, invert_adversarial_draws, invert_draws,
+    slice_result, solve,
 )
 from stir.inversion.objectives import relative_distance
 from stir.inversion.seeds import SEED_KINDS, make_seed, seed_generator
@@ -29,12 +32,14 @@ from stir.inversion.seeds import SEED_KINDS, make_seed, seed_generator
 __all__ = [
     "ControversialConfig",
     "ControversialResult",
+    "ExecutionConfig",
     "InversionConfig",
     "InversionPredictor",
     "InversionResult",
     "PredictionFiles",
     "Problem",
     "SEED_KINDS",
+    "cached",
     "concat_results",
     "controversial_perturbation",
     "invert",
@@ -43,7 +48,6 @@ __all__ = [
     "invert_draws",
     "make_seed",
     "merge_predictions",
-    "model_fingerprint",
     "relative_distance",
     "seed_generator",
     "slice_result",

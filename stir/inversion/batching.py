@@ -1,4 +1,4 @@
-"""How many images an inversion optimises at once (``inversion.batch_size``), and the working copies.
+"""How many images an inversion optimises at once (``execution.batch_size``), and the working copies.
 
 Every image of an inversion is optimised independently (eval-mode models, per-image steps), so the
 batch size only trades memory for speed. ``batch_size = None`` (the default) picks it:
@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
-from stir.inversion.config import InversionConfig
+from stir.inversion.config import ExecutionConfig
 from stir.models.fold import CONVOLUTIONS, InferenceCopy, conv_bn_pairs
 from stir.models.taps import split_reduction, tap_point
 from stir.models.truncate import TapForward, compiled
@@ -53,21 +53,21 @@ def batch_for_memory(per_image_bytes: float, budget_bytes: float, rows: int) -> 
     return math.ceil(rows / chunks)
 
 
-def resolve_batch_size(cfg: InversionConfig, images: Tensor, probe: Callable[[Tensor], Tensor]) -> int:
-    """``cfg.batch_size``, or the automatic choice for ``images`` (N, c, h, w) on their device.
+def resolve_batch_size(run: ExecutionConfig, images: Tensor, probe: Callable[[Tensor], Tensor]) -> int:
+    """``run.batch_size``, or the automatic choice for ``images`` (N, c, h, w) on their device.
 
     ``probe(x)`` runs the optimisation's objective on a batch x and returns its (b,) losses; on
     CUDA it is run once on ``PROBE_BATCH`` images to measure the memory one image takes.
     """
     rows = images.shape[0]
-    if cfg.batch_size is not None:
-        return cfg.batch_size
+    if run.batch_size is not None:
+        return run.batch_size
     if images.device.type != "cuda":
         return math.ceil(rows / math.ceil(rows / CPU_BATCH))  # at most CPU_BATCH, in even chunks
     device = images.device
     free, _ = torch.cuda.mem_get_info(device)
     base = torch.cuda.memory_allocated(device)
-    budget = (cfg.memory_gb * 2**30 - base) if cfg.memory_gb is not None else free * 0.9
+    budget = (run.memory_gb * 2**30 - base) if run.memory_gb is not None else free * 0.9
     torch.cuda.reset_peak_memory_stats(device)
     x = images[:PROBE_BATCH].detach().clone().requires_grad_(True)
     (grad,) = torch.autograd.grad(probe(x).sum(), x)
@@ -79,23 +79,23 @@ def resolve_batch_size(cfg: InversionConfig, images: Tensor, probe: Callable[[Te
     return size
 
 
-def working_model(model: nn.Module, tap: str, cfg: InversionConfig, channels_last: bool) -> nn.Module:
+def working_model(model: nn.Module, tap: str, fold_batch_norm: bool, compile: bool, channels_last: bool) -> nn.Module:
     """The model the optimisation differentiates: a copy with batch norm folded, channels-last, and
-    with ``cfg.compile`` cut at ``tap`` and compiled (``stir.models.truncate``); see the module doc.
+    with ``compile`` cut at ``tap`` and compiled (``stir.models.truncate``); see the module doc.
 
     ``model`` itself when nothing applies (no foldable pair, no convolution, no compile). The module
     read by ``tap`` is never folded away. A model that cannot be cut for compiling runs eagerly.
     """
     point = tap_point(model, split_reduction(tap)[0])
     keep: Sequence[str] = (point.module,) if point.module is not None else ()
-    pairs = conv_bn_pairs(model, keep) if cfg.fold_batch_norm else []
+    pairs = conv_bn_pairs(model, keep) if fold_batch_norm else []
     convolutional = any(isinstance(m, CONVOLUTIONS) for m in model.modules())
     work = model
     if pairs or (channels_last and convolutional):
         work = InferenceCopy(model, fold=bool(pairs), channels_last=channels_last, keep=keep, pairs=pairs).module
-    if cfg.compile:
+    if compile:
         try:
             work = compiled(TapForward(work, tap))
         except TypeError as exc:
-            log.warning("inversion.compile: %s; running eagerly", exc)
+            log.warning("execution.compile: %s; running eagerly", exc)
     return work

@@ -5,17 +5,16 @@ one reference reuses one inversion, and a matrix over N models costs N inversion
 
 Key = sha256 over (JSON of):
     ALGORITHM_VERSION                        bumped whenever the engine's algorithm changes
-    for each model that shapes x':           ``model_fingerprint`` (class + every parameter and
-                                             buffer, bytes in a canonical order) and its tap
+    for each model that shapes x':           ``stir.models.identity.content_identity`` (every
+                                             parameter and buffer, bytes in a canonical order) and its tap
                                              (m1 for arbitrary IRIs; m1 and m2 for adversarial ones)
     the images                               dtype, shape and bytes
-    the settings that can change x'          see ``result_settings``
+    the settings that fix x'                 ``InversionConfig.key_settings`` (the same description
+                                             the results store keys STIR by)
 
-In the key: ``fold_batch_norm`` (the folded copy takes another rounding path, so x' differs in its
-last bits; bench/README.md shows the STIR it gives is the same to 0.005).
-Not in the key: ``batch_size``, ``memory_gb``, ``compile``, ``keep_cpu_memory`` (every image is optimised independently: models are in eval mode and
-early stopping is per image), ``channels_last`` and the device; these change x' only at the level
-of floating-point rounding. ``cache_dir``, ``progress`` and ``warn_below`` do not touch x'.
+Not in the key: ``ExecutionConfig`` (batch size, memory, compile, channels-last, the cache folder,
+progress) and the device: every image is optimised independently, and these change x' at most at
+the level of floating-point rounding.
 
 An entry is one file ``<cache_dir>/<key>.pt``, written to a temporary file in the same folder and
 renamed into place (``stir.atomic``), so a killed inversion leaves no entry. An entry that fails to
@@ -27,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, Tuple
 
@@ -35,7 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from stir.atomic import torch_save
-from stir.inversion.config import RUN_ONLY_SETTINGS, InversionConfig
+from stir.models.identity import content_identity, tensor_digest
 
 log = logging.getLogger(__name__)
 
@@ -43,67 +41,11 @@ log = logging.getLogger(__name__)
 # its input through the published clamp, FakeReLU, snapshots along the budget in every entry.
 ALGORITHM_VERSION = 2
 
-# Settings that never change x' (see the module docstring; min_fraction_iri only judges a result
-# afterwards), and those only one mode reads.
-_NEVER = RUN_ONLY_SETTINGS | {"min_fraction_iri"}
-_FAST_ONLY = {"lr", "betas", "schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance"}
-_FAITHFUL_ONLY = {"step_size"}
-_EARLY_STOP = {"stop_fraction", "tolerance"}  # read by the fast mode only while it stops early
-
-
-def _update_tensor(h: "hashlib._Hash", t: Tensor) -> None:
-    t = t.detach().cpu().contiguous()
-    h.update(f"{t.dtype}|{tuple(t.shape)}|".encode())
-    h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())  # raw bytes of any dtype (bf16 too)
-
-
-def tensor_digest(t: Tensor) -> str:
-    """sha256 hex digest of a tensor's dtype, shape and bytes (device-independent)."""
-    h = hashlib.sha256()
-    _update_tensor(h, t)
-    return h.hexdigest()
-
-
-def model_fingerprint(model: nn.Module) -> str:
-    """sha256 hex digest identifying a model: its class and every parameter and buffer.
-
-    The state dict is hashed in sorted key order (name, dtype, shape, bytes), so two models with
-    equal weights and running statistics have the same fingerprint, on any device.
-    """
-    h = hashlib.sha256()
-    cls = type(model)
-    h.update(f"{cls.__module__}.{cls.__qualname__}\n".encode())
-    for name, value in sorted(model.state_dict().items()):
-        h.update(f"{name}\n".encode())
-        _update_tensor(h, value)
-    return h.hexdigest()
-
-
-def result_settings(cfg: InversionConfig, adversarial: bool, precision: str) -> Dict[str, Any]:
-    """The config values that can change x', as a JSON-able dict.
-
-    ``precision`` is the resolved one ("32" | "bf16" | "16": "auto" depends on the device).
-    Every field not excluded explicitly is in, so a new setting is keyed by default.
-    """
-    skip = set(_NEVER) | {"fake_relu"}  # keyed by its resolved value below
-    skip |= _FAITHFUL_ONLY if cfg.mode == "fast" else _FAST_ONLY
-    if adversarial:
-        skip -= _EARLY_STOP  # the IRI bound of the adversarial objective, in either mode
-    else:
-        skip |= {"adversarial_weight", "adversarial_objective"}
-        if cfg.mode == "fast" and not cfg.early_stop:
-            skip |= _EARLY_STOP  # no early stop: the tolerance only classifies, it is applied after loading
-    settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in skip}
-    settings.update(precision=precision, steps=cfg.num_steps, adversarial=adversarial,  # resolved values
-                    fake_relu=cfg.use_fake_relu, record_steps=list(cfg.snapshot_steps))
-    return settings
-
-
 def cache_key(models: Sequence[Tuple[nn.Module, str]], images: Tensor, settings: Dict[str, Any]) -> str:
     """sha256 hex key of (algorithm version, each (model, tap), images, settings)."""
     blob = {
         "version": ALGORITHM_VERSION,
-        "models": [[model_fingerprint(m), tap] for m, tap in models],
+        "models": [[content_identity(m), tap] for m, tap in models],
         "images": tensor_digest(images),
         "settings": settings,
     }

@@ -17,11 +17,18 @@ Two modes share every field that is not about the optimiser:
 Adversarial IRIs have three objectives (``adversarial_objective``, see ``stir.inversion.objectives``):
 ``constrained`` (default: max r2 subject to r1 <= bound, IRIs that stay IRIs), ``paper`` (eq. 7 of
 the paper, d1 - d2 unnormalised) and ``original`` (the original code's r1 - 0.1 r2).
+
+What changes x' and how it is computed are two configs. ``InversionConfig`` is the estimator: every
+field may change x' (or, for ``tolerance``, which x' count as IRIs), and ``key_settings`` derives
+from it the one description of an inversion that the inversion cache and the results store both
+key by. ``ExecutionConfig`` is how it runs: batch size, memory, compilation, channels-last layout,
+the cache folder, progress and log thresholds; it changes x' at most by float rounding and is in no
+key.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional, Tuple
+from dataclasses import dataclass, fields
+from typing import Any, Dict, Optional, Tuple
 
 from stir.inversion.seeds import SEED_KINDS
 
@@ -30,19 +37,23 @@ ADVERSARIAL_OBJECTIVES = ("constrained", "paper", "original")
 PRECISIONS = ("auto", "32", "bf16", "16")
 SCHEDULES = ("inverse_time", "cosine", "constant")
 
-# InversionConfig fields that decide only where and how fast an inversion runs, or what it logs:
-# they change x' at most at the level of float rounding (channels_last, compile; bench/README.md)
-# and no reported number. Neither the inversion cache nor the results store keys them.
-RUN_ONLY_SETTINGS = frozenset({"batch_size", "memory_gb", "compile", "keep_cpu_memory", "channels_last",
-                               "cache_dir", "progress", "warn_below"})
-
 # Steps each mode takes when ``steps`` is None: the published 1000, and the fast mode's budget.
 DEFAULT_STEPS = {"faithful": 1000, "fast": 300}
+
+# Fields only one mode reads, and those the fast mode reads only while it stops early.
+_FAST_ONLY = frozenset({"lr", "betas", "schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance"})
+_FAITHFUL_ONLY = frozenset({"step_size"})
+_EARLY_STOP = frozenset({"stop_fraction", "tolerance"})
+_ADVERSARIAL_ONLY = frozenset({"adversarial_weight", "adversarial_objective"})
 
 
 @dataclass
 class InversionConfig:
-    """How identically represented inputs (IRIs) are made; see ``stir.inversion.invert``."""
+    """How identically represented inputs (IRIs) are made; see ``stir.inversion.invert``.
+
+    The estimator only: every field can change x' (``tolerance`` also decides which x' are IRIs).
+    How the inversion runs (batch size, memory, compile, cache, progress) is ``ExecutionConfig``.
+    """
 
     mode: str = "faithful"  # faithful (the published procedure) | fast (a different estimator, opt-in)
     steps: Optional[int] = None  # most gradient steps per image; None: 1000 (faithful) / 300 (fast)
@@ -70,33 +81,14 @@ class InversionConfig:
     # Steps at which the best iterate so far is kept, to record STIR and the residual along the
     # budget (the convergence record); steps >= the budget are ignored, the final step is always in.
     record_steps: Tuple[int, ...] = (100, 250, 500)
-    # Images optimised together (each independently: only memory and speed). None: automatic
-    # (stir.inversion.batching: 128 on CPU; on CUDA what fits in memory_gb, the k draws as one batch).
-    batch_size: Optional[int] = None
-    memory_gb: Optional[float] = None  # CUDA memory an automatic batch may take; None: the free memory
     # Optimise on a copy with batch norm folded into the convolutions (stir.models.fold): the same
-    # network up to float rounding, about 1.5x faster input gradients on CPU (bench/README.md).
+    # network up to float rounding, about 1.5x faster input gradients on CPU (bench/README.md). In the
+    # keys: the folded copy takes another rounding path, so x' differs in its last bits.
     fold_batch_norm: bool = True
-    # Cut the working copy at the tap and run it through torch.compile (stir.models.truncate); falls
-    # back to eager where compiling fails. Opt-in: compiling takes seconds to a minute per batch shape.
-    compile: bool = False
-    # CPU: glibc malloc keeps freed memory in the process (stir.allocator: 1.17x faster steps here;
-    # process-wide, applied once; up to 1 GiB of freed memory stays in RSS). No effect elsewhere.
-    keep_cpu_memory: bool = True
-    cache_dir: Optional[str] = None  # on-disk cache of finished inversions; None: no cache
     # The models' forward: auto (fast mode: bf16 on CUDA, 32 elsewhere; faithful mode: 32 everywhere,
     # as published: bf16 is another rounding regime, its STIR gap on CPU up to 0.021 after 1000 steps,
     # ~2.5x float32's own rounding drift; bench/README.md) | 32 | bf16 | 16
     precision: str = "auto"
-    channels_last: bool = True  # the working copy and its inputs in channels-last memory format (rounding only)
-    warn_below: float = 0.9  # log a warning when the fraction of IRIs is below this
-    # A draw with non-finite reference residuals always gives STIR = NaN with the reason; one with
-    # fewer IRIs (within ``tolerance``) than this fraction too. Off (0) by default: the published
-    # procedure itself ends near a median residual of 0.07 on small CIFAR ResNets (about 2% within
-    # 0.02; README), so a floor would leave the published estimator without a number. The fraction
-    # of IRIs is reported with every value either way.
-    min_fraction_iri: float = 0.0
-    progress: bool = False  # tqdm bar over batches
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -111,10 +103,6 @@ class InversionConfig:
             raise ValueError(f"inversion.steps must be >= 0, got {self.steps}")
         if self.adversarial_weight <= 0:
             raise ValueError(f"inversion.adversarial_weight must be > 0, got {self.adversarial_weight}")
-        if self.batch_size is not None and self.batch_size < 1:
-            raise ValueError(f"inversion.batch_size must be >= 1 (or null: automatic), got {self.batch_size}")
-        if self.memory_gb is not None and self.memory_gb <= 0:
-            raise ValueError(f"inversion.memory_gb must be > 0 (or null: the free device memory), got {self.memory_gb}")
         if self.decay_steps <= 0:
             raise ValueError(f"inversion.decay_steps must be > 0, got {self.decay_steps}")
         if not 0 < self.stop_fraction <= 1:
@@ -133,11 +121,6 @@ class InversionConfig:
         return "32" if self.precision == "auto" and self.mode == "faithful" else self.precision
 
     @property
-    def eval_batch_size(self) -> int:
-        """Images per no-gradient measurement pass: ``batch_size``, or 1000 when it is automatic."""
-        return self.batch_size if self.batch_size is not None else 1000
-
-    @property
     def num_steps(self) -> int:
         """Gradient steps per image: ``steps``, or the mode's default."""
         return self.steps if self.steps is not None else DEFAULT_STEPS[self.mode]
@@ -151,6 +134,72 @@ class InversionConfig:
     def snapshot_steps(self) -> Tuple[int, ...]:
         """The recorded steps inside the budget, then the budget itself: (t_1 < ... < steps)."""
         return tuple(s for s in self.record_steps if s < self.num_steps) + (self.num_steps,)
+
+    def key_settings(self, adversarial: bool, precision: str) -> Dict[str, Any]:
+        """What fixes an inversion's x' (and which x' are IRIs), as a JSON-able dict: the one
+        description the inversion cache and the results store both key by.
+
+        ``precision`` is the resolved one ("32" | "bf16" | "16": "auto" depends on the device).
+        Every field is in unless the inversion does not read it: the other mode's optimiser
+        settings; for arbitrary IRIs the adversarial objective; for fast arbitrary IRIs without
+        early stopping the stopping bound; ``tolerance`` in faithful arbitrary IRIs (it only sorts
+        x' into IRIs and non-IRIs, so a result keyed by it, such as a stored STIR, adds it itself:
+        ``stir.measure.keys``). ``steps``, ``fake_relu`` and ``record_steps`` enter resolved.
+        """
+        skip = {"fake_relu"} | (_FAITHFUL_ONLY if self.mode == "fast" else _FAST_ONLY)
+        if adversarial:
+            skip -= _EARLY_STOP  # the IRI bound of the adversarial objective, in either mode
+        else:
+            skip |= _ADVERSARIAL_ONLY
+            if self.mode == "fast" and not self.early_stop:
+                skip |= _EARLY_STOP  # no early stop: the tolerance only classifies
+        settings = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        settings.update(precision=precision, steps=self.num_steps, adversarial=adversarial,
+                        fake_relu=self.use_fake_relu, record_steps=list(self.snapshot_steps))
+        return settings
+
+
+@dataclass
+class ExecutionConfig:
+    """How an inversion (and every measurement pass) runs: nothing here changes a reported number.
+
+    Every image is optimised independently (eval-mode models, per-image steps and stopping), so the
+    batch size trades memory for speed only; channels-last and compiling change x' at most by float
+    rounding (bench/README.md); the rest decides where files go and what is logged.
+    """
+
+    # Images optimised together. None: automatic (stir.inversion.batching: 128 on CPU; on CUDA what
+    # fits in memory_gb, the k draws as one batch).
+    batch_size: Optional[int] = None
+    memory_gb: Optional[float] = None  # CUDA memory an automatic batch may take; None: the free memory
+    # Cut the working copy at the tap and run it through torch.compile (stir.models.truncate); falls
+    # back to eager where compiling fails. Opt-in: compiling takes seconds to a minute per batch shape.
+    compile: bool = False
+    # CPU: glibc malloc keeps freed memory in the process (stir.allocator: 1.17x faster steps here;
+    # process-wide, applied once; up to 1 GiB of freed memory stays in RSS). No effect elsewhere.
+    keep_cpu_memory: bool = True
+    channels_last: bool = True  # the working copy and its inputs in channels-last memory format (rounding only)
+    cache_dir: Optional[str] = None  # on-disk cache of finished inversions; None: no cache
+    progress: bool = False  # tqdm bar over batches
+    warn_below: float = 0.9  # log a warning when the fraction of IRIs of an inversion is below this
+    # Images per no-gradient measurement pass (representations, predictions); None: batch_size, or 1000
+    # when that is automatic.
+    eval_batch: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"execution.batch_size must be >= 1 (or null: automatic), got {self.batch_size}")
+        if self.memory_gb is not None and self.memory_gb <= 0:
+            raise ValueError(f"execution.memory_gb must be > 0 (or null: the free device memory), got {self.memory_gb}")
+        if self.eval_batch is not None and self.eval_batch < 1:
+            raise ValueError(f"execution.eval_batch must be >= 1 (or null), got {self.eval_batch}")
+
+    @property
+    def eval_batch_size(self) -> int:
+        """Images per no-gradient measurement pass: ``eval_batch``, else ``batch_size``, else 1000."""
+        if self.eval_batch is not None:
+            return self.eval_batch
+        return self.batch_size if self.batch_size is not None else 1000
 
 
 @dataclass

@@ -35,7 +35,7 @@ Every result is re-measured in full precision at the returned x' on the models t
 ``residual`` (r1), ``m2_distance``
 (the r2 of m2, when m2 is given), ``l2_to_original`` (||x' - x||_2). ``snapshots`` keeps the best
 iterate so far at each of ``cfg.snapshot_steps`` (with its residual), so that a caller can see how
-a value computed from x' moves with the budget (``stir.evaluation`` records STIR along it). A "model evaluation" is one
+a value computed from x' moves with the budget (``stir.measure`` records STIR along it). A "model evaluation" is one
 image's forward (+ backward) pass through the model(s) up to the tap during the optimisation; the
 target and measurement passes (a few per image) are not counted.
 """
@@ -55,8 +55,8 @@ from stir.allocator import keep_freed_cpu_memory
 from stir.descent import Adam, Constant, Cosine, FixedLengthStep, InverseTime, Schedule, descend
 from stir.descent.loop import StopRule
 from stir.inversion.batching import resolve_batch_size, working_model
-from stir.inversion.cache import cache_key, entry_path, load_entry, result_settings, save_entry
-from stir.inversion.config import InversionConfig
+from stir.inversion.cache import cache_key, entry_path, load_entry, save_entry
+from stir.inversion.config import ExecutionConfig, InversionConfig
 from stir.inversion.objectives import (
     Forward, InversionObjective, make_term, published_clamp, relative_distance, relative_distances, resolve_forward,
 )
@@ -138,14 +138,15 @@ def invert(
     *,
     m2: Optional[nn.Module] = None,
     tap2: Optional[str] = None,
+    run: Optional[ExecutionConfig] = None,
 ) -> InversionResult:
     """Arbitrary IRIs of ``images`` (n, c, h, w) in [0, 1] for ``m1`` at ``tap``.
 
     With ``m2`` (read at ``tap2``, default ``tap``) the result also holds ``m2_distance``; m2 does
     not influence x', so a cached inversion is reused across every m2. Models must live on the
-    images' device; they are not moved.
+    images' device; they are not moved. ``run`` says how it runs (batch size, cache folder, ...).
     """
-    return _run(Problem(m1, tap, m2, tap2, adversarial=False), [images], cfg or InversionConfig())[0]
+    return _run(Problem(m1, tap, m2, tap2, adversarial=False), [images], cfg or InversionConfig(), run)[0]
 
 
 def invert_draws(
@@ -156,6 +157,7 @@ def invert_draws(
     *,
     m2: Optional[nn.Module] = None,
     tap2: Optional[str] = None,
+    run: Optional[ExecutionConfig] = None,
 ) -> List[InversionResult]:
     """``invert`` for k seed draws at once: draw j inverts ``draws[j]`` (n_j, c, h, w) from seed
     ``cfg.seed + j``; result j is ``invert(m1, draws[j], tap, replace(cfg, seed=cfg.seed + j), ...)``.
@@ -164,7 +166,7 @@ def invert_draws(
     ``stir.inversion.batching``) and cached one entry per draw. ``elapsed`` of a draw is its share
     of the joint run (in proportion to its images).
     """
-    return _run(Problem(m1, tap, m2, tap2, adversarial=False), draws, cfg or InversionConfig())
+    return _run(Problem(m1, tap, m2, tap2, adversarial=False), draws, cfg or InversionConfig(), run)
 
 
 def invert_adversarial(
@@ -174,6 +176,7 @@ def invert_adversarial(
     tap1: str,
     tap2: Optional[str] = None,
     cfg: Optional[InversionConfig] = None,
+    run: Optional[ExecutionConfig] = None,
 ) -> InversionResult:
     """Adversarial IRIs (controversial stimuli): m1 at ``tap1`` matched, m2 at ``tap2`` pushed away.
 
@@ -181,7 +184,7 @@ def invert_adversarial(
     (the IRIs), or the smallest r1 when no iterate got there; no early stopping (r2 keeps growing
     after r1 meets the bound). Cached on both models when ``cache_dir``.
     """
-    return _run(Problem(m1, tap1, m2, tap2, adversarial=True), [images], cfg or InversionConfig())[0]
+    return _run(Problem(m1, tap1, m2, tap2, adversarial=True), [images], cfg or InversionConfig(), run)[0]
 
 
 def invert_adversarial_draws(
@@ -191,19 +194,37 @@ def invert_adversarial_draws(
     tap1: str,
     tap2: Optional[str] = None,
     cfg: Optional[InversionConfig] = None,
+    run: Optional[ExecutionConfig] = None,
 ) -> List[InversionResult]:
     """``invert_adversarial`` for k seed draws at once (seeds ``cfg.seed + j``), as ``invert_draws``."""
-    return _run(Problem(m1, tap1, m2, tap2, adversarial=True), draws, cfg or InversionConfig())
+    return _run(Problem(m1, tap1, m2, tap2, adversarial=True), draws, cfg or InversionConfig(), run)
 
 
-def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig) -> List[InversionResult]:
+def cached(m1: nn.Module, images: Tensor, tap: str, cfg: InversionConfig, run: ExecutionConfig, *,
+           m2: Optional[nn.Module] = None, tap2: Optional[str] = None, adversarial: bool = False,
+           draw: int = 0) -> Optional[InversionResult]:
+    """The cached inversion of draw ``draw`` (seed ``cfg.seed + draw``) of ``images``, or None when
+    ``run.cache_dir`` holds none: the x' an earlier measurement made, never computed here (what a
+    report shows as example IRIs)."""
+    problem = Problem(m1, tap, m2, tap2, adversarial=adversarial)
+    draw_cfg = replace(cfg, seed=cfg.seed + draw)
+    key, path = _cache_entry(problem, images.detach(), draw_cfg, run)
+    if path is None:
+        return None
+    entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.num_steps, cfg.snapshot_steps)
+    return None if entry is None else _from_entry(problem, images.detach(), entry, draw_cfg)
+
+
+def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig,
+         run: Optional[ExecutionConfig]) -> List[InversionResult]:
     """Each draw from the cache, or all missing draws optimised together by ``solve`` in chunks."""
+    run = run or ExecutionConfig()
     results: List[Optional[InversionResult]] = [None] * len(draws)
     entries: List[Tuple[Optional[str], Optional[Path]]] = []
     for j, images in enumerate(draws):
         if images.dim() != 4 or images.shape[0] == 0:
             raise ValueError(f"images must be a non-empty (n, c, h, w) batch, got shape {tuple(images.shape)}")
-        key, path = _cache_entry(problem, images.detach(), replace(cfg, seed=cfg.seed + j))
+        key, path = _cache_entry(problem, images.detach(), replace(cfg, seed=cfg.seed + j), run)
         entries.append((key, path))
         if path is not None:
             entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.num_steps, cfg.snapshot_steps)
@@ -213,17 +234,17 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig) -> Lis
     missing = [j for j, r in enumerate(results) if r is None]
     if missing:
         images = torch.cat([draws[j].detach() for j in missing])  # (sum n_j, c, h, w)
-        if images.device.type == "cpu" and cfg.keep_cpu_memory:
+        if images.device.type == "cpu" and run.keep_cpu_memory:
             keep_freed_cpu_memory()  # no page faults for every step's activations (stir.allocator)
         # each draw's seeds for its whole batch: independent of chunking and of the other draws
         seeds = torch.cat([make_seed(cfg.seed_kind, draws[j].detach(), seed_generator(cfg.seed + j)) for j in missing])
         with frozen(*problem.models):  # copies of eval-mode, frozen models, made once for every chunk
-            working = Working.of(problem, cfg, images.device)
-        batch = resolve_batch_size(cfg, images, _probe(problem, working, images, cfg))
+            working = Working.of(problem, cfg, run, images.device)
+        batch = resolve_batch_size(run, images, _probe(problem, working, images, cfg, run))
         chunks = range(0, images.shape[0], batch)
         parts = [
-            solve(problem, images[s:s + batch], seeds[s:s + batch], cfg, working)
-            for s in tqdm(chunks, desc="inverting", unit="batch", disable=not cfg.progress)
+            solve(problem, images[s:s + batch], seeds[s:s + batch], cfg, working, run)
+            for s in tqdm(chunks, desc="inverting", unit="batch", disable=not run.progress)
         ]
         joint = concat_results(parts, cfg.tolerance)
         start = 0
@@ -234,27 +255,29 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig) -> Lis
             key, path = entries[j]
             if path is not None:
                 save_entry(path, key, _to_entry(results[j], problem))
-    for result in results:
-        _warn_if_low(result, cfg)
+    for j, result in enumerate(results):
+        _warn_if_low(result, run, problem, j)
     return results
 
 
-def _cache_entry(problem: Problem, images: Tensor, cfg: InversionConfig) -> Tuple[Optional[str], Optional[Path]]:
-    """(key, path) of one draw's cache entry, or (None, None) without ``cache_dir``."""
-    if cfg.cache_dir is None:
+def _cache_entry(problem: Problem, images: Tensor, cfg: InversionConfig,
+                 run: ExecutionConfig) -> Tuple[Optional[str], Optional[Path]]:
+    """(key, path) of one draw's cache entry, or (None, None) without ``run.cache_dir``."""
+    if run.cache_dir is None:
         return None, None
-    precision = resolve_forward(cfg.model_precision, cfg.channels_last, images.device).precision
+    precision = resolve_forward(cfg.model_precision, run.channels_last, images.device).precision
     models = [(problem.m1, problem.tap1)] + ([(problem.m2, problem.second_tap)] if problem.adversarial else [])
-    key = cache_key(models, images, result_settings(cfg, problem.adversarial, precision))
-    return key, entry_path(cfg.cache_dir, key)
+    key = cache_key(models, images, cfg.key_settings(problem.adversarial, precision))
+    return key, entry_path(run.cache_dir, key)
 
 
-def _probe(problem: Problem, working: Working, images: Tensor, cfg: InversionConfig) -> Callable[[Tensor], Tensor]:
+def _probe(problem: Problem, working: Working, images: Tensor, cfg: InversionConfig,
+           run: ExecutionConfig) -> Callable[[Tensor], Tensor]:
     """objective(x) on the first rows of ``images``: what the automatic batch size measures (CUDA)."""
 
     def probe(x: Tensor) -> Tensor:
         with frozen(*problem.models):
-            forward = resolve_forward(cfg.model_precision, cfg.channels_last, images.device)
+            forward = resolve_forward(cfg.model_precision, run.channels_last, images.device)
             objective = _objective(problem, working, images[:x.shape[0]], cfg, forward)
             return objective(x, torch.arange(x.shape[0], device=x.device))
 
@@ -269,10 +292,11 @@ class Working:
     m2: Optional[nn.Module] = None  # adversarial IRIs only
 
     @classmethod
-    def of(cls, problem: Problem, cfg: InversionConfig, device: torch.device) -> "Working":
-        channels_last = resolve_forward(cfg.model_precision, cfg.channels_last, device).channels_last
-        m1 = working_model(problem.m1, problem.tap1, cfg, channels_last)
-        m2 = working_model(problem.m2, problem.second_tap, cfg, channels_last) if problem.adversarial else None
+    def of(cls, problem: Problem, cfg: InversionConfig, run: ExecutionConfig, device: torch.device) -> "Working":
+        channels_last = resolve_forward(cfg.model_precision, run.channels_last, device).channels_last
+        m1 = working_model(problem.m1, problem.tap1, cfg.fold_batch_norm, run.compile, channels_last)
+        m2 = (working_model(problem.m2, problem.second_tap, cfg.fold_batch_norm, run.compile, channels_last)
+              if problem.adversarial else None)
         return cls(m1, m2)
 
     @property
@@ -289,17 +313,19 @@ def _objective(problem: Problem, working: Working, images: Tensor, cfg: Inversio
 
 
 def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
-          working: Optional[Working] = None) -> InversionResult:
+          working: Optional[Working] = None, run: Optional[ExecutionConfig] = None) -> InversionResult:
     """Invert one batch ``images`` (b, c, h, w) from ``seeds`` (b, c, h, w): no cache, no chunking.
 
-    The building block of ``invert`` and of the multi-device ``InversionPredictor``. The
+    The building block of ``invert`` and of the multi-device ``InversionPredictor``; ``run`` gives the
+    layout (channels-last) and compile settings of the working copies. The
     optimisation differentiates working copies of the models (``working``, made here when not
     given: batch norm folded, channels-last, compiled; ``stir.inversion.batching``); residuals and
     distances are measured on the models themselves.
     """
+    run = run or ExecutionConfig()
     with frozen(*problem.models):
-        forward = resolve_forward(cfg.model_precision, cfg.channels_last, images.device)
-        working = working or Working.of(problem, cfg, images.device)
+        forward = resolve_forward(cfg.model_precision, run.channels_last, images.device)
+        working = working or Working.of(problem, cfg, run, images.device)
         objective = _objective(problem, working, images, cfg, forward)
         faithful = cfg.mode == "faithful"
 
@@ -461,10 +487,11 @@ def _from_entry(problem: Problem, images: Tensor, entry: dict, cfg: InversionCon
     return result
 
 
-def _warn_if_low(result: InversionResult, cfg: InversionConfig) -> None:
-    if result.fraction_iri < cfg.warn_below:
+def _warn_if_low(result: InversionResult, run: ExecutionConfig, problem: Problem, draw: int) -> None:
+    if result.fraction_iri < run.warn_below:
         log.warning(
-            "only %.1f%% of %d inversions are IRIs (relative residual <= tolerance %.3g; median residual %.3g); "
-            "raise inversion.steps or inversion.tolerance",
-            100 * result.fraction_iri, result.residual.numel(), cfg.tolerance, result.residual.median().item(),
+            "%s IRIs of draw %d: only %.1f%% of %d are within the tolerance %.3g (median residual %.3g); "
+            "more inversion.steps bring them closer",
+            "adversarial" if problem.adversarial else "arbitrary", draw, 100 * result.fraction_iri,
+            result.residual.numel(), result.tolerance, result.residual.median().item(),
         )

@@ -16,7 +16,7 @@ merged result equals ``invert``'s up to floating-point rounding, however the bat
 On one device ``merge_predictions(trainer.predict(predictor, loader))`` does the same without
 files. Predict runs under ``inference_mode`` by default, where no gradient can be taken: the
 Trainer needs ``inference_mode=False`` (checked), and the step enables gradients itself. The
-Trainer moves the models to its device; the cache (``cfg.cache_dir``) is not consulted here.
+Trainer moves the models to its device; the cache (``run.cache_dir``) is not consulted here.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from stir.atomic import torch_save
-from stir.inversion.config import InversionConfig
+from stir.inversion.config import ExecutionConfig, InversionConfig
 from stir.inversion.engine import InversionResult, Problem, solve
 from stir.inversion.seeds import make_seed, seed_generator
 
@@ -53,18 +53,20 @@ class InversionPredictor(L.LightningModule):
         m2: Optional[nn.Module] = None,
         tap2: Optional[str] = None,
         adversarial: bool = False,
+        run: Optional[ExecutionConfig] = None,
     ):
         super().__init__()
         self.m1, self.m2 = m1, m2  # submodules: the Trainer moves them to its device
         self.tap1, self.tap2, self.adversarial = tap1, tap2, adversarial
         self.cfg = cfg or InversionConfig()
+        self.run = run or ExecutionConfig()
 
     def dataloader(self, images: Tensor) -> DataLoader:
-        """Batches of (rows, images, seeds) over ``images`` (n, c, h, w), in order, ``cfg.batch_size`` each
-        (``cfg.eval_batch_size`` when it is automatic: the loader is built before any device is known)."""
+        """Batches of (rows, images, seeds) over ``images`` (n, c, h, w), in order, ``run.batch_size`` each
+        (``run.eval_batch_size`` when it is automatic: the loader is built before any device is known)."""
         seeds = make_seed(self.cfg.seed_kind, images, seed_generator(self.cfg.seed))
         rows = torch.arange(images.shape[0])
-        return DataLoader(TensorDataset(rows, images.detach().cpu(), seeds.cpu()), batch_size=self.cfg.eval_batch_size)
+        return DataLoader(TensorDataset(rows, images.detach().cpu(), seeds.cpu()), batch_size=self.run.eval_batch_size)
 
     def on_predict_start(self) -> None:
         if self.trainer.predict_loop.inference_mode:
@@ -74,7 +76,7 @@ class InversionPredictor(L.LightningModule):
         rows, images, seeds = batch
         problem = Problem(self.m1, self.tap1, self.m2, self.tap2, self.adversarial)
         with torch.enable_grad():
-            result = solve(problem, images, seeds, self.cfg)
+            result = solve(problem, images, seeds, self.cfg, run=self.run)
         return rows.cpu(), _to_cpu(result)
 
 

@@ -13,6 +13,12 @@ and ``inner``, the network it wraps: module names are then those of ``inner`` (t
 ``layer4.1``, not the wrapper's ``net.layer4.1``; both are accepted).
 Registered networks may also name inner taps (``inner_taps``: readable, not in the depth list).
 
+The one tap reader of the project: ``representations`` / ``representation`` give (b, d) vectors
+(differentiable: inversions use them), ``read_taps`` the unreduced tensors (feature maps for
+equivariance, the input of a stitching layer), ``collect`` either of them for many images in chunks
+without gradient (measurements), ``run_from`` the logits of a model whose tap is replaced (the
+back half of a stitched network). Every reader takes every tap form above.
+
 A tap name may end in ``@REDUCE`` to say how a spatial map (n, c, h, w) becomes a vector
 (``REDUCTIONS``): no suffix (= ``flatten``) keeps every unit in (c, h, w) order, (n, c*h*w);
 ``@spatial_mean`` averages over positions, (n, c); ``@original`` reproduces the original STIR
@@ -25,7 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+import torch
 from torch import Tensor, nn
+
+from stir.models.modes import frozen
 
 LOGITS = "logits"
 INPUT = "input"  # NAME:input reads the first positional input of module NAME
@@ -127,70 +136,124 @@ def tap_point(model: nn.Module, tap: str) -> TapPoint:
                      + (" (any module name also as NAME:input)" if not taps else ""))
 
 
-def representations(model: nn.Module, x: Tensor, taps: Sequence[str]) -> Dict[str, Tensor]:
-    """Representations of the batch ``x`` (b, 3, h, w) at each tap, as {tap: (b, d)}.
+def read_taps(model: nn.Module, x: Tensor, taps: Sequence[str]) -> Dict[str, Tensor]:
+    """The unreduced tensor at each tap for the batch ``x`` (b, 3, h, w): {tap: (b, c, h', w') or (b, d)}.
 
-    Gradients flow through (inversions differentiate these). The forward pass stops as soon as
-    every requested hooked tap has been read, so early taps cost only the layers below them.
-    Function taps are computed by their own call.
+    Gradients flow through. The forward pass stops as soon as every hooked tap has been read, so
+    early taps cost only the layers below them; function taps are computed by their own call.
+    A ``@REDUCE`` suffix is not applied here (``representations`` applies it).
     """
-    parsed = {tap: split_reduction(tap) for tap in taps}
-    points = {tap: tap_point(model, name) for tap, (name, _) in parsed.items()}
-    hooked = {tap: p for tap, p in points.items() if p.module is not None}
-    wants_output = any(p.module is None and p.fn is None for p in points.values())
-    modules = dict(model.named_modules())
-    out: Dict[str, Tensor] = {}
-    handles: List = []
-
-    def store(tap: str, value: Tensor) -> None:
-        if not isinstance(value, Tensor):
-            raise ValueError(f"tap {tap!r} read a {type(value).__name__}, not a tensor; choose another module")
-        out[tap] = reduce_map(value, parsed[tap][1])  # (b, c, h, w) -> (b, d)
-        if not wants_output and all(t in out for t in hooked):
-            raise _Captured
-
-    def output_hook(tap: str):
-        return lambda _module, _inputs, output: store(tap, output)
-
-    def input_hook(tap: str):
-        def hook(_module, inputs):
-            if not inputs:
-                raise ValueError(f"tap {tap!r}: the module received no positional input")
-            store(tap, inputs[0])
-
-        return hook
-
-    if hooked or wants_output:
-        try:
-            for tap, p in hooked.items():
-                module = modules[p.module]
-                if p.at == INPUT:
-                    handles.append(module.register_forward_pre_hook(input_hook(tap)))
-                else:
-                    handles.append(module.register_forward_hook(output_hook(tap)))
-            try:
-                logits = model(x)
-            except _Captured:
-                pass
-            else:
-                for tap, p in points.items():
-                    if p.module is None and p.fn is None:
-                        out[tap] = logits
-        finally:
-            for h in handles:
-                h.remove()
-        missing = [t for t in hooked if t not in out]
-        if missing:
-            raise ValueError(f"taps {missing} of {type(model).__name__} were never reached by its forward pass "
-                             f"(the module is not used); valid taps: {tap_names(model)}")
+    points = {tap: tap_point(model, split_reduction(tap)[0]) for tap in taps}
+    out = _hooked_outputs(model, x, points)
     for tap, p in points.items():
         if p.fn is not None:
             value = p.fn(model, x)
             if not isinstance(value, Tensor) or value.dim() < 2 or value.shape[0] != x.shape[0]:
                 shape = tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__
-                raise ValueError(f"function tap {p.spec!r} must return a ({x.shape[0]}, d) tensor, got {shape}")
-            out[tap] = reduce_map(value, parsed[tap][1])
+                raise ValueError(f"function tap {p.spec!r} must return a ({x.shape[0]}, ...) tensor, got {shape}")
+            out[tap] = value
     return {tap: out[tap] for tap in taps}
+
+
+def _hooked_outputs(model: nn.Module, x: Tensor, points: Dict[str, TapPoint]) -> Dict[str, Tensor]:
+    """{tap: tensor} of the module taps (forward hooks / pre-hooks) and the output tap, one pass."""
+    hooked = {tap: p for tap, p in points.items() if p.module is not None}
+    wants_output = any(p.module is None and p.fn is None for p in points.values())
+    out: Dict[str, Tensor] = {}
+    if not hooked and not wants_output:
+        return out
+    modules = dict(model.named_modules())
+
+    def store(tap: str, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise ValueError(f"tap {tap!r} read a {type(value).__name__}, not a tensor; choose another module")
+        out[tap] = value
+        if not wants_output and all(t in out for t in hooked):
+            raise _Captured  # every tap is read: skip the rest of the forward pass
+
+    def hook_for(tap: str, point: TapPoint):
+        if point.at == INPUT:
+            def pre_hook(_module, inputs):
+                if not inputs:
+                    raise ValueError(f"tap {tap!r}: the module received no positional input")
+                store(tap, inputs[0])
+            return modules[point.module].register_forward_pre_hook(pre_hook)
+        return modules[point.module].register_forward_hook(lambda _m, _i, output: store(tap, output))
+
+    handles: List = []
+    try:
+        handles = [hook_for(tap, p) for tap, p in hooked.items()]
+        try:
+            logits = model(x)
+        except _Captured:
+            pass
+        else:
+            out.update({tap: logits for tap, p in points.items() if p.module is None and p.fn is None})
+    finally:
+        for h in handles:
+            h.remove()
+    missing = [t for t in hooked if t not in out]
+    if missing:
+        raise ValueError(f"taps {missing} of {type(model).__name__} were never reached by its forward pass "
+                         f"(the module is not used); valid taps: {tap_names(model)}")
+    return out
+
+
+def representations(model: nn.Module, x: Tensor, taps: Sequence[str]) -> Dict[str, Tensor]:
+    """Representations of the batch ``x`` (b, 3, h, w) at each tap, as {tap: (b, d)}.
+
+    ``read_taps`` with each tap's reduction applied (``@REDUCE``; default: flatten). Gradients flow
+    through (inversions differentiate these).
+    """
+    raw = read_taps(model, x, taps)
+    return {tap: reduce_map(raw[tap], split_reduction(tap)[1]) for tap in taps}
+
+
+def collect(model: nn.Module, x: Tensor, taps: Sequence[str], batch_size: int, *, reduce: bool = True,
+            dtype: Optional[torch.dtype] = None, device: Optional[torch.device] = None) -> Dict[str, Tensor]:
+    """The taps of ``model`` for many images x (n, 3, h, w), read in chunks of ``batch_size`` without
+    gradient, the model frozen in eval mode (every mode restored): {tap: (n, d)}, or with
+    ``reduce=False`` the unreduced {tap: (n, ...)}; each cast to ``dtype`` / moved to ``device``
+    when given (e.g. float64 on the CPU for the similarity measures)."""
+    read = representations if reduce else read_taps
+    taps = list(dict.fromkeys(taps))  # a tap asked for twice is read once
+    chunks: Dict[str, List[Tensor]] = {tap: [] for tap in taps}
+    with frozen(model), torch.no_grad():
+        for s in range(0, x.shape[0], batch_size):
+            for tap, value in read(model, x[s:s + batch_size], list(taps)).items():
+                chunks[tap].append(value.detach().to(dtype=dtype or value.dtype, device=device or value.device))
+    return {tap: torch.cat(c) for tap, c in chunks.items()}
+
+
+def run_from(model: nn.Module, x: Tensor, tap: str, replacement: Tensor) -> Tensor:
+    """Logits of ``model`` on x (b, 3, h, w) with the tensor at ``tap`` replaced by ``replacement``.
+
+    The back half of a stitched network, B[tap:]: a module tap's output (forward hook) or a
+    ``NAME:input`` tap's input (forward pre-hook) is swapped for ``replacement``, which must have the
+    tap's own shape (ValueError otherwise); gradients flow from the logits into ``replacement``.
+    The layers before the tap still run on x (their result is discarded), which is exact for any
+    network whose forward uses the tapped tensor only through what follows it (sequential at block
+    granularity, as the registered networks are). Function taps and the output cannot be replaced.
+    """
+    point = tap_point(model, split_reduction(tap)[0])
+    if point.module is None:
+        raise ValueError(f"cannot run {type(model).__name__} from tap {tap!r}: only a module's output or input "
+                         f"can be replaced (a function tap or the output has nothing after it to run)")
+    module = dict(model.named_modules())[point.module]
+
+    def check(value: Tensor) -> Tensor:
+        if value.shape != replacement.shape:
+            raise ValueError(f"tap {tap!r} holds {tuple(value.shape)}, the replacement is {tuple(replacement.shape)}")
+        return replacement
+
+    if point.at == INPUT:
+        handle = module.register_forward_pre_hook(lambda _m, inputs: (check(inputs[0]), *inputs[1:]))
+    else:
+        handle = module.register_forward_hook(lambda _m, _i, output: check(output))
+    try:
+        return model(x)
+    finally:
+        handle.remove()
 
 
 def representation(model: nn.Module, x: Tensor, tap: str) -> Tensor:

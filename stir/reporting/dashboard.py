@@ -18,7 +18,7 @@ Commands (``python -m stir.reporting.dashboard ...``)::
     png --runs runs --results results --out dashboard.png   # the same panels from local files
 
 The PNG needs no W&B at all: training curves from each run folder's CSV log, evaluation panels
-from the report folders (``matrix_stir.csv``, ``record.json``'s ``summary_keys``, ``incremental.csv``).
+from the report folders (``matrix_stir.csv``, ``record.json``'s ``summary``, ``incremental.csv``).
 """
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ def draw_local(runs: Path, results: Path, out: Path) -> Path:
     for record in sorted(Path(results).glob("*/record.json")):
         if record.parent.is_symlink():  # results/<name> links the latest report: counted once, by its folder
             continue
-        keys = json.loads(record.read_text()).get("summary_keys", {})
+        keys = json.loads(record.read_text()).get("summary", {})
         for direction in ("stir_m2_given_m1", "stir_m1_given_m2"):
             if "linear_cka" in keys and direction in keys:
                 points[direction].append((keys["linear_cka"], keys[direction], record.parent.name.rsplit("-", 1)[0]))

@@ -189,21 +189,30 @@ def _series_x(x: Any, name: str, n: int) -> np.ndarray:
     return xs
 
 
-def _errors_for(errors: Mapping[str, Sequence[float]] | None, name: str, n: int) -> np.ndarray | None:
+def _errors_for(errors: Mapping[str, Sequence[Any]] | None, name: str, n: int) -> np.ndarray | None:
+    """errors[name] as (n,) symmetric half-widths or (n, 2) (below, above) distances; None if absent."""
     if not errors or name not in errors or errors[name] is None:
         return None
-    err = np.asarray([np.nan if e is None else e for e in errors[name]], dtype=np.float64)
-    if err.shape != (n,):
-        raise ValueError(f"errors for {name!r} have shape {err.shape}, expected ({n},)")
+    err = np.asarray([(np.nan if e is None else e) for e in errors[name]], dtype=np.float64)
+    if err.shape not in ((n,), (n, 2)):
+        raise ValueError(f"errors for {name!r} have shape {err.shape}, expected ({n},) or ({n}, 2)")
     return err
 
 
 def _curve(ax: Axes, xs: np.ndarray, ys: np.ndarray, err: np.ndarray | None, **style: Any):
     if err is not None:
-        # NaN errors (unknown spread) just draw no bar for that point.
-        return ax.errorbar(xs, ys, yerr=np.nan_to_num(err, nan=0.0), capsize=3, elinewidth=1,
-                           **style)
+        # NaN errors (unknown spread) just draw no bar for that point; (n, 2) errors are asymmetric.
+        yerr = np.nan_to_num(err, nan=0.0)
+        return ax.errorbar(xs, ys, yerr=yerr.T if yerr.ndim == 2 else yerr, capsize=3, elinewidth=1, **style)
     return ax.plot(xs, ys, **style)[0]
+
+
+def interval_errors(values: Sequence[float], low: Sequence[float], high: Sequence[float]) -> list:
+    """(below, above) error-bar distances that draw the interval [low, high] around each value (NaN
+    kept). A value outside its interval (a biased bootstrap can put it there) gets a bar from the
+    interval's far end to the value, never a negative length."""
+    return [(max(v - lo, 0.0), max(hi - v, 0.0)) if math.isfinite(v) else (math.nan, math.nan)
+            for v, lo, hi in zip(values, low, high)]
 
 
 def _wrap(title: str, width: int = 60) -> str:
@@ -317,13 +326,16 @@ def _images(x: Any, name: str) -> np.ndarray:
 
 
 def plot_iri_grid(originals: Any, rows: Mapping[str, Any], path: PathLike, title: str, *,
-                  max_images: int = 8, original_label: str = "originals") -> Path:
+                  max_images: int = 8, original_label: str = "originals",
+                  captions: Mapping[str, Sequence[str]] | None = None) -> Path:
     """Image grid: originals on the first row, then one row per named set of IRIs.
 
     Drawn: column j shows image j of every set (so a column is one seed image and the IRIs made
     from it); each row is labelled on the left with its name (e.g. "IRIs of m1 (arbitrary)",
     "adversarial IRIs m1 vs m2"). At most ``max_images`` columns; a set with fewer images leaves
     its remaining cells blank.
+
+    ``captions[name][j]`` is written under image j of row ``name`` (e.g. its residual).
 
     Shapes: originals and each rows[name] (n, 3, h, w) (or (n, 1, h, w) / (n, h, w) greyscale)
     floats in [0, 1], torch tensors or numpy arrays; all with the same h, w.
@@ -336,7 +348,7 @@ def plot_iri_grid(originals: Any, rows: Mapping[str, Any], path: PathLike, title
     if n_cols == 0:
         raise ValueError("no images to draw")
     n_rows = len(sets)
-    cell = 1.25
+    cell = 1.25 if not captions else 1.45
     fig = _new_figure(cell * n_cols + 1.8, cell * n_rows + 0.6)
     axes = np.atleast_2d(fig.subplots(n_rows, n_cols, squeeze=False))
     for i, (name, imgs) in enumerate(sets):
@@ -350,6 +362,9 @@ def plot_iri_grid(originals: Any, rows: Mapping[str, Any], path: PathLike, title
                 img = imgs[j]
                 ax.imshow(img, cmap="gray" if img.ndim == 2 else None, vmin=0.0, vmax=1.0,
                           interpolation="nearest")
+                caption = (captions or {}).get(name)
+                if caption is not None and j < len(caption):
+                    ax.set_xlabel(caption[j], fontsize=FONT - 3, labelpad=1)
         # Wrapped so long set names do not squeeze the images.
         axes[i, 0].set_ylabel("\n".join(textwrap.wrap(name, 18)) or name, rotation=0,
                               ha="right", va="center", fontsize=FONT - 1, labelpad=8)

@@ -164,12 +164,15 @@ def write_csv(rows: Sequence[Row], path: PathLike, columns: Sequence[str] | None
 
 
 def write_markdown(rows: Sequence[Row], path: PathLike, columns: Sequence[str] | None = None,
-                   title: str | None = None, floatfmt: str = ".3f") -> Path:
-    """Write :func:`to_markdown` to ``path`` atomically, under a ``# title`` heading if given."""
+                   title: str | None = None, floatfmt: str = ".3f", footer: str = "") -> Path:
+    """Write :func:`to_markdown` to ``path`` atomically, under a ``# title`` heading if given and
+    with ``footer`` (e.g. the table's notes) below it."""
     path = Path(path)
     text = to_markdown(rows, columns, floatfmt) + "\n"
     if title:
         text = f"# {title}\n\n{text}"
+    if footer:
+        text += "\n" + footer + "\n"
     write_text(path, text)
     return path
 

@@ -39,7 +39,7 @@ from torch import Tensor, nn
 from stir.data import to_float
 from stir.models import frozen
 from stir.stitching.layers import GReLUStitch, IdentityStitch, LinearStitch, OrthogonalStitch
-from stir.stitching.taps import run_from, tap_output
+from stir.models.taps import read_taps, run_from
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class Stitched(nn.Module):
 
     A and B are held outside the module tree (``train()`` / ``parameters()`` see S only), so that
     nothing done to the stitched network can reach them. A's part runs without gradients; B's runs
-    with its tap output replaced by S's (``stir.stitching.taps.run_from``).
+    with its tap output replaced by S's (``stir.models.taps.run_from``).
     """
 
     def __init__(self, a: nn.Module, tap_a: str, layer: nn.Module, b: nn.Module, tap_b: str):
@@ -69,7 +69,7 @@ class Stitched(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         a, b = self._models
         with torch.no_grad():
-            z = tap_output(a, x, self.tap_a)  # (b, c_a, h, w) or (b, d_a)
+            z = read_taps(a, x, [self.tap_a])[self.tap_a]  # (b, c_a, h, w) or (b, d_a)
         return run_from(b, x, self.tap_b, self.layer(z))
 
 
@@ -118,7 +118,7 @@ def channel_stats(a: nn.Module, b: nn.Module, tap_a: str, tap_b: str, images: Te
     with frozen(a, b), torch.no_grad():
         for start in range(0, images.shape[0], batch_size):
             x = as_images(images[start:start + batch_size])
-            stats.update(tap_output(a, x, tap_a), tap_output(b, x, tap_b))
+            stats.update(read_taps(a, x, [tap_a])[tap_a], read_taps(b, x, [tap_b])[tap_b])
     return stats
 
 

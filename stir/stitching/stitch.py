@@ -1,4 +1,4 @@
-"""One stitching measurement: build A[:tap_a] -> S -> B[tap_b:], fit S, report accuracy; stored per seed.
+"""One stitching measurement: build A[:tap_a] -> S -> B[tap_b:], fit S, report accuracy.
 
 Model stitching (Lenc & Vedaldi 2015; Bansal, Nakkiran & Barak 2021; Csiszarik et al. 2021) asks a
 functional question beside STIR's representational one: can B's back use A's representation
@@ -13,8 +13,8 @@ stitching two CIFAR-10 ResNet20s through a G_ReLU-restricted layer (a permutatio
 scaling) loses at most about 10% accuracy, close to a full linear layer.
 
 The seed chooses which ``settings.train_images`` of the training pool S is fitted on (all of them
-when None) and the batch order. Each (A, B, taps, kind, seed, settings, data) is one entry of the
-results store (kind ``stitching``), written the moment it is done and reused on rerun.
+when None) and the batch order. ``stitch`` is a pure measurement; what identifies its result in a
+results store (A, B, taps, kind, seed, settings, data) is ``stitch_parts``.
 """
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ import torch
 from torch import Tensor, nn
 
 from stir.data import sample_indices
-from stir.inversion.cache import model_fingerprint, tensor_digest
 from stir.models import frozen
+from stir.models.identity import tensor_digest
+from stir.models.taps import read_taps
 from stir.stitching.fit import INITS, Stitched, accuracy, as_images, channel_stats, initialise, train_layer
 from stir.stitching.layers import KINDS, GReLUStitch, build_layer
-from stir.stitching.taps import tap_output
 
 log = logging.getLogger(__name__)
 
@@ -92,11 +92,12 @@ class StitchResult:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
-def stitch_key(store, ids: Tuple[str, str], taps: Tuple[str, str], kind: str, seed: int, settings: StitchSettings,
-               data: Dict[str, Any]) -> str:
-    """The store key: algorithm version, both models' identities, both taps, layer kind, seed, settings, data digests."""
-    return store.key(what=STORE_KIND, algorithm=ALGORITHM_VERSION, ids=list(ids), taps=list(taps), layer=kind, seed=seed,
-                     settings=asdict(settings), data=data)
+def stitch_parts(ids: Tuple[str, str], taps: Tuple[str, str], kind: str, seed: int, settings: StitchSettings,
+                 data: Dict[str, Any]) -> Dict[str, Any]:
+    """What identifies one stitching result in a results store: the algorithm version, both models'
+    identities and taps, the layer kind, the seed, the settings and the data digests."""
+    return dict(algorithm=ALGORITHM_VERSION, ids=list(ids), taps=list(taps), layer=kind, seed=seed,
+                settings=asdict(settings), data=data)
 
 
 def data_identity(train: Tuple[Tensor, Tensor], test: Tuple[Tensor, Tensor]) -> Dict[str, Any]:
@@ -118,38 +119,25 @@ def stitch(
     settings: StitchSettings = StitchSettings(),
     acc_b: Optional[float] = None,
     names: Tuple[str, str] = ("A", "B"),
-    ids: Optional[Tuple[str, str]] = None,
-    store=None,
-    record: Optional[Dict[str, Any]] = None,
-    data: Optional[Dict[str, Any]] = None,
     eval_batch_size: int = 500,
 ) -> StitchResult:
     """Stitch A[:tap_a] -> S -> B[tap_b:] with a layer of ``kind``, fit S on ``train``, test on ``test``.
 
     Args:
         a, b: networks taking images in [0, 1] (b, 3, h, w) to logits, on the images' device.
-        tap_a, tap_b: corresponding taps (``stir.evaluation.layers.layer_pairs`` pairs them by depth).
+        tap_a, tap_b: corresponding taps (``stir.models.depth.layer_pairs`` pairs them by depth); any
+            tap form ``stir.models.taps`` reads, cut with ``run_from`` (module outputs and inputs).
         kind: ``identity`` | ``linear`` | ``g_relu`` | ``orthogonal`` (``stir.stitching.layers``).
         train, test: (images (n, 3, h, w) uint8 or float in [0, 1], labels (n,) int64).
         seed: the stitching seed (subset of ``train`` when ``settings.train_images`` is set, batch order).
         acc_b: B's accuracy on ``test`` when already known (else measured).
-        ids: the models' identities for the store key (default: their weight hashes).
-        store: a ``stir.evaluation.store.ResultStore`` (anything with ``key``, ``get``, ``put``).
-        data: ``data_identity(train, test)`` when already computed (hashing is skipped).
     Returns:
-        a ``StitchResult``; A and B come back with their weights, buffers and flags unchanged.
+        a ``StitchResult``; A and B come back with their weights, buffers and flags unchanged. To keep
+        results, wrap the call in a results store (``ResultStore.cached`` keyed by ``stitch_parts``).
     """
     if kind not in KINDS:
         raise ValueError(f"unknown stitching layer {kind!r}; choose one of {list(KINDS)}")
     settings.check()
-    key = None
-    if store is not None:
-        ids = tuple(ids) if ids is not None else (model_fingerprint(a), model_fingerprint(b))
-        key = stitch_key(store, ids, (tap_a, tap_b), kind, seed, settings, data or data_identity(train, test))
-        entry = store.get(STORE_KIND, key, validate=StitchResult.from_dict)
-        if entry is not None:
-            return dataclasses.replace(StitchResult.from_dict(entry["result"]), a=names[0], b=names[1])
-
     started = time.perf_counter()
     images, labels = train
     if settings.train_images is not None and settings.train_images < images.shape[0]:
@@ -157,7 +145,7 @@ def stitch(
         images, labels = images[idx], labels[idx]
     with frozen(a, b), torch.no_grad():
         probe = as_images(images[:2])
-        za, zb = tap_output(a, probe, tap_a), tap_output(b, probe, tap_b)
+        za, zb = read_taps(a, probe, [tap_a])[tap_a], read_taps(b, probe, [tap_b])[tap_b]
     try:  # S lives on the images' device, in the dtype of A's representation
         layer = build_layer(kind, tuple(za.shape[1:]), tuple(zb.shape[1:]), device=za.device, dtype=za.dtype)
     except ValueError as err:
@@ -183,8 +171,6 @@ def stitch(
     )
     log.info("stitch %s[%s] -> %s -> %s[%s] seed %d: accuracy %.4f (init %.4f), %s alone %.4f, gap %.4f (%.1f s)",
              names[0], tap_a, kind, names[1], tap_b, seed, acc, acc_init, names[1], acc_b, result.gap, result.seconds)
-    if store is not None:
-        store.put(STORE_KIND, key, result.to_dict(), record)
     return result
 
 
@@ -193,5 +179,9 @@ def stitch_seeds(
     **kwargs: Any,
 ) -> List[StitchResult]:
     """``stitch`` once per stitching seed (identity, which fits nothing, once: its seed is irrelevant)."""
-    seeds = list(seeds)[:1] if kind == "identity" else list(seeds)
-    return [stitch(a, b, tap_a, tap_b, kind, train, test, seed=s, **kwargs) for s in seeds]
+    return [stitch(a, b, tap_a, tap_b, kind, train, test, seed=s, **kwargs) for s in seeds_of(kind, seeds)]
+
+
+def seeds_of(kind: str, seeds: Sequence[int]) -> List[int]:
+    """The stitching seeds a layer kind is fitted with: identity (nothing to fit) once."""
+    return list(seeds)[:1] if kind == "identity" else list(seeds)

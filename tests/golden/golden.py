@@ -54,15 +54,15 @@ RUNS: List[Tuple[str, List[str]]] = [
     ("matrix", ["experiment=relative_robustness", "experiment.models=[r,a,b]", "iri=both"]),
     ("incremental", ["experiment=incremental", "experiment.chains.vanilla=[n40,n80]", "~experiment.chains.AT"]),
     ("layer_matching", ["experiment=layer_matching", "experiment.models=[a,b]", TAPS, "k=1",
-                        f"layer_matching.measures={MEASURES}"]),
-    ("grounding", ["experiment=grounding", "experiment.models=[a,b]", TAPS, "k=1", "grounding.n_probe=40",
-                   "grounding.pc_ks=[1,2]", "grounding.n_boot=20", f"grounding.measures={MEASURES}",
-                   "grounding.robustness_models=[a,b,r]"]),
+                        f"experiment.measures={MEASURES}"]),
+    ("grounding", ["experiment=grounding", "experiment.models=[a,b]", TAPS, "k=1", "experiment.n_probe=40",
+                   "experiment.pc_ks=[1,2]", "experiment.n_boot=20", f"experiment.measures={MEASURES}",
+                   "experiment.robustness_models=[a,b,r]"]),
     ("invariance", ["experiment=invariance", "experiment.models=[a,b,r]", "layers.taps=[stem,penultimate]",
-                    "invariance.transforms=[hflip,shift1,rot90]", "invariance.noise=[0.0,0.1]"]),
+                    "experiment.transforms=[hflip,shift1,rot90]", "experiment.noise=[0.0,0.1]"]),
     ("stitching", ["experiment=stitching", "experiment.pairs=[[a,r]]", "layers.taps=[layer1.1,penultimate]",
-                   "stitching.train_images=40", "stitching.test_images=20", "stitching.epochs=1",
-                   "stitching.seeds=[0,1]", "iri=arbitrary"]),
+                   "experiment.train_images=40", "experiment.test_images=20", "experiment.epochs=1",
+                   "experiment.seeds=[0,1]", "iri=arbitrary"]),
 ]
 
 # Result fields that say how long something took: not values of the measurement.

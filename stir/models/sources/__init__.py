@@ -1,6 +1,6 @@
 """Model sources: a string names a model anywhere, a registry maps its prefix to a loader.
 
-    zoo:NAME, NAME, PATH            this project's zoo / run folders (``stir.evaluation.zoo``)
+    zoo:NAME, NAME, PATH            this project's zoo / run folders (``stir.zoo``)
     robustbench:MODEL_NAME          RobustBench's model zoo (optional extra ``.[robustbench]``)
     torchvision:ARCH                a torchvision architecture (weights file or pretrained tag)
     timm:ARCH                       a timm architecture (optional extra ``.[timm]``)
@@ -11,7 +11,7 @@ mode, on the CPU) with its ``penultimate`` tap, a content identity and a record.
 downloaded unless ``SourceOptions.download`` allows it.
 
 The ``zoo`` prefix is reserved here: zoo models need this project's training layer, a higher
-floor than ``stir.models``, so ``stir.evaluation`` resolves them.
+floor than ``stir.models``, so ``stir.zoo`` resolves them.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def load(spec: str, options: SourceOptions = SourceOptions()) -> LoadedModel:
     prefix, name = split_spec(spec)
     loaders = _loaders()
     if prefix == ZOO:
-        raise SourceError(f"{spec!r}: zoo models are resolved by stir.evaluation (evaluate.py ref={name})")
+        raise SourceError(f"{spec!r}: zoo models are resolved by stir.zoo (evaluate.py ref={name})")
     if prefix not in loaders:
         raise SourceError(f"unknown model source {prefix!r} in {spec!r}; sources: {names()} "
                           "(written SOURCE:NAME, e.g. torchvision:resnet18)")

@@ -19,6 +19,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
+from stir.models.identity import content_identity
 from stir.models.normalize import Normalize
 from stir.models.taps import LOGITS, TapPoint, find_penultimate, representation, tap_point
 
@@ -158,17 +159,6 @@ def check_logits(model: nn.Module, x: Tensor, spec: str) -> None:
             f"{spec}: the model must return (n, classes) logits; for a batch of {x.shape[0]} images it returned {got}. "
             "Wrap it in a module whose forward returns the logits tensor (python:module:factory)"
         )
-
-
-def content_identity(model: nn.Module) -> str:
-    """sha256 of the state dict (sorted names, dtypes, shapes, bytes); no class or module path in it,
-    so the same weights give the same identity in any process and from any import path."""
-    h = hashlib.sha256(b"stir-sourced-model-v1\n")
-    for name, value in sorted(model.state_dict().items()):
-        t = value.detach().cpu().contiguous().reshape(-1)  # 0-d tensors (num_batches_tracked) too
-        h.update(f"{name}\n{t.dtype}\n{tuple(value.shape)}\n".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return h.hexdigest()
 
 
 def import_object(path: str, what: str) -> Any:

@@ -1,0 +1,64 @@
+"""The ``evaluate.py`` application: the only code that sees the Hydra config.
+
+One module per experiment kind, each with its config dataclass, a runner that returns a ``Report``
+(tables, figures as data, summary keys) and its units of work, registered by name:
+
+    pairs.py           pair, pairs: both directions per pair (penultimate or layer-wise)
+    matrix.py          matrix: every ordered pair of a list of models
+    incremental.py     incremental: consecutive models of growing training sets
+    layer_matching.py  layer_matching: Kornblith et al. 2019's layer-identification test, with STIR
+    grounding.py       grounding: Ding et al. 2021's rank correlations with functional difference, with STIR
+    invariance.py      invariance: G-EED (Kvinge et al. 2022) per tap and input transformation
+    stitching.py       stitching: model stitching at every corresponding tap, beside STIR
+
+and what they share: ``config`` (the schema), ``context`` (models, images, store, estimator),
+``rows`` (typed results -> rows, notes, summary keys), ``examples`` (the X' a measurement made),
+``judging`` (taps and representations for the judging kinds), ``registry``. Conventions: m1 =
+reference (the model whose IRIs are made), m2 = target; in a matrix, row i is the reference and
+column j the target, entry = STIR(m_j | m_i).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from stir.experiments.context import Context
+from stir.experiments.registry import get, kinds
+from stir.reporting import Report
+
+
+def estimator_notes(ctx: Context) -> list:
+    """What the report must say about the estimator when it is not the published one."""
+    inversion = ctx.estimator.inversion
+    notes = []
+    if inversion.mode == "fast":
+        notes.append("inversion.mode=fast: a different estimator from the published STIR procedure; its values "
+                     "differ from faithful mode on the same models and images (docs: the estimator)")
+    elif inversion.num_steps != 1000:
+        notes.append(f"inversion: {inversion.num_steps} faithful steps, not the published 1000 (see the "
+                     "convergence table for how far the value had settled)")
+    if inversion.use_fake_relu != (inversion.mode == "faithful"):
+        notes.append(f"inversion.fake_relu={inversion.use_fake_relu}: not the published setting")
+    return notes
+
+
+def run(ctx: Context, experiment: Any) -> Report:
+    """Run the experiment (its kind's runner) and return its report, the estimator's notes first."""
+    report = get(experiment.kind).run(ctx, experiment)
+    report.notes = estimator_notes(ctx) + report.notes
+    return report
+
+
+def run_shard(ctx: Context, experiment: Any, shard: int, shards: int) -> int:
+    """Compute units shard, shard + shards, ... of the experiment into the store; how many were taken.
+
+    Shards write to the same results store (one atomic file per measurement, computed under its
+    lock), so they may run at the same time on different devices; a run without shards then
+    assembles the report from the store without recomputing anything.
+    """
+    units = get(experiment.kind).units(ctx, experiment)[shard::shards]
+    for unit in units:
+        unit()
+    return len(units)
+
+
+__all__ = ["Context", "estimator_notes", "kinds", "run", "run_shard"]

@@ -1,0 +1,166 @@
+"""What the experiment kinds share in one evaluate.py run, each part doing one job.
+
+``Context`` holds: the ``Zoo`` (names -> ``Model``s), the results store, the ``Estimator`` (what a
+STIR number means), the ``ExecutionConfig`` (how work runs), the layers to read, the images X
+(``images``: one sampler for every kind, cached) and the provenance of a result (``record``).
+It is built once from the checked configs (``open_context``) and changes no config.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import torch
+from omegaconf import OmegaConf
+from torch import Tensor
+
+from stir.data import StirDataModule, to_float
+from stir.experiments.config import EvaluateConfig, ExperimentConfig, LayersConfig
+from stir.inversion import ExecutionConfig
+from stir.measure import (
+    DEFAULT_TAP, DirectionResult, Estimator, LayerwiseResult, PairResult, SimilarityResult, evaluate_direction,
+    evaluate_layers, evaluate_pair, evaluate_similarity,
+)
+from stir.measure.plan import Images
+from stir.store import ResultStore
+from stir.zoo import Model, Recipes, Zoo
+
+log = logging.getLogger(__name__)
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={name!r} but CUDA is not available here; use device=cpu or device=auto")
+    return device
+
+
+@dataclass(frozen=True)
+class ImagesSpec:
+    """Which images X are measured: ``n`` images of ``split``, chosen by ``seed`` (one set per draw
+    j, seed + j, with ``resample``)."""
+
+    n: int
+    split: str
+    seed: int
+    resample: bool
+
+
+@dataclass
+class Context:
+    zoo: Zoo
+    store: ResultStore
+    estimator: Estimator
+    run: ExecutionConfig
+    layers: LayersConfig
+    images_spec: ImagesSpec
+    device: torch.device
+    config: Dict[str, Any]  # the resolved config (common settings and the kind's), for records
+    roles: Dict[str, Tuple[str, Optional[str], Optional[str]]]  # ref / target: (name, tap, weights)
+    iri_grid_images: int = 8
+    _images: Dict[Any, Tuple[Tensor, Tensor]] = field(default_factory=dict)
+
+    def model(self, name: str) -> Model:
+        """The model ``name`` names; the tap/weights options of ref (tap1/weights1) or target
+        (tap2/weights2) apply to the name given as ref or target."""
+        for role in ("ref", "target"):
+            given, tap, weights = self.roles[role]
+            if name == given:
+                return self.zoo.model(name, tap, weights)
+        return self.zoo.model(name)
+
+    def role(self, role: str) -> Model:
+        """The model of ``ref`` or ``target`` with its own options (a pair of one factory with two
+        weights files is two models)."""
+        return self.zoo.model(*self.roles[role])
+
+    def labelled_images(self, model: Model, split: Optional[str] = None, n: Optional[int] = None,
+                        offset: int = 0) -> Tuple[Tensor, Tensor]:
+        """n images of a split of ``model``'s data set, chosen by ``seed + offset``, with their labels:
+        ((n, 3, h, w) in [0, 1] on the device, (n,) int64 on the CPU)."""
+        spec = self.images_spec
+        split, n = split or spec.split, n or spec.n
+        key = (dataclasses.astuple(model.data), split, n, spec.seed + offset)
+        if key not in self._images:
+            data = StirDataModule(model.data)
+            data.setup()
+            images, labels = data.sample_images(split, n, spec.seed + offset)
+            self._images[key] = (to_float(images).to(self.device), labels)
+        return self._images[key]
+
+    def images(self, model: Model) -> Tensor:
+        """X: the ``n`` images of ``split`` of ``model``'s data set, (n, 3, h, w) in [0, 1]."""
+        return self.labelled_images(model)[0]
+
+    def stir_images(self, model: Model) -> Union[Tensor, List[Tensor]]:
+        """The X of every STIR draw: ``images(model)`` for all k (default), or with
+        ``resample_images=true`` one set per draw j, chosen by ``image_seed + j`` (eq. 6 literally)."""
+        if not self.images_spec.resample:
+            return self.images(model)
+        return [self.labelled_images(model, offset=j)[0] for j in range(self.estimator.k)]
+
+    # -------------------------------------------------------------- measurements through the store
+    def pair(self, m1: Model, m2: Model, tap1: str = DEFAULT_TAP, tap2: Optional[str] = None,
+             images: Optional[Images] = None) -> PairResult:
+        """Both directions and the similarity of (m1, m2) at one tap pair (X: m1's images by default)."""
+        return evaluate_pair(m1.module, m2.module, self.stir_images(m1) if images is None else images, tap1, tap2,
+                             self.estimator, run=self.run, names=(m1.label, m2.label), ids=(m1.identity, m2.identity),
+                             store=self.store, record=self.record(m1, m2))
+
+    def direction(self, ref: Model, target: Model, tap_ref: str = DEFAULT_TAP, tap_tgt: Optional[str] = None,
+                  images: Optional[Images] = None, iri: Optional[str] = None) -> DirectionResult:
+        """STIR(target|ref) and the rest of one direction (``iri`` overrides the estimator's kinds)."""
+        estimator = self.estimator if iri is None else dataclasses.replace(self.estimator, iri=iri)
+        return evaluate_direction(ref.module, target.module, self.stir_images(ref) if images is None else images,
+                                  tap_ref, tap_tgt, estimator, run=self.run, names=(ref.label, target.label),
+                                  ids=(ref.identity, target.identity), store=self.store, record=self.record(ref, target))
+
+    def similarity(self, m1: Model, m2: Model, images: Tensor, tap1: str = DEFAULT_TAP,
+                   tap2: Optional[str] = None) -> SimilarityResult:
+        return evaluate_similarity(m1.module, m2.module, images, tap1, tap2, self.estimator.measure, run=self.run,
+                                   names=(m1.label, m2.label), ids=(m1.identity, m2.identity), store=self.store,
+                                   record=self.record(m1, m2))
+
+    def layerwise(self, m1: Model, m2: Model) -> LayerwiseResult:
+        """The pair at every corresponding tap of ``layers`` (all | original | a list), with slopes over depth."""
+        layers = self.layers
+        return evaluate_layers(m1.module, m2.module, self.stir_images(m1), self.estimator, taps=layers.spec(),
+                               reduce=layers.reduce, count=layers.count, run=self.run, names=(m1.label, m2.label),
+                               ids=(m1.identity, m2.identity), store=self.store, record=self.record(m1, m2))
+
+    def record(self, *models: Model) -> Dict[str, Any]:
+        """Provenance stored beside every result: resolved config, models, images (X: the first model's)."""
+        spec = self.images_spec
+        images: Dict[str, Any] = {"split": spec.split, "n": spec.n, "seed": spec.seed, "resampled_per_draw": spec.resample}
+        if models:
+            data = models[0].data
+            images.update(data=data.name, source=data.source or f"torchvision {data.name} under {data.root}",
+                          chosen_by=f"the data of {models[0].label}")
+        return {"config": self.config, "models": {m.label: m.record for m in models}, "images": images}
+
+
+def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) -> Context:
+    """The context of one evaluate.py run (nothing is loaded yet: models and images come on demand)."""
+    zoo_file = Path(cfg.zoo.file)
+    overrides = [*cfg.zoo.overrides, *([f"data.source={cfg.zoo.data_source}"] if cfg.zoo.data_source else [])]
+    recipes = Recipes(zoo_file if zoo_file.is_absolute() else repo / zoo_file, repo / "configs",
+                      profile=cfg.zoo.profile, runs_dir=cfg.zoo.runs_dir, overrides=overrides)
+    data_overrides = OmegaConf.to_container(OmegaConf.from_dotlist(
+        [o[len("data."):] for o in cfg.zoo.overrides if o.startswith("data.")]))
+    device = pick_device(cfg.device)
+    zoo = Zoo(recipes, data=cfg.data, local_source=cfg.zoo.data_source, data_overrides=data_overrides,
+              robustbench=dataclasses.asdict(cfg.robustbench), download=cfg.download_weights,
+              train_missing=cfg.train_missing, device=device)
+    config = {**{k: v for k, v in OmegaConf.to_container(OmegaConf.structured(cfg)).items() if k != "experiment"},
+              "experiment": dataclasses.asdict(experiment)}
+    return Context(
+        zoo=zoo, store=ResultStore(Path(cfg.out_dir) / "store"), estimator=cfg.estimator(), run=cfg.run(),
+        layers=cfg.layers, images_spec=ImagesSpec(cfg.n, cfg.split, cfg.image_seed, cfg.resample_images),
+        device=device, config=config, iri_grid_images=cfg.iri_grid_images,
+        roles={"ref": (cfg.ref, cfg.tap1, cfg.weights1), "target": (cfg.target, cfg.tap2, cfg.weights2)},
+    )

@@ -1,0 +1,122 @@
+"""Experiment kind ``matrix``: STIR(m_j | m_i) for every ordered pair of a list of models.
+
+Row i is the reference (whose IRIs are made), column j the target; the diagonal is a model against
+its seed twin when ``seed_twins`` names one (the paper's figures 4 and 8 compare two seeds of one
+configuration there), else against itself. The plain similarity fills the other panel of the
+heatmap. A row shares its reference's arbitrary IRIs (the inversion cache), which makes it the unit
+of work a shard takes.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from stir.config.validate import ConfigError
+from stir.experiments import rows
+from stir.experiments.config import ExperimentConfig
+from stir.experiments.context import Context
+from stir.experiments.examples import iri_examples
+from stir.experiments.registry import Kind, register
+from stir.measure import DirectionResult, SimilarityResult
+from stir.reporting import Figure, Report, Table, plot_matrix_pair
+from stir.zoo import Model
+
+log = logging.getLogger(__name__)
+CORNER = "m1 (ref) \\ m2 (target)"
+
+
+@dataclass
+class MatrixConfig(ExperimentConfig):
+    """experiment kind ``matrix``: every ordered pair of ``models``."""
+
+    models: List[str] = field(default_factory=list)
+    # {model: its seed twin}; the diagonal compares a model with its twin, not with itself
+    seed_twins: Dict[str, str] = field(default_factory=dict)
+
+
+def _check(cfg: MatrixConfig) -> None:
+    if len(cfg.models) < 2:
+        raise ConfigError(f"experiment {cfg.name!r} of kind 'matrix' needs at least 2 models (experiment.models=[a,b,...])")
+
+
+def measure_row(ctx: Context, cfg: MatrixConfig, i: int) -> Tuple[List[DirectionResult], List[Optional[SimilarityResult]]]:
+    """Row i of a matrix: STIR(m_j | m_i) for every j, and S(m_i, m_j) for j >= i (None below)."""
+    models = [ctx.model(name) for name in cfg.models]
+    first = models[0]
+    images, draws = ctx.images(first), ctx.stir_images(first)  # one image set for the whole matrix
+    ref, directions, similarities = models[i], [], []
+    for j, target in enumerate(models):
+        if i == j:
+            target = ctx.model(cfg.seed_twins.get(cfg.models[i], cfg.models[i]))
+        iri = "arbitrary" if target.identity == ref.identity else None  # adversarial IRIs against oneself are meaningless
+        log.info("matrix: STIR(%s | %s)", target.label, ref.label)
+        directions.append(ctx.direction(ref, target, images=draws, iri=iri))
+        similarities.append(None if j < i else ctx.similarity(ref, target, images))
+    return directions, similarities
+
+
+def run(ctx: Context, cfg: MatrixConfig) -> Report:
+    """STIR(m_j|m_i) for every ordered pair (diagonal: a model against its twin or itself), CKA beside it."""
+    report = Report(cfg.description or cfg.name)
+    models = [ctx.model(name) for name in cfg.models]
+    labels = [m.label for m in models]
+    m = len(models)
+    stir, stir_adv, sim = (np.full((m, m), np.nan) for _ in range(3))
+    numeric, display, notes, convergence = [], [], [], []
+    for i in range(m):
+        directions, similarities = measure_row(ctx, cfg, i)
+        for j, (d, s) in enumerate(zip(directions, similarities)):
+            stir[i, j] = d.stir.mean if d.stir else math.nan
+            stir_adv[i, j] = d.stir_adv.mean if d.stir_adv else math.nan
+            numeric.append(rows.direction_row(d))
+            display.append(rows.direction_display(d))
+            notes.append(rows.direction_notes(d))
+            convergence += rows.convergence_rows(d)
+            if s is not None:
+                sim[i, j] = sim[j, i] = s.value
+            for key in ("stir", "stir_adv", "agreement", "difficulty"):
+                stat = getattr(d, key)
+                if stat is not None and math.isfinite(stat.mean):
+                    report.summary[f"matrix/{labels[i]}/{d.target}/{key}"] = stat.mean
+            cal = d.calibration.get("stir")
+            if cal is not None and math.isfinite(cal.floor):
+                report.summary[f"matrix/{labels[i]}/{d.target}/stir_floor"] = cal.floor
+    report.tables["directions"] = Table(numeric, display=display, notes=notes)
+    report.tables["convergence"] = Table(convergence)
+    for name, values in (("stir", stir), ("stir_adv", stir_adv), (ctx.estimator.measure, sim)):
+        table = [{CORNER: ref, **{t: float(values[i, j]) for j, t in enumerate(labels)}} for i, ref in enumerate(labels)]
+        shown = [{k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()} for r in table]
+        report.tables[f"matrix_{name}"] = Table(table, display=shown)
+    shown = labels + [ctx.model(t).label for n, t in cfg.seed_twins.items() if n in cfg.models]
+    accuracy = [{"model": label, **{k: round(v, 4) for k, v in ctx.zoo.resolved()[label].metrics.items()}} for label in shown]
+    report.tables["accuracy"] = Table(accuracy)
+    diagonal = "diagonal: each model vs its seed twin" if cfg.seed_twins else "diagonal: each model vs itself"
+    measure = ctx.estimator.measure
+    report.figures["matrix_stir"] = Figure(plot_matrix_pair, dict(
+        left=stir, right=sim, row_labels=labels, col_labels=labels, title=report.title,
+        left_title=f"STIR(m2|m1): row m1 = reference, column m2 = target ({diagonal})", right_title=measure,
+        right_value_label=measure))
+    if ctx.estimator.adversarial:
+        report.figures["matrix_stir_adv"] = Figure(plot_matrix_pair, dict(
+            left=stir_adv, right=sim, row_labels=labels, col_labels=labels, title=report.title + " (adversarial IRIs)",
+            left_title="STIR_adv(m2|m1)", left_value_label="STIR_adv(m2|m1)", right_title=measure,
+            right_value_label=measure))
+    off = ~np.eye(m, dtype=bool)
+    report.summary["mean_offdiagonal_stir"] = float(np.nanmean(stir[off])) if m > 1 else float("nan")
+    figure, example_notes = iri_examples(ctx, models[0], models[1] if m > 1 else models[0], ctx.images(models[0]))
+    if figure is not None:
+        report.figures["iri_examples"] = figure
+    report.notes += example_notes
+    return report
+
+
+def units(ctx: Context, cfg: MatrixConfig) -> List[Callable[[], Any]]:
+    return [partial(measure_row, ctx, cfg, i) for i in range(len(cfg.models))]
+
+
+register(Kind("matrix", MatrixConfig, run, units, _check))

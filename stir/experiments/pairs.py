@@ -1,0 +1,138 @@
+"""Experiment kinds ``pair`` (ref vs target) and ``pairs`` (a list): both directions per pair, at the
+penultimate tap or, with ``layers.taps`` all / original / a list, at every corresponding tap."""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Callable, Dict, List, Tuple
+
+from stir.config.validate import ConfigError
+from stir.experiments import rows
+from stir.experiments.config import ExperimentConfig
+from stir.experiments.context import Context
+from stir.experiments.examples import iri_examples
+from stir.experiments.registry import Kind, register
+from stir.measure import DIRECTIONS, LayerwiseResult, PairResult
+from stir.reporting import Figure, Report, Table, plot_convergence, plot_layerwise
+from stir.reporting.plots import interval_errors
+from stir.zoo import Model
+
+log = logging.getLogger(__name__)
+NAMES = {"m2|m1": "STIR({m2}|{m1})", "m1|m2": "STIR({m1}|{m2})"}
+
+
+@dataclass
+class PairConfig(ExperimentConfig):
+    """experiment=pair: ref (m1) vs target (m2), the top-level ``ref`` and ``target``."""
+
+
+@dataclass
+class PairsConfig(ExperimentConfig):
+    """experiment kind ``pairs``: each [ref, target] of ``pairs``."""
+
+    pairs: List[List[str]] = field(default_factory=list)
+
+
+def _check(cfg: PairsConfig) -> None:
+    if not cfg.pairs:
+        raise ConfigError(f"experiment {cfg.name!r} of kind 'pairs' lists no pairs (experiment.pairs=[[ref,target],...])")
+    if any(len(p) != 2 for p in cfg.pairs):
+        raise ConfigError(f"experiment.pairs must be [ref, target] pairs, got {cfg.pairs}")
+
+
+def models(ctx: Context, cfg: ExperimentConfig) -> List[Tuple[Model, Model]]:
+    """The (m1, m2) of every pair: ref and target with their own options, or the list's pairs."""
+    if isinstance(cfg, PairsConfig):
+        return [(ctx.model(a), ctx.model(b)) for a, b in cfg.pairs]
+    return [(ctx.role("ref"), ctx.role("target"))]
+
+
+def _layerwise(ctx: Context) -> bool:
+    return ctx.layers.taps != "penultimate"
+
+
+def run(ctx: Context, cfg: ExperimentConfig) -> Report:
+    pairs = models(ctx, cfg)
+    title = f"{pairs[0][0].label} (m1) vs {pairs[0][1].label} (m2)" if not isinstance(cfg, PairsConfig) else (cfg.description or cfg.name)
+    report = Report(title)
+    numeric, display, notes, convergence = [], [], [], []
+    for m1, m2 in pairs:
+        log.info("pair %s (m1) vs %s (m2)", m1.label, m2.label)
+        prefix = "" if len(pairs) == 1 else f"{m1.label}_vs_{m2.label}/"
+        if _layerwise(ctx):
+            result = ctx.layerwise(m1, m2)
+            for pair, depth in zip(result.rows, result.depths):
+                numeric.append({**rows.pair_row(pair), "depth": depth, "pair": f"{m1.label} vs {m2.label}"})
+                display.append({"depth": f"{depth:.2f}", **rows.pair_display(pair)})
+                notes.append(rows.pair_notes(pair))
+                convergence += rows.pair_convergence_rows(pair)
+                report.summary.update({f"{m1.label}_vs_{m2.label}/{pair.similarity.tap_ref}/{k}": v
+                                       for k, v in rows.pair_summary(pair).items()})
+            report.figures[f"layers_{m1.label}_vs_{m2.label}"] = _layers_figure(ctx, m1, m2, result, report)
+        else:
+            pair = ctx.pair(m1, m2)
+            numeric.append(rows.pair_row(pair))
+            display.append(rows.pair_display(pair))
+            notes.append(rows.pair_notes(pair))
+            convergence += rows.pair_convergence_rows(pair)
+            report.summary.update({prefix + k: v for k, v in rows.pair_summary(pair).items()})
+            report.figures[f"convergence_{m1.label}_vs_{m2.label}"] = convergence_figure(ctx, pair)
+    report.tables["pairs"] = Table(numeric, display=display, notes=notes)
+    report.tables["convergence"] = Table(convergence)
+    m1, m2 = pairs[0]
+    figure, example_notes = iri_examples(ctx, m1, m2, ctx.images(m1))
+    if figure is not None:
+        report.figures["iri_examples"] = figure
+    report.notes += example_notes
+    return report
+
+
+def convergence_figure(ctx: Context, pair: PairResult) -> Figure:
+    """STIR and m1's residual along the inversion budget, both directions and IRI kinds."""
+    steps, stir, residual, errors = {}, {}, {}, {}
+    for direction, d in pair.directions.items():
+        m1, m2 = (pair.ref, pair.target)
+        base = NAMES[direction].format(m1=m1, m2=m2)
+        for kind, record in d.convergence.items():
+            name = base if kind == "arbitrary" else base.replace("STIR", "STIR_adv", 1)
+            steps[name], stir[name], errors[name] = record["steps"], record["stir"], record["stir_std"]
+            residual[name] = record["median_residual"]
+    cfg = ctx.estimator.inversion
+    return Figure(plot_convergence, dict(steps=steps, stir=stir, residual=residual, errors=errors,
+                                         tolerance=cfg.tolerance,
+                                         title=f"STIR along the inversion budget ({cfg.mode} mode): {pair.ref} vs {pair.target}"))
+
+
+def _layers_figure(ctx: Context, m1: Model, m2: Model, result: LayerwiseResult, report: Report) -> Figure:
+    """STIR against relative depth, both directions, error bars = the calibration interval."""
+    series, errors, fits = {}, {}, {}
+    for direction in DIRECTIONS:
+        stats = [row.stat(direction, "stir") for row in result.rows]
+        if any(s is None for s in stats):
+            continue
+        name = NAMES[direction].format(m1=m1.label, m2=m2.label)
+        values = [s.mean for s in stats]
+        cals = [row.get(direction).calibration.get("stir") for row in result.rows]
+        series[name] = values
+        errors[name] = interval_errors(values, [c.low if c else math.nan for c in cals],
+                                       [c.high if c else math.nan for c in cals])
+        slope = result.slope(direction)
+        if slope is not None:
+            fits[name] = (slope, result.fits[direction]["stir"]["intercept"])
+            report.summary[f"slope/{m1.label}_vs_{m2.label}/stir_{rows.SLUGS[direction]}"] = slope
+    return Figure(plot_layerwise, dict(
+        depths=result.depths, series=series, fits=fits, errors=errors,
+        title=f"Layer-wise STIR ({ctx.estimator.measure}): {m1.label} vs {m2.label}; bars: "
+              f"{ctx.estimator.calibration.confidence:.0%} bootstrap interval"))
+
+
+def units(ctx: Context, cfg: ExperimentConfig) -> List[Callable[[], Any]]:
+    """One unit per pair (all its taps: they share nothing with other pairs)."""
+    one = ctx.layerwise if _layerwise(ctx) else ctx.pair
+    return [partial(one, m1, m2) for m1, m2 in models(ctx, cfg)]
+
+
+register(Kind("pair", PairConfig, run, units))
+register(Kind("pairs", PairsConfig, run, units, _check))

@@ -1,0 +1,185 @@
+"""Typed results -> table rows, readable rows, notes and stable summary keys (what reports are made of).
+
+Every row, note and summary key is derived here from ``stir.measure`` results; nothing is parsed
+back from a string. Column and key names are stable across versions so that tables, W&B runs and
+the dashboard line up: a direction "m2|m1" is the slug ``m2_given_m1`` (IRIs of m1, measured on m2).
+
+    pair_row / direction_row           numeric rows (CSV, W&B tables)
+    pair_display / direction_display   readable rows: STIR with its interval, floor, ceiling, IRIs
+    pair_notes / direction_notes       the notes of a row, each saying where it comes from
+    pair_summary                       stable summary keys (stir_m2_given_m1, linear_cka, ...)
+    convergence_rows                   STIR along the inversion budget, one row per recorded step
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional
+
+from stir.measure.calibration import Calibration
+from stir.measure.results import DIRECTIONS, SLUGS, DirectionResult, PairResult, Stat
+from stir.reporting.report import Row
+from stir.reporting.tables import mean_std
+
+# The agreement of direction "m2|m1" is measured on m1's IRIs: its column says whose.
+AGREEMENT = {"m2|m1": "agreement_on_m1_iris", "m1|m2": "agreement_on_m2_iris"}
+_CALIBRATION_COLUMNS = ("floor", "ceiling", "normalised", "low", "high")
+
+
+def _stat(row: Row, name: str, stat: Optional[Stat]) -> None:
+    if stat is not None:
+        row[name] = stat.mean
+        row[f"{name}_std"] = stat.std
+
+
+def _direction_columns(d: DirectionResult, suffix: str, agreement: str) -> Row:
+    """The numbers of one direction, column names ending in ``suffix`` ("" or "_m2_given_m1")."""
+    row: Row = {}
+    for name in ("stir", "stir_adv"):
+        _stat(row, f"{name}{suffix}", getattr(d, name))
+        cal = d.calibration.get(name)
+        if cal is not None:
+            for column in _CALIBRATION_COLUMNS:
+                row[f"{name}_{column}{suffix}"] = getattr(cal, column)
+    _stat(row, agreement, d.agreement)
+    _stat(row, f"difficulty{suffix}", d.difficulty)
+    _stat(row, f"difficulty_fraction{suffix}", d.difficulty_fraction)
+    for kind in ("arbitrary", "adversarial"):
+        for metric, value in d.quality.get(kind, {}).items():
+            row[f"{kind}_{metric}{suffix}"] = value
+    return row
+
+
+def _settings(settings: Dict[str, Any]) -> Row:
+    inversion = settings.get("inversion", {})
+    row = {"seed": settings.get("seed")}
+    row.update({f"inversion_{name}": inversion.get(name) for name in ("mode", "steps", "tolerance", "precision")})
+    return {k: v for k, v in row.items() if v is not None}
+
+
+def _identity(ref: str, target: str, ref_id: str, target_id: str, tap_ref: str, tap_target: str, measure: str,
+              n: int) -> Row:
+    return {"ref": ref, "target": target, "ref_id": ref_id, "target_id": target_id, "tap_ref": tap_ref,
+            "tap_target": tap_target, "measure": measure, "n": n}
+
+
+def direction_row(d: DirectionResult) -> Row:
+    """One direction as flat scalars: identity columns, every computed stat (``name``, ``name_std``),
+    its calibration (``stir_floor``, ...), IRI quality (``arbitrary_fraction_iri``, ...), settings, notes."""
+    row = _identity(d.ref, d.target, d.ref_id, d.target_id, d.tap_ref, d.tap_target, d.measure, d.n)
+    row.update(k=d.k, iri=d.iri, **_direction_columns(d, "", "agreement"), **_settings(d.settings))
+    row["notes"] = "; ".join(d.notes)
+    return row
+
+
+def pair_row(pair: PairResult) -> Row:
+    """A pair as flat scalars: both directions with the suffixes ``_m2_given_m1`` / ``_m1_given_m2``."""
+    s = pair.similarity
+    first = next(iter(pair.directions.values()))
+    row = _identity(s.ref, s.target, s.ref_id, s.target_id, s.tap_ref, s.tap_target, s.measure, s.n)
+    row.update(k=first.k, iri=first.iri, similarity=s.value)
+    for direction in DIRECTIONS:
+        d = pair.get(direction)
+        if d is not None:
+            row.update(_direction_columns(d, f"_{SLUGS[direction]}", AGREEMENT[direction]))
+    row.update(_settings(first.settings))
+    row["notes"] = "; ".join(f"{source}: {text}" for source, text in pair.notes())
+    return row
+
+
+def interval(stat: Optional[Stat], cal: Optional[Calibration]) -> str:
+    """'0.128 [0.091, 0.170]' (the value and its interval); the mean ± std over draws when there is
+    no interval and more than one draw; the value alone otherwise; '-' when not computed."""
+    if stat is None:
+        return "-"
+    if cal is not None and math.isfinite(cal.low):
+        return f"{stat.mean:.3f} [{cal.low:.3f}, {cal.high:.3f}]"
+    return mean_std(stat.mean, stat.std) if len(stat.values) > 1 else f"{stat.mean:.3f}"
+
+
+def _reference(cal: Optional[Calibration], name: str) -> str:
+    value = getattr(cal, name) if cal is not None else math.nan
+    return f"{value:.3f}" if math.isfinite(value) else "-"
+
+
+def _iris(d: DirectionResult, kind: str = "arbitrary") -> str:
+    """'2% IRIs, r 0.044': the fraction of X' within the tolerance and the median residual."""
+    q = d.quality.get(kind)
+    return "-" if q is None else f"{q['fraction_iri']:.0%} IRIs, r {q['median_residual']:.3g}"
+
+
+def _direction_display(d: DirectionResult, head: str) -> Row:
+    """The readable cells of one direction, headed ``STIR(m2|m1)`` style by ``head``."""
+    cal, adv = d.calibration.get("stir"), d.calibration.get("stir_adv")
+    return {
+        f"STIR{head}": interval(d.stir, cal), f"floor{head}": _reference(cal, "floor"),
+        f"ceiling{head}": _reference(cal, "ceiling"), f"normalised{head}": _reference(cal, "normalised"),
+        f"X'{head}": _iris(d), f"STIR_adv{head}": interval(d.stir_adv, adv),
+        f"difficulty{head}": mean_std(d.difficulty.mean, d.difficulty.std) if d.difficulty else "-",
+        f"controversial{head}": mean_std(d.difficulty_fraction.mean, d.difficulty_fraction.std) if d.difficulty_fraction else "-",
+    }
+
+
+def pair_display(pair: PairResult) -> Row:
+    """One readable row: both directions with interval, floor, ceiling, normalised value, IRIs."""
+    s = pair.similarity
+    row: Row = {"m1 (ref)": s.ref, "m2 (target)": s.target,
+                "taps": s.tap_ref if s.tap_ref == s.tap_target else f"{s.tap_ref} / {s.tap_target}"}
+    for direction in DIRECTIONS:
+        d = pair.get(direction)
+        if d is not None:
+            row.update(_direction_display(d, f"({direction})"))
+            row[f"agree on {direction.split('|')[1]} IRIs"] = mean_std(d.agreement.mean, d.agreement.std) if d.agreement else "-"
+    row[s.measure] = f"{s.value:.3f}" if math.isfinite(s.value) else "-"
+    return row
+
+
+def direction_display(d: DirectionResult) -> Row:
+    return {"m1 (ref)": d.ref, "m2 (target)": d.target, **_direction_display(d, "")}
+
+
+def pair_notes(pair: PairResult) -> List[str]:
+    return [f"{source}: {text}" for source, text in pair.notes()]
+
+
+def direction_notes(d: DirectionResult) -> List[str]:
+    return list(d.notes)
+
+
+def pair_summary(pair: PairResult) -> Dict[str, float]:
+    """Stable summary keys of one pair: ``stir_m2_given_m1``, ``stir_m1_given_m2``, ``stir_adv_*``,
+    their calibration (``stir_floor_m2_given_m1``, ``stir_normalised_*``, ``stir_low_*`` ...),
+    ``similarity`` and the measure's name (``linear_cka``), ``agreement_*``, ``difficulty_*``,
+    ``fraction_iri_<kind>_<direction>``. NaN values are left out (W&B shows them as missing)."""
+    row = pair_row(pair)
+    keep = {k: v for k, v in row.items() if isinstance(v, float) and not k.endswith("_std")
+            and (k.startswith(("stir", "agreement_", "difficulty_")) or k == "similarity")}
+    for key, value in row.items():
+        for kind in ("arbitrary", "adversarial"):
+            if key.startswith(f"{kind}_fraction_iri_m") and isinstance(value, float):
+                keep[f"fraction_iri_{kind}{key[len(kind) + len('_fraction_iri'):]}"] = value
+    keep[pair.measure] = pair.similarity.value
+    return {k: v for k, v in keep.items() if math.isfinite(v)}
+
+
+def convergence_rows(d: DirectionResult, direction: str = "m2|m1") -> List[Row]:
+    """One row per (IRI kind, recorded step) of a direction: STIR there, its std, residual, IRIs."""
+    rows = []
+    for kind, record in d.convergence.items():
+        for i, step in enumerate(record["steps"]):
+            rows.append({
+                "m1 (ref)": d.ref, "m2 (target)": d.target, "tap_ref": d.tap_ref, "tap_target": d.tap_target,
+                "direction": direction, "iri": kind, "step": int(step), "stir": record["stir"][i],
+                "stir_std": record["stir_std"][i], "median_residual": record["median_residual"][i],
+                "fraction_iri": record["fraction_iri"][i],
+            })
+    return rows
+
+
+def pair_convergence_rows(pair: PairResult) -> List[Row]:
+    """``convergence_rows`` of both directions of a pair, under the pair's m1 / m2 names."""
+    rows = []
+    for direction, d in pair.directions.items():
+        for row in convergence_rows(d, direction):
+            rows.append({**row, "m1 (ref)": pair.ref, "m2 (target)": pair.target, "tap_ref": pair.similarity.tap_ref,
+                         "tap_target": pair.similarity.tap_target})
+    return rows

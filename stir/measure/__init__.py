@@ -1,0 +1,30 @@
+"""STIR as a library on ``nn.Module``s: no Hydra, no session, no files (but an optional results store).
+
+Nanda et al., ICML 2022. Modules, bottom up: ``calibration`` (floor, ceiling, interval of a value),
+``plan`` (what is measured: ``Estimator``; the checked inputs of one call; the store keys),
+``observe`` (representations, predictions, a measure's value), ``convergence`` (IRI quality, STIR
+along the budget), ``direction`` (one direction: STIR, STIR_adv, agreement, difficulty), ``similarity``
+(plain S_r), ``pair`` (both directions + similarity), ``layers`` (every corresponding tap), ``results``.
+
+Public API:
+    evaluate_direction(m_ref, m_tgt, images, tap_ref, tap_tgt, estimator, *, run, names, ids, store, record)
+        -> DirectionResult      STIR(tgt|ref) (eq. 6), STIR_adv (eq. 7), agreement, difficulty, quality, calibration
+    evaluate_similarity(m1, m2, images, tap1, tap2, measure, ...) -> SimilarityResult     plain S_r(m1(X), m2(X))
+    evaluate_pair(m1, m2, images, tap1, tap2, estimator, *, directions, ...) -> PairResult
+    evaluate_layers(m1, m2, images, estimator, *, taps, reduce, count, ...) -> LayerwiseResult
+    Estimator(measure, k, iri, inversion, difficulty, min_fraction_iri, calibration)
+    CalibrationConfig, Calibration, calibrate          what a STIR value means
+"""
+from stir.measure.calibration import Calibration, CalibrationConfig, calibrate
+from stir.measure.direction import evaluate_direction
+from stir.measure.layers import evaluate_layers, fit_slope, slope_reason
+from stir.measure.pair import evaluate_pair
+from stir.measure.plan import DEFAULT_TAP, IRI_KINDS, Estimator, Plan, make_plan
+from stir.measure.results import DIRECTIONS, DirectionResult, LayerwiseResult, PairResult, SimilarityResult, Stat
+from stir.measure.similarity import evaluate_similarity
+
+__all__ = [
+    "DEFAULT_TAP", "DIRECTIONS", "IRI_KINDS", "Calibration", "CalibrationConfig", "DirectionResult", "Estimator",
+    "LayerwiseResult", "PairResult", "Plan", "SimilarityResult", "Stat", "calibrate", "evaluate_direction",
+    "evaluate_layers", "evaluate_pair", "evaluate_similarity", "fit_slope", "make_plan", "slope_reason",
+]

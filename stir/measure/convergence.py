@@ -1,0 +1,88 @@
+"""IRI quality and STIR along the inversion budget (the convergence record of every STIR value).
+
+Per draw, ``summary`` keeps what quality needs from an inversion (residuals, target distances,
+cost, the residual at each snapshot step); ``quality`` pools the k draws; ``curve`` measures
+S_r(m2(X), m2(X'_t)) at the best iterates so far at each snapshot step t; ``convergence_record``
+gives, per step, STIR (mean and std over draws), the median residual and the fraction of IRIs.
+``refuse_failed`` turns a draw whose X' are not IRIs into NaN with the reason.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Dict, List
+
+import torch
+from torch import Tensor, nn
+
+from stir.measure.observe import observe
+from stir.measure.plan import Plan
+from stir.measure.results import Stat
+from stir.inversion import InversionConfig, InversionResult
+
+
+def refuse_failed(value: float, run: InversionResult, plan: Plan, label: str, notes: List[str]) -> float:
+    """NaN (with the reason) when the draw's X' are not IRIs: non-finite residuals, or too few IRIs."""
+    if not bool(torch.isfinite(run.residual).all()):
+        notes.append(f"{label}: NaN because the reference's residuals are not finite (the model outputs NaN/Inf)")
+        return math.nan
+    if run.fraction_iri < plan.estimator.min_fraction_iri:
+        notes.append(f"{label}: NaN because only {run.fraction_iri:.0%} of X' are IRIs, below "
+                     f"min_fraction_iri={plan.estimator.min_fraction_iri:g}")
+        return math.nan
+    return value
+
+
+def curve(m_tgt: nn.Module, tap_tgt: str, tgt_rep: Tensor, run: InversionResult,
+           fn: Callable[[Tensor, Tensor], Tensor], plan: Plan, final: float) -> Dict[int, float]:
+    """S_r(tgt(X), tgt(X'_t)) at every snapshot step t of one draw.
+
+    The last snapshot is x' itself, whose value the draw has already measured: ``final``.
+    """
+    last = max(run.snapshots)
+    curve = {last: final}
+    for t, x in run.snapshots.items():
+        if t != last:
+            rep = observe(m_tgt, x, tap_tgt, plan.batch_size)[0]
+            try:
+                curve[t] = float(fn(tgt_rep, rep))
+            except ValueError:  # undefined at this step (e.g. constant): the final value's note says why
+                curve[t] = math.nan
+    return curve
+
+
+def convergence_record(curves: List[Dict[int, float]], runs: List[Dict[str, Any]], cfg: InversionConfig) -> Dict[str, List[float]]:
+    """STIR (mean, std over draws), median residual and fraction of IRIs at every snapshot step."""
+    steps = sorted(curves[0])
+    record: Dict[str, List[float]] = {"steps": [float(t) for t in steps], "stir": [], "stir_std": [],
+                                      "median_residual": [], "fraction_iri": []}
+    for t in steps:
+        stat = Stat.from_values([c[t] for c in curves])
+        residual = torch.cat([r["snapshot_residual"][t] for r in runs])  # (n * k,)
+        record["stir"].append(stat.mean)
+        record["stir_std"].append(stat.std)
+        record["median_residual"].append(residual.quantile(0.5).item())
+        record["fraction_iri"].append((residual <= cfg.tolerance).double().mean().item())
+    return record
+
+
+def summary(run: InversionResult) -> Dict[str, Any]:
+    """What IRI quality needs from one draw: residual (n,), target distance (n,) or None, cost."""
+    m2 = run.m2_distance
+    return {"residual": run.residual.detach().double().cpu(), "fraction_iri": run.fraction_iri,
+            "evaluations": run.evaluations, "target_distance": None if m2 is None else m2.detach().double().cpu(),
+            "snapshot_residual": {t: r.detach().double().cpu() for t, r in run.snapshot_residual.items()}}
+
+
+def pool_quality(runs: List[Dict[str, Any]]) -> Dict[str, float]:
+    """IRI quality over k draws (``summary`` each): medians pooled over the n * k inversions,
+    the fraction within tolerance per draw (mean, std), model evaluations spent."""
+    fractions = Stat.from_values([r["fraction_iri"] for r in runs])
+    quality = {
+        "median_residual": torch.cat([r["residual"] for r in runs]).quantile(0.5).item(),  # over (n * k,)
+        "fraction_iri": fractions.mean,
+        "fraction_iri_std": fractions.std,
+        "evaluations": float(sum(r["evaluations"] for r in runs)),
+    }
+    if all(r["target_distance"] is not None for r in runs):
+        quality["median_target_distance"] = torch.cat([r["target_distance"] for r in runs]).quantile(0.5).item()
+    return quality

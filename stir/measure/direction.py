@@ -1,0 +1,222 @@
+"""One direction, "target given reference": STIR(tgt|ref) (eq. 6), STIR_adv (eq. 7), agreement on
+the reference's IRIs, controversial-stimulus difficulty, IRI quality, the convergence record and the
+calibration (floor, ceiling, interval) of every STIR value.
+
+The unit of work (and of the results store) that a pair runs twice and a matrix once per ordered
+pair. Arbitrary IRIs of the reference depend only on (ref, tap, X, seed, settings): they are
+requested for all k draws at once as ``invert_draws(ref, [X_1..X_k], tap, cfg, m2=tgt, tap2=...)``,
+whose per-draw cache keys ignore the target, so with ``ExecutionConfig.cache_dir`` one inversion per
+draw serves every target. The ceiling's independent draw (seed ``inversion.seed + k``) is one more
+such inversion of the reference, cached the same way.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from stir import similarity
+from stir.inversion import ExecutionConfig, InversionResult, invert_adversarial_draws, invert_draws
+from stir.inversion.controversial import controversial_perturbation
+from stir.measure.calibration import Calibration, calibrate, calibration_notes
+from stir.measure.convergence import convergence_record, curve, pool_quality, refuse_failed, summary
+from stir.measure.observe import check_models, measure_value, observe
+from stir.measure.plan import DEFAULT_TAP, DIRECTION, Estimator, Images, Plan, direction_parts, make_plan
+from stir.measure.results import DirectionResult, Stat
+from stir.models.identity import content_identity
+from stir.store import ResultStore
+
+log = logging.getLogger(__name__)
+
+Measure = Callable[[Tensor, Tensor], Tensor]
+_LABEL = {"arbitrary": "STIR", "adversarial": "STIR_adv"}
+_STAT = {"arbitrary": "stir", "adversarial": "stir_adv"}
+
+
+def evaluate_direction(
+    m_ref: nn.Module,
+    m_tgt: nn.Module,
+    images: Images,
+    tap_ref: str = DEFAULT_TAP,
+    tap_tgt: Optional[str] = None,
+    estimator: Optional[Estimator] = None,
+    *,
+    run: Optional[ExecutionConfig] = None,
+    names: Tuple[str, str] = ("ref", "target"),
+    ids: Optional[Tuple[str, str]] = None,
+    store: Optional[ResultStore] = None,
+    record: Optional[Dict[str, Any]] = None,
+) -> DirectionResult:
+    """STIR(tgt|ref) (eq. 6), STIR_adv(tgt|ref) (eq. 7), agreement on ref's IRIs, difficulty, quality.
+
+    Args:
+        m_ref, m_tgt: models taking (n, c, h, w) images in [0, 1], on the images' device.
+        images: X, (n, c, h, w) in [0, 1]; or k such tensors, one per draw (X resampled per draw).
+        tap_ref, tap_tgt: where each model is read (``stir.models.tap_names``); tap_tgt defaults to tap_ref.
+        estimator: what is measured and how (``Estimator``; default: linear CKA, k = 5, both IRI
+            kinds, the published inversion, calibrated).
+        run: how the work runs (batch sizes, ``cache_dir`` to reuse the reference's IRIs across targets).
+        names: display names.  ids: identities for the store key (default ``content_identity``).
+        store: if given, the result is looked up first and saved the moment it is computed.
+        record: provenance stored beside the result (resolved config, checkpoint paths, ...).
+    """
+    tap_tgt = tap_tgt or tap_ref
+    plan = make_plan(images, estimator, run)
+    ids = tuple(ids) if ids is not None else (content_identity(m_ref), content_identity(m_tgt))
+
+    def compute() -> DirectionResult:
+        check_models(plan.images, [(names[0], m_ref, tap_ref), (names[1], m_tgt, tap_tgt)])
+        return measure_direction(m_ref, m_tgt, tap_ref, tap_tgt, plan, names, ids)
+
+    if store is None:
+        return compute()
+    result = store.cached(DIRECTION, direction_parts(plan, ids, (tap_ref, tap_tgt)), compute,
+                          DirectionResult.from_dict, record)
+    return replace(result, ref=names[0], target=names[1])
+
+
+@dataclass
+class _Kind:
+    """What one IRI kind (arbitrary or adversarial) of a direction collects over the k draws."""
+
+    values: List[float] = field(default_factory=list)  # S_r(tgt(X), tgt(X'_j)) per draw (NaN if refused)
+    primes: List[Tensor] = field(default_factory=list)  # tgt(X'_j) (n, d_tgt) per draw
+    ref_primes: List[Tensor] = field(default_factory=list)  # ref(X'_j) (n, d_ref) per draw
+    curves: List[Dict[int, float]] = field(default_factory=list)  # per draw: step -> S_r
+    runs: List[Dict[str, Any]] = field(default_factory=list)  # per draw: ``convergence.summary``
+    agreement: List[float] = field(default_factory=list)
+
+
+def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt: str, plan: Plan,
+                      names: Tuple[str, str], ids: Tuple[str, str],
+                      tgt_rep: Optional[Tensor] = None) -> DirectionResult:
+    """One direction, tgt given ref, over the k draws of ``plan`` (no store); ``tgt_rep`` = tgt(X)
+    (n, d) when the caller has it already (fixed X only)."""
+    est = plan.estimator
+    log.info("STIR(%s|%s) at (%s, %s): %s IRIs, k=%d, n=%d, %s mode, %d steps", names[1], names[0], tap_ref,
+             tap_tgt, est.iri, est.k, plan.n, plan.cfg.mode, plan.cfg.num_steps)
+    fn = similarity.get(est.measure)
+    notes: List[str] = []
+    # Adversarial IRIs of a model against itself (same identity and tap) are undefined: the push
+    # term cancels the match term exactly, the objective is 0 and x' never leaves its seed.
+    self_pair = (m_ref is m_tgt or ids[0] == ids[1]) and tap_ref == tap_tgt
+    runs = _inversions(m_ref, m_tgt, tap_ref, tap_tgt, plan, adversarial=est.adversarial and not self_pair)
+    tgt_reps = _target_representations(m_tgt, tap_tgt, plan, tgt_rep)
+    kinds = {kind: _Kind() for kind in runs if kind != "ceiling"}
+    difficulty, reached = [], []
+    for j in range(est.k):
+        label = f"draw {j} (seed {plan.cfg.seed + j})"
+        for kind, collected in kinds.items():
+            _measure_draw(m_ref, m_tgt, tap_ref, tap_tgt, tgt_reps[j], runs[kind][j], fn, plan,
+                          f"{_LABEL[kind]} {label}", notes, collected)
+            runs[kind][j] = None  # its x' (n, c, h, w) is done with
+        if "adversarial" in kinds:
+            walk = controversial_perturbation(m_ref, m_tgt, plan.draw_images[j], tap_ref, tap_tgt, est.difficulty,
+                                              replace(plan.cfg, seed=plan.cfg.seed + j))
+            difficulty.append(walk.delta)  # mean ||x_c - x||_2 over the images that became controversial
+            reached.append(walk.fraction)
+            if not walk.reached.any():
+                notes.append(f"difficulty {label}: no image became controversial within {est.difficulty.steps} "
+                             f"steps of {est.difficulty.step_size:g} (r1 <= {plan.cfg.tolerance:g} and "
+                             f"r2 >= {est.difficulty.m2_threshold:g}): m2 shares m1's invariances there")
+    if est.adversarial and self_pair:
+        notes.append("STIR_adv and difficulty: undefined for a model against itself at the same tap "
+                     "(adversarial IRIs would match and push away the same representation)")
+        kinds["adversarial"] = _Kind(values=[math.nan] * est.k)
+        difficulty, reached = [math.nan] * est.k, [0.0] * est.k
+
+    quality = {kind: pool_quality(c.runs) for kind, c in kinds.items() if c.runs}
+    for kind, q in quality.items():  # X' that are not IRIs still count in STIR: say how many
+        if q["fraction_iri"] < plan.run.warn_below:
+            notes.append(f"{kind} IRIs: only {q['fraction_iri']:.0%} within tolerance {plan.cfg.tolerance:g} "
+                         f"(median residual {q['median_residual']:.3g}); raise inversion.steps for a cleaner STIR")
+    ceiling_rep = _ceiling_representation(m_ref, tap_ref, runs.get("ceiling"), plan)
+    calibration = _calibrations(m_ref, tap_ref, plan, tgt_reps[0], kinds, ceiling_rep, notes)
+    return DirectionResult(
+        ref=names[0], target=names[1], ref_id=ids[0], target_id=ids[1], tap_ref=tap_ref, tap_target=tap_tgt,
+        measure=est.measure, n=plan.n, k=est.k, iri=est.iri,
+        stir=Stat.from_values(kinds["arbitrary"].values) if est.arbitrary else None,
+        stir_adv=Stat.from_values(kinds["adversarial"].values) if est.adversarial else None,
+        agreement=Stat.from_values(kinds["arbitrary"].agreement) if est.arbitrary else None,
+        difficulty=Stat.from_values(difficulty) if est.adversarial else None,
+        difficulty_fraction=Stat.from_values(reached) if est.adversarial else None,
+        quality=quality,
+        convergence={kind: convergence_record(c.curves, c.runs, plan.cfg) for kind, c in kinds.items() if c.curves},
+        calibration=calibration, notes=notes, settings=plan.settings,
+    )
+
+
+def _inversions(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt: str, plan: Plan,
+                adversarial: bool) -> Dict[str, List[InversionResult]]:
+    """{"arbitrary": k runs, "adversarial": k runs, "ceiling": [1 run]} as the estimator asks.
+
+    Each kind's k draws in one call (one batch where it fits; draw j from seed ``inversion.seed + j``).
+    The ceiling's independent draw is a separate call (seed ``inversion.seed + k``), so that the k
+    draws are optimised exactly as without it.
+    """
+    est, draws = plan.estimator, list(plan.draw_images)
+    out: Dict[str, List[InversionResult]] = {}
+    if est.arbitrary:  # m_tgt is only measured (m2_distance): the engine's cache key ignores it
+        out["arbitrary"] = invert_draws(m_ref, draws, tap_ref, plan.cfg, m2=m_tgt, tap2=tap_tgt, run=plan.run)
+    if adversarial:
+        out["adversarial"] = invert_adversarial_draws(m_ref, m_tgt, draws, tap_ref, tap_tgt, plan.cfg, run=plan.run)
+    if est.calibration.ceiling == "independent":
+        ceiling_cfg = replace(plan.cfg, seed=plan.cfg.seed + est.k)
+        out["ceiling"] = invert_draws(m_ref, [plan.images], tap_ref, ceiling_cfg, run=plan.run)
+    return out
+
+
+def _target_representations(m_tgt: nn.Module, tap_tgt: str, plan: Plan, tgt_rep: Optional[Tensor]) -> List[Tensor]:
+    """tgt(X_j) (n, d_tgt) of every draw: computed once for a fixed X, once per draw when resampled."""
+    if plan.resampled:
+        return [observe(m_tgt, x, tap_tgt, plan.batch_size)[0] for x in plan.draw_images]
+    rep = tgt_rep if tgt_rep is not None else observe(m_tgt, plan.images, tap_tgt, plan.batch_size)[0]
+    return [rep] * plan.k
+
+
+def _measure_draw(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt: str, tgt_rep: Tensor,
+                  run: InversionResult, fn: Measure, plan: Plan, label: str, notes: List[str],
+                  collected: _Kind) -> None:
+    """S_r(tgt(X), tgt(X')) of one draw (NaN when its X' are refused), its agreement on x', its curve."""
+    tgt_prime, tgt_pred = observe(m_tgt, run.x_prime, tap_tgt, plan.batch_size)  # (n, d_tgt), (n,)
+    ref_prime, ref_pred = observe(m_ref, run.x_prime, tap_ref, plan.batch_size)  # (n, d_ref), (n,)
+    value = measure_value(fn, tgt_rep, tgt_prime, plan.measure, label, notes)
+    collected.values.append(refuse_failed(value, run, plan, label, notes))
+    collected.agreement.append((ref_pred == tgt_pred).double().mean().item())
+    collected.curves.append(curve(m_tgt, tap_tgt, tgt_rep, run, fn, plan, final=value))
+    collected.runs.append(summary(run))
+    collected.primes.append(tgt_prime)
+    collected.ref_primes.append(ref_prime)
+
+
+def _ceiling_representation(m_ref: nn.Module, tap_ref: str, runs: Optional[List[InversionResult]],
+                            plan: Plan) -> Optional[Tensor]:
+    """ref(X'') (n, d_ref) of the ceiling's independent draw; None when it was not made."""
+    return None if runs is None else observe(m_ref, runs[0].x_prime, tap_ref, plan.batch_size)[0]
+
+
+def _calibrations(m_ref: nn.Module, tap_ref: str, plan: Plan, tgt_rep: Tensor, kinds: Dict[str, _Kind],
+                  ceiling_rep: Optional[Tensor], notes: List[str]) -> Dict[str, Calibration]:
+    """{"stir" | "stir_adv": Calibration} of every kind measured on draws (``stir.measure.calibration``).
+
+    Resampled images (one X per draw) have no single X to resample rows of: their values are not
+    calibrated, and a note says so.
+    """
+    measured = {kind: c for kind, c in kinds.items() if c.primes}
+    if not measured:
+        return {}
+    if plan.resampled:
+        notes.append("calibration: not computed with resample_images=true (no single X to resample rows of)")
+        return {}
+    ref_rep = observe(m_ref, plan.images, tap_ref, plan.batch_size)[0]  # ref(X) (n, d_ref)
+    out = {}
+    for kind, c in measured.items():
+        cal = calibrate(plan.measure, tgt_rep, c.primes, c.values, ref_rep, c.ref_primes, ceiling_rep,
+                        plan.estimator.calibration)
+        notes.extend(calibration_notes(_LABEL[kind], cal))
+        out[_STAT[kind]] = cal
+    return out

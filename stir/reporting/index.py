@@ -1,0 +1,100 @@
+"""Report folders named by their settings, and an index of them.
+
+Two evaluations of the same pair (or preset) with different settings (n, k, iri, measure, the
+inversion budget, the zoo recipes ...) used to write the same ``results/pair_a_vs_b/``. Each report
+now goes to ``<out_dir>/<name>-<hash>/``, ``hash`` being 8 hex digits of every setting that
+changes its numbers (``report_settings``), and:
+
+- ``<out_dir>/<name>`` is a symbolic link to the latest report of that name (a real folder of
+  that name from an older version is left alone);
+- ``<out_dir>/index.json`` lists every report folder with its name, settings and time, and
+  ``<out_dir>/index.md`` shows, per name, only the settings in which its folders differ.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict
+
+from filelock import FileLock
+
+from stir import atomic
+
+log = logging.getLogger(__name__)
+
+# Settings that do not change a report's numbers: where it runs, logs and writes, how it is split.
+_RUNTIME = ("execution", "logger", "device", "out_dir", "shard", "shards", "train_missing", "iri_grid_images",
+            "experiment.description", "experiment.compute")
+
+
+def _flatten(d: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def report_settings(settings: Dict[str, Any]) -> Dict[str, Any]:
+    """Flat ``key -> value`` of the evaluation settings (a nested dict) that change a report."""
+    flat = _flatten(settings)
+    return {k: v for k, v in sorted(flat.items()) if not any(k == r or k.startswith(r + ".") for r in _RUNTIME)}
+
+
+def settings_hash(settings: Dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def report_dir(root: Path, name: str, settings: Dict[str, Any]) -> Path:
+    """``root/<name>-<hash of settings>``."""
+    return Path(root) / f"{name}-{settings_hash(settings)}"
+
+
+def record_report(root: Path, name: str, folder: Path, settings: Dict[str, Any]) -> None:
+    """Add ``folder`` to the index and point ``root/<name>`` at it (under a lock: reports may finish together)."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(root / ".index.lock")):
+        index_file = root / "index.json"
+        index = json.loads(index_file.read_text()) if index_file.is_file() else {}
+        index[folder.name] = {"name": name, "settings": settings,
+                              "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        atomic.write_json(index_file, index)
+        atomic.write_text(root / "index.md", _markdown(index))
+        _point(root / name, folder)
+
+
+def _point(link: Path, folder: Path) -> None:
+    if link.exists() and not link.is_symlink():
+        log.info("%s is a folder of an earlier version; the latest report is %s", link, folder)
+        return
+    tmp = link.with_name(f".{link.name}.{os.getpid()}.link")
+    tmp.unlink(missing_ok=True)
+    os.symlink(folder.name, tmp)
+    os.replace(tmp, link)  # atomic: the link always names a finished report
+
+
+def _markdown(index: Dict[str, Dict[str, Any]]) -> str:
+    """Per report name, a table of its folders and the settings in which they differ."""
+    lines = ["# Reports\n", "Each folder holds one report; the settings columns are those that differ "
+             "between reports of the same name (all settings: index.json).\n"]
+    by_name: Dict[str, list] = {}
+    for folder, entry in sorted(index.items()):
+        by_name.setdefault(entry["name"], []).append((folder, entry))
+    for name, entries in sorted(by_name.items()):
+        keys = sorted({k for _, e in entries for k in e["settings"]}
+                      if len(entries) > 1 else set())
+        keys = [k for k in keys if len({json.dumps(e["settings"].get(k), default=str) for _, e in entries}) > 1]
+        header = ["folder", "updated", *keys]
+        lines += [f"## {name}\n", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for folder, e in entries:
+            cells = [folder, e["updated"], *(json.dumps(e["settings"].get(k), default=str) for k in keys)]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,84 @@
+"""Write a finished report: terminal tables, CSV + Markdown files, PNG figures, README, record, W&B run.
+
+The W&B run (``job_type="evaluate"``) carries the report's tables as ``wandb.Table``, its figures
+as images, the models compared (their recipes and the model artifacts train.py logged) in the
+config, and the report's summary keys, which the experiments derive from their typed results: the
+same names whatever the models are called or where their files lie, so a dashboard can plot them
+across runs. File names come from ``slug``: no path separator or colon of a model name reaches one.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from stir import atomic
+from stir.config.schema import LoggerConfig
+from stir.provenance import library_versions
+from stir.reporting.report import Report, Row, Table, slug
+from stir.reporting.tables import format_table, write_csv, write_markdown
+from stir.reporting.wandb_log import log_report
+
+log = logging.getLogger(__name__)
+
+
+def readable(table: Table) -> Tuple[List[Row], List[str]]:
+    """Display rows for people: undefined values as "-", each row's notes as [i] markers.
+
+    Returns the rows and the distinct notes in order of first appearance, to be printed once below
+    the table (a self pair or a matrix repeats the same note on many rows).
+    """
+    notes: List[str] = []
+    out = []
+    for i, row in enumerate(table.shown):
+        new = {key: ("-" if _undefined(value) else value) for key, value in row.items()}
+        if table.notes is not None:
+            marks = []
+            for note in table.notes[i]:
+                if note not in notes:
+                    notes.append(note)
+                marks.append(f"[{notes.index(note) + 1}]")
+            new["notes"] = " ".join(marks)
+        out.append(new)
+    return out, notes
+
+
+def _undefined(value: Any) -> bool:
+    return (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and value.strip().lower().startswith("nan"))
+
+
+def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, Any], run_name: str,
+            tags: Optional[List[str]] = None) -> Dict[str, Path]:
+    """Write ``report`` into the folder ``out``; {figure name: PNG path}."""
+    out.mkdir(parents=True, exist_ok=True)
+    sections = [f"# {report.title}\n"] + [f"> {note}\n" for note in report.notes]
+    for note in report.notes:
+        log.warning("%s", note)
+    for name, table in report.tables.items():
+        name = slug(name)
+        write_csv(table.rows, out / f"{name}.csv", table.columns)
+        shown, notes = readable(table)
+        write_markdown(shown, out / f"{name}.md", title=f"{report.title}: {name}",
+                       footer="\n".join(f"[{i}] {note}  " for i, note in enumerate(notes, 1)))
+        below = "".join(f"\n[{i}] {note}" for i, note in enumerate(notes, 1))
+        log.info("%s\n%s%s", name, format_table(shown), below)
+        sections.append(f"## {name}\n\nfile: [`{name}.csv`]({name}.csv), [`{name}.md`]({name}.md)\n")
+    figures = {}
+    for name, figure in report.figures.items():
+        path = figure.render(out / f"{slug(name)}.png")
+        figures[name] = path
+        sections.append(f"![{name}]({path.name})\n")
+        log.info("figure %s: %s", name, path)
+    atomic.write_text(out / "README.md", "\n".join(sections))
+    atomic.write_json(out / "record.json", {"config": config, "versions": library_versions(), "summary": report.summary,
+                                             "notes": report.notes})
+    run = log_report(
+        project=logger.wandb.project, run_name=run_name, directory=out, mode=logger.wandb.mode, config=config,
+        tables={name: (t.rows, t.columns) for name, t in report.tables.items()},
+        images={f"figures/{k}": v for k, v in figures.items()}, summary=report.summary,
+        entity=logger.wandb.entity, tags=tags, job_type="evaluate",
+    )
+    if run is not None:
+        log.info("W&B run: %s (upload with `wandb sync %s`)", run, run)
+    return figures

@@ -1,0 +1,211 @@
+"""A results store: one JSON file per finished measurement, written atomically the moment it is done.
+
+Layout: ``<root>/<kind>/<key>.json`` where ``kind`` names the unit of work ("direction",
+"similarity") and ``key`` is the sha256 of a canonical JSON of everything that fixes the result
+(``ResultStore.key``). Each file holds::
+
+    {"kind", "key", "store_version", "result": <the caller's payload>,
+     "versions": library_versions(), "timestamp": ISO-8601 UTC, "record": <caller's provenance>}
+
+A run killed mid-experiment leaves every finished measurement on disk and no partial file
+(``stir.atomic.write_json``: temp file + rename), so the rerun recomputes only what is missing. A
+file that fails to parse or to validate is logged, moved aside to ``<key>.json.corrupt`` and
+treated as missing: recomputed, never trusted.
+
+``cached(kind, parts, compute, parse)`` is the one way results enter the store, for every kind of
+measurement: the key is derived from ``parts``; a stored entry is parsed and returned; otherwise
+the key's file lock (``<root>/.locks/<kind>/<key>.lock``) is taken, the store looked at again (another
+process may have stored it meanwhile: then that entry is returned) and only then is ``compute()``
+called and its result stored. Two processes that need the same missing result therefore compute
+it once: the second waits on the lock, then reads the first one's entry.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, TypeVar, Union
+
+from filelock import FileLock, Timeout
+
+from stir.atomic import write_json, write_text as atomic_write_text
+from stir.provenance import library_versions
+
+log = logging.getLogger(__name__)
+
+# Bump when what a stored result means changes (definitions, fields, algorithm, keys). 2: the published
+# inversion by default, difficulty walked from x, the convergence record, NaN for failed inversions.
+# 3: models keyed by one content hash of their state dict (stir.models.identity), inversion settings
+# by InversionConfig.key_settings (the inversion cache's own description), results with calibration.
+STORE_VERSION = 3
+
+_REQUIRED = ("kind", "key", "store_version", "result", "versions", "timestamp")
+
+R = TypeVar("R")
+
+# What each store version changed, for the message that explains why an older store is not reused.
+VERSION_CHANGES = {3: "models are keyed by the content hash of their state dict, inversion settings by the "
+                      "inversion cache's own description, and every STIR carries its floor, ceiling and interval"}
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON: sorted keys, no whitespace, tuples as lists."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=list)
+
+
+class ResultStore:
+    """Finished measurements under ``root``; ``hits`` / ``misses`` count ``get`` outcomes."""
+
+    def __init__(self, root: Union[str, os.PathLike]):
+        self.root = Path(root)
+        self.hits = 0
+        self.misses = 0
+        self._version_checked = False
+
+    def _check_version(self) -> None:
+        """Say once, clearly, why results of an older store version are recomputed (their keys differ).
+
+        ``<root>/VERSION`` names the store version that wrote the folder; a folder with entries and
+        no marker was written before version 3.
+        """
+        if self._version_checked:
+            return
+        self._version_checked = True
+        marker = self.root / "VERSION"
+        old = marker.read_text().strip() if marker.is_file() else ("2 or earlier" if any(self.root.glob("*/*.json")) else None)
+        if old is not None and old != str(STORE_VERSION):
+            log.warning("results store %s was written by store version %s; this is version %d (%s): its results "
+                        "are not reused and every measurement asked for is computed again (the old files stay; "
+                        "delete them to reclaim space)", self.root, old, STORE_VERSION, VERSION_CHANGES[STORE_VERSION])
+        if old != str(STORE_VERSION):
+            self.root.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(marker, f"{STORE_VERSION}\n")
+
+    @staticmethod
+    def key(**parts: Any) -> str:
+        """sha256 hex of the canonical JSON of ``parts`` plus ``STORE_VERSION``.
+
+        Callers pass everything that fixes the result (model identities, taps, measure, image-set
+        hash, n, k, iri kind, result-relevant inversion settings, seed base); ``stir.measure.keys``
+        builds these parts for STIR.
+        """
+        return hashlib.sha256(canonical_json({"store_version": STORE_VERSION, **parts}).encode()).hexdigest()
+
+    def path(self, kind: str, key: str) -> Path:
+        return self.root / kind / f"{key}.json"
+
+    def get(self, kind: str, key: str, validate: Optional[Callable[[Dict[str, Any]], Any]] = None,
+            recheck: bool = False) -> Optional[Dict[str, Any]]:
+        """The stored entry (a dict with ``result`` and provenance), or None when there is none.
+
+        ``validate(entry["result"])`` (e.g. ``DirectionResult.from_dict``) runs on a found entry;
+        if it raises, or the file does not parse or lacks a required field, the file is moved aside
+        and None is returned (counted as a miss).
+
+        ``recheck=True``: the lookup under ``lock`` after a counted miss; a found entry (stored by
+        another process meanwhile) turns that miss into a hit, a missing one counts nothing.
+        """
+        self._check_version()
+        entry = self._load(self.path(kind, key), kind, key, validate)
+        if entry is None:
+            self.misses += 0 if recheck else 1
+        else:
+            self.hits += 1
+            self.misses -= 1 if recheck else 0
+            log.info("result store hit: %s/%s", kind, key)
+        return entry
+
+    def put(self, kind: str, key: str, result: Dict[str, Any], record: Optional[Dict[str, Any]] = None) -> Path:
+        """Write ``result`` with provenance (versions, timestamp, ``record``) atomically; the path."""
+        entry = {
+            "kind": kind,
+            "key": key,
+            "store_version": STORE_VERSION,
+            "result": result,
+            "versions": library_versions(),
+            "timestamp": datetime.now(timezone.utc).isoformat(),
+            "record": record or {},
+        }
+        self._check_version()
+        path = self.path(kind, key)
+        write_json(path, entry)
+        log.info("result stored: %s", path)
+        return path
+
+    @contextmanager
+    def lock(self, kind: str, key: str) -> Iterator[None]:
+        """Hold the lock of one measurement: look up again inside, compute and ``put`` only if still missing."""
+        path = self.root / ".locks" / kind / f"{key}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(path))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            log.info("another process is computing %s/%s; waiting for its result", kind, key[:12])
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def cached(self, kind: str, parts: Mapping[str, Any], compute: Callable[[], R],
+               parse: Callable[[Dict[str, Any]], R], record: Optional[Dict[str, Any]] = None) -> R:
+        """The stored result of ``kind`` keyed by ``parts``, or ``compute()`` stored the moment it is done.
+
+        ``parse(entry["result"])`` turns a stored payload into the result (and validates it); the
+        computed result must have ``to_dict()``. ``record`` (provenance) is stored beside it.
+        Missing results are computed under the key's lock, after a second look (module docstring).
+        """
+        key = self.key(kind=kind, **parts)
+        entry = self.get(kind, key, validate=parse)
+        if entry is not None:
+            return parse(entry["result"])
+        with self.lock(kind, key):
+            entry = self.get(kind, key, validate=parse, recheck=True)
+            if entry is not None:  # another process stored it while we waited
+                return parse(entry["result"])
+            result = compute()
+            self.put(kind, key, result.to_dict(), record)
+        return result
+
+    def entries(self, kind: str, validate: Optional[Callable[[Dict[str, Any]], Any]] = None) -> List[Dict[str, Any]]:
+        """Every valid entry of ``kind``, in file-name order; invalid files are moved aside."""
+        folder = self.root / kind
+        if not folder.is_dir():
+            return []
+        out = []
+        for path in sorted(folder.glob("*.json")):
+            entry = self._load(path, kind, path.stem, validate)
+            if entry is not None:
+                out.append(entry)
+        return out
+
+    def _load(self, path: Path, kind: str, key: str, validate) -> Optional[Dict[str, Any]]:
+        if not path.exists():
+            return None
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(entry, dict):
+                raise ValueError("not a JSON object")
+            missing = [name for name in _REQUIRED if name not in entry]
+            if missing:
+                raise ValueError(f"missing fields {missing}")
+            if entry["kind"] != kind or entry["key"] != key:
+                raise ValueError(f"holds {entry['kind']}/{entry['key']}, not {kind}/{key}")
+            if entry["store_version"] != STORE_VERSION:
+                raise ValueError(f"store version {entry['store_version']}, expected {STORE_VERSION}")
+            if not isinstance(entry["result"], dict):
+                raise ValueError("result is not a JSON object")
+            if validate is not None:
+                validate(entry["result"])
+        except Exception as err:  # truncated, corrupt, foreign, outdated: recompute, never trust
+            aside = path.with_name(path.name + ".corrupt")
+            log.warning("result store entry %s is unusable (%s: %s); moved to %s, recomputing",
+                        path, type(err).__name__, err, aside.name)
+            os.replace(path, aside)
+            return None
+        return entry

@@ -1,0 +1,15 @@
+"""Every way to name a model, resolved in one place to one ``Model`` (module, identity, label, record, data).
+
+    model.py        the ``Model`` type
+    recipes.py      the zoo file: names -> train.py recipes -> run folders (trained when missing)
+    checkpoints.py  this project's run folders and checkpoint files -> networks, data, labels
+    resolve.py      ``Zoo``: any name -> ``Model`` (zoo entries, sources, paths), labels unique
+
+The zoo sits above ``stir.training`` (it trains missing zoo models and reads run folders), below the
+experiments that use it; ``stir.models.sources`` loads models of other libraries.
+"""
+from stir.zoo.model import Model
+from stir.zoo.recipes import MissingModelError, Recipes, UnknownModelError, load_sourced, load_zoo
+from stir.zoo.resolve import Zoo
+
+__all__ = ["MissingModelError", "Model", "Recipes", "UnknownModelError", "Zoo", "load_sourced", "load_zoo"]

@@ -1,0 +1,169 @@
+"""The zoo file: names -> training recipes -> run folders.
+
+``configs/zoo.yaml`` maps a name to the overrides of ``python train.py`` (and optionally a zoo
+model to warm-start from). A name resolves to the run folder that command writes, so evaluation
+finds exactly what training produced; a missing model is either trained (``train_missing``) or
+reported with the command that trains it. An entry may instead name a model of another source
+(``{source: robustbench:NAME, ...}``, see ``stir.models.sources``): such entries are listed in
+``Recipes.sourced`` and never trained.
+"""
+from __future__ import annotations
+
+import logging
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from omegaconf import OmegaConf
+
+from stir.config.schema import TrainConfig
+from stir.config.store import compose_train
+from stir.training.runs import RecipeMismatchError, RunFolder, recipe_dir
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    train: List[str]  # overrides of train.py
+    init_from: Optional[str] = None  # another zoo name
+
+
+@dataclass(frozen=True)
+class Run:
+    """A zoo name resolved to its run folder: the recipe and the command that trains it."""
+
+    name: str
+    run_dir: Path
+    config: TrainConfig
+    command: str  # the train.py command that makes it
+
+
+# Keys of a zoo entry that names a model of another source (stir.models.sources.SourceOptions).
+SOURCED_KEYS = frozenset({"source", "weights", "tap", "mean", "std", "normalize", "num_classes", "kwargs", "robustbench"})
+
+
+@dataclass(frozen=True)
+class SourcedEntry:
+    """A zoo entry naming a model of another source: the source string and its options."""
+
+    source: str  # e.g. robustbench:Engstrom2019Robustness
+    options: Dict[str, Any]  # SourceOptions fields (robustbench: {dataset, threat_model, model_dir})
+
+
+class UnknownModelError(ValueError):
+    pass
+
+
+class MissingModelError(FileNotFoundError):
+    pass
+
+
+def load_zoo(path: Path) -> Dict[str, Recipe]:
+    raw = OmegaConf.to_container(OmegaConf.load(path))
+    zoo = {}
+    for name, entry in raw.items():
+        if isinstance(entry, dict) and "source" in entry:
+            continue  # another source's model: load_sourced
+        if isinstance(entry, list):
+            zoo[name] = Recipe(train=[str(o) for o in entry])
+        elif isinstance(entry, dict) and set(entry) <= {"train", "init_from"}:
+            zoo[name] = Recipe(train=[str(o) for o in entry.get("train", [])], init_from=entry.get("init_from"))
+        else:
+            raise ValueError(f"{path}: zoo entry {name!r} must be a list of train.py overrides or {{train: [...], init_from: NAME}}")
+    for name, recipe in zoo.items():
+        if recipe.init_from is not None and recipe.init_from not in zoo:
+            raise ValueError(f"{path}: {name}.init_from={recipe.init_from!r} is not a zoo name")
+    return zoo
+
+
+def load_sourced(path: Path) -> Dict[str, SourcedEntry]:
+    """The zoo entries that name models of other sources ({source: PREFIX:NAME, weights: ..., tap: ...})."""
+    raw = OmegaConf.to_container(OmegaConf.load(path))
+    out = {}
+    for name, entry in raw.items():
+        if isinstance(entry, dict) and "source" in entry:
+            unknown = set(entry) - SOURCED_KEYS
+            if unknown:
+                raise ValueError(f"{path}: zoo entry {name!r} has unknown keys {sorted(unknown)}; valid: {sorted(SOURCED_KEYS)}")
+            out[name] = SourcedEntry(source=str(entry["source"]), options={k: v for k, v in entry.items() if k != "source"})
+    return out
+
+
+class Recipes:
+    """Resolve zoo names to run folders under one profile and set of common overrides."""
+
+    def __init__(self, zoo_file: Path, config_dir: Path, profile: str = "full", overrides: Sequence[str] = (),
+                 runs_dir: Optional[str] = None):
+        self.recipes = load_zoo(Path(zoo_file))
+        self.sourced = load_sourced(Path(zoo_file))  # entries naming models of other sources
+        self.zoo_file = Path(zoo_file)
+        self.config_dir = Path(config_dir)
+        self.common = [f"profile={profile}", *overrides] + ([f"runs_dir={runs_dir}"] if runs_dir else [])
+
+    def overrides(self, name: str) -> List[str]:
+        """The full train.py overrides of a zoo name (init_from resolved to its parent's run folder)."""
+        recipe = self._recipe(name)
+        extra = []
+        if recipe.init_from is not None:
+            extra = [f"init_from={self.resolve(recipe.init_from, must_exist=True).run_dir}"]
+        return [*self.common, *recipe.train, *extra]
+
+    def train_config(self, name: str) -> TrainConfig:
+        return compose_train(self.config_dir, self.overrides(name))
+
+    def resolve(self, name: str, must_exist: bool = False) -> Run:
+        recipe = self._recipe(name)
+        if recipe.init_from is not None:
+            parent = self.resolve(recipe.init_from)
+            if not RunFolder(parent.run_dir).finished:
+                raise MissingModelError(
+                    f"zoo model {name!r} is warm-started from {recipe.init_from!r}, which is not trained yet: "
+                    f"run `{parent.command}` first, or pass train_missing=true"
+                )
+        cfg = self.train_config(name)
+        run_dir = recipe_dir(cfg)
+        command = "python train.py " + " ".join(shlex.quote(o) for o in self.overrides(name))
+        model = Run(name=name, run_dir=run_dir, config=cfg, command=command)
+        folder = RunFolder(run_dir)
+        if must_exist and not folder.finished:
+            raise MissingModelError(
+                f"zoo model {name!r} is not trained: no finished run in {run_dir}. Train it with\n    {command}\n"
+                f"or pass train_missing=true to train missing models first"
+            )
+        try:  # the folder must hold this recipe, or evaluation would measure another model
+            folder.check(cfg)
+        except RecipeMismatchError as err:
+            raise RecipeMismatchError(f"zoo model {name!r} (`{command}`): {err}") from None
+        return model
+
+    def ensure(self, name: str, train_missing: bool) -> Run:
+        """Resolve a name to a finished run, training it (and its warm-start parents) if allowed."""
+        if train_missing:
+            recipe = self._recipe(name)
+            if recipe.init_from is not None:
+                self.ensure(recipe.init_from, train_missing=True)
+            model = self.resolve(name)
+            if not RunFolder(model.run_dir).finished:
+                from stir.training.pipeline import train
+
+                log.info("training missing zoo model %s: %s", name, model.command)
+                train(model.config)
+            return model
+        return self.resolve(name, must_exist=True)
+
+    def _recipe(self, name: str) -> Recipe:
+        if name not in self.recipes:
+            raise UnknownModelError(f"unknown zoo name {name!r}{close_matches(name, self.recipes)}")
+        return self.recipes[name]
+
+
+def close_matches(name: str, choices) -> str:
+    """"; did you mean A or B?" for the nearest of ``choices`` (difflib), or a count of them."""
+    import difflib
+
+    near = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.6)
+    if near:
+        return "; did you mean " + " or ".join(repr(n) for n in near) + "?"
+    return f" ({len(list(choices))} names in the zoo file)"

@@ -1,0 +1,176 @@
+"""Any way of naming a model -> one ``Model``: the only place an evaluation turns names into networks.
+
+A name is, in this order: a zoo entry that names a model of another source (``{source: ...}`` in the
+zoo file); a source string (``robustbench:NAME``, ``torchvision:ARCH``, ``timm:ARCH``,
+``python:module:factory``, ``stir.models.sources``); a zoo name (``zoo:NAME`` too), resolved to the
+run folder its recipe trains (trained first with ``train_missing``); an existing run folder or
+checkpoint file. ``tap`` and ``weights`` (evaluate.py's tap1/weights1, tap2/weights2) are options of
+models of other sources; a zoo model is read at other taps with ``layers.taps`` and other weights
+are named by their path.
+
+Labels are unique within one ``Zoo``: a second model that would get a label already given to
+another is told apart (more of its path, or a ``-2`` suffix), so tables, legends and file names
+never mix two models. Two checkpoints of one factory are two models.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+import torch
+
+from stir.config.schema import DataConfig
+from stir.config.validate import ConfigError
+from stir.models import sources
+from stir.models.identity import content_identity
+from stir.models.sources import RobustBenchOptions, SourceError, SourceOptions
+from stir.zoo import checkpoints
+from stir.zoo.model import Model
+from stir.zoo.recipes import Recipes, UnknownModelError, close_matches
+
+log = logging.getLogger(__name__)
+
+ZOO_PREFIX = sources.ZOO + ":"
+Request = Tuple[str, Optional[str], Optional[str]]  # (name, tap, weights)
+
+
+class Zoo:
+    """Resolve model names to ``Model``s on one device; each request is resolved (and loaded) once.
+
+    Args:
+        recipes: the zoo file's recipes (``stir.zoo.recipes.Recipes``).
+        data: the data set of models of other sources (their images X), ``data=`` of evaluate.py.
+        local_source: ``zoo.data_source``, the local data set of bare checkpoints and, by default,
+            of models of other sources.
+        data_overrides: the data.* keys of ``zoo.overrides`` (applied to bare checkpoints too).
+        robustbench: RobustBench's coordinates.  download: let libraries download missing weights.
+        train_missing: train zoo models that have no finished run.  device: where models live.
+    """
+
+    def __init__(self, recipes: Recipes, *, data: DataConfig, local_source: Optional[str] = None,
+                 data_overrides: Optional[Mapping[str, Any]] = None, robustbench: Optional[Mapping[str, Any]] = None,
+                 download: bool = False, train_missing: bool = False, device: torch.device = torch.device("cpu")):
+        self.recipes = recipes
+        self.data = dataclasses.replace(data, source=data.source or local_source)
+        self.local_source = local_source
+        self.data_overrides = dict(data_overrides or {})
+        self.robustbench = dict(robustbench or {})
+        self.download, self.train_missing, self.device = download, train_missing, device
+        self._models: Dict[Request, Model] = {}
+        self._labels: Dict[str, Request] = {}
+
+    def model(self, name: str, tap: Optional[str] = None, weights: Optional[str] = None) -> Model:
+        """The model ``name`` names (module docstring), loaded on the device."""
+        request = (name, tap, weights)
+        if request not in self._models:
+            model = self._resolve(name, tap, weights)
+            model.module = model.module.to(self.device)
+            model.label = self._unique(model.label, request, name)
+            self._models[request] = model
+        return self._models[request]
+
+    def resolved(self) -> Dict[str, Model]:
+        """Every model resolved so far, by label."""
+        return {m.label: m for m in self._models.values()}
+
+    def _resolve(self, name: str, tap: Optional[str], weights: Optional[str]) -> Model:
+        if name in self.recipes.sourced:
+            entry = self.recipes.sourced[name]
+            return self._sourced(entry.source, {**entry.options, **_given(tap, weights)}, label=name)
+        prefix, _ = sources.split_spec(name)
+        if sources.is_sourced(name):
+            return self._sourced(name, _given(tap, weights), label=None)
+        zoo_name = name[len(ZOO_PREFIX):] if name.startswith(ZOO_PREFIX) else name
+        if prefix and prefix != sources.ZOO and zoo_name not in self.recipes.recipes and not Path(name).exists():
+            raise SourceError(f"unknown model source {prefix!r} in {name!r}; sources: {sources.names()} "
+                              f"(zoo:NAME or a bare zoo name for this project's models)")
+        if tap is not None or weights is not None:
+            given = ", ".join(k for k, v in (("tap", tap), ("weights", weights)) if v is not None)
+            raise ConfigError(
+                f"{given} given for {name!r}, a model of this project: these options are for models of other "
+                f"sources ({sources.names()[1:]}); read zoo models at other taps with layers.taps=[...], and give "
+                "other weights as ref=PATH")
+        if zoo_name in self.recipes.recipes:
+            return self._zoo(zoo_name)
+        if Path(name).exists():
+            return self._checkpoint(Path(name))
+        raise UnknownModelError(
+            f"unknown model {name!r}: not a zoo name of {self.recipes.zoo_file}{close_matches(zoo_name, self.recipes.recipes)} "
+            f"and no run folder or checkpoint at {Path(name).resolve()}")
+
+    def _zoo(self, name: str) -> Model:
+        from stir.training.runs import model_artifact_name, recipe_of
+
+        run = self.recipes.ensure(name, train_missing=self.train_missing)
+        module = checkpoints.network(run.run_dir, run.config)
+        identity = content_identity(module)
+        record = {"source": "zoo", "command": run.command, "run_dir": str(run.run_dir), "sha256": identity,
+                  "artifact": f"{model_artifact_name(recipe_of(run.config))}:latest"}
+        return Model(label=name, module=module, identity=identity, record=record, data=run.config.data,
+                     train=run.config, metrics=_metrics(run.run_dir))
+
+    def _checkpoint(self, path: Path) -> Model:
+        module = checkpoints.network(path)
+        identity = content_identity(module)
+        data = checkpoints.data_of(path, self.local_source, self.data_overrides)
+        record = {"source": "checkpoint", "path": str(path.resolve()), "sha256": identity}
+        return Model(label=checkpoints.label_of(path), module=module, identity=identity, record=record, data=data,
+                     metrics=_metrics(checkpoints.run_folder_of(path)))
+
+    def _sourced(self, spec: str, options: Dict[str, Any], label: Optional[str]) -> Model:
+        log.info("model %s: %s", label or spec, spec)
+        loaded = sources.load(spec, self._options(spec, options))
+        return Model(label=label or _source_label(spec, options.get("weights")), module=loaded.module,
+                     identity=loaded.identity, record={"source": sources.split_spec(spec)[0], **loaded.record},
+                     data=self.data)
+
+    def _options(self, spec: str, given: Mapping[str, Any]) -> SourceOptions:
+        """SourceOptions of a model: its zoo entry and tap/weights, then the evaluation's global keys."""
+        options = dict(given)
+        robustbench = {**self.robustbench, **(options.pop("robustbench", None) or {})}
+        for key in ("mean", "std"):
+            if options.get(key) is not None:
+                options[key] = tuple(float(v) for v in options[key])
+        try:
+            return SourceOptions(**options, download=self.download, robustbench=RobustBenchOptions(**robustbench))
+        except TypeError as err:
+            raise ConfigError(f"model {spec!r}: {err}") from err
+
+    def _unique(self, label: str, request: Request, name: str) -> str:
+        """``label``, or a longer one when another model already has it (more of its path, or -2, -3 ...)."""
+        candidate, parts, suffix = label, 2, 1
+        path = Path(name)
+        while candidate in self._labels and self._labels[candidate] != request:
+            if path.exists() and parts < len(checkpoints.run_folder_of(path).parts):
+                parts += 1
+                candidate = checkpoints.label_of(path, parts)
+            else:
+                suffix += 1
+                candidate = f"{label}-{suffix}"
+        self._labels[candidate] = request
+        return candidate
+
+
+def _given(tap: Optional[str], weights: Optional[str]) -> Dict[str, Any]:
+    return {k: v for k, v in (("tap", tap), ("weights", weights)) if v is not None}
+
+
+def _source_label(spec: str, weights: Optional[str]) -> str:
+    """The model name of a source string (``python:pkg.nets:make_net`` -> ``make_net``), with the
+    weights file's stem when one is given (``make_net-run1``)."""
+    _, rest = sources.split_spec(spec)
+    name = rest.rsplit(":", 1)[-1].rsplit(".", 1)[-1] if spec.startswith("python:") else rest
+    if weights and Path(str(weights)).suffix:  # a file, not a library's pretrained tag
+        return f"{name}-{Path(str(weights)).stem}"
+    return f"{name}-{weights}" if weights else name
+
+
+def _metrics(run_dir: Path) -> Dict[str, float]:
+    """Clean / robust test accuracy from a run's metrics.json (empty when there is none)."""
+    f = Path(run_dir) / "metrics.json"
+    if not f.is_file():
+        return {}
+    return {k: v for k, v in json.loads(f.read_text()).items() if k.startswith("test/")}
