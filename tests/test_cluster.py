@@ -29,7 +29,7 @@ TINY_ZOO = [  # tests/evaluation/test_evaluate_entry.py's zoo recipes: width 4, 
     (REPO / "configs/evaluate", "evaluate", ["experiment=architectures", "shard=3", "shards=4"]),
 ])
 def test_the_slurm_launcher_config_composes(config_dir, name, overrides):
-    from stir.config.evaluate_store import register_evaluate_configs
+    from stir.experiments.config import register_evaluate_configs
     from stir.config.store import register_configs
 
     register_configs()

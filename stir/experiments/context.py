@@ -139,8 +139,9 @@ class Context:
         images: Dict[str, Any] = {"split": spec.split, "n": spec.n, "seed": spec.seed, "resampled_per_draw": spec.resample}
         if models:
             data = models[0].data
+            own = models[0].record.get("source") in ("zoo", "checkpoint")
             images.update(data=data.name, source=data.source or f"torchvision {data.name} under {data.root}",
-                          chosen_by=f"the data of {models[0].label}")
+                          chosen_by=f"the training data of {models[0].label}" if own else "data= (a model of another source)")
         return {"config": self.config, "models": {m.label: m.record for m in models}, "images": images}
 
 

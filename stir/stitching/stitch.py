@@ -30,7 +30,8 @@ from torch import Tensor, nn
 from stir.data import sample_indices
 from stir.models import frozen
 from stir.models.identity import tensor_digest
-from stir.models.taps import read_taps
+from stir.models.depth import depth_taps
+from stir.models.taps import LOGITS, read_taps
 from stir.stitching.fit import INITS, Stitched, accuracy, as_images, channel_stats, initialise, train_layer
 from stir.stitching.layers import KINDS, GReLUStitch, build_layer
 
@@ -137,6 +138,9 @@ def stitch(
     """
     if kind not in KINDS:
         raise ValueError(f"unknown stitching layer {kind!r}; choose one of {list(KINDS)}")
+    for model, tap in ((a, tap_a), (b, tap_b)):
+        if tap == LOGITS:  # the output: nothing of B follows it, and A's front would be all of A
+            raise ValueError(f"cannot stitch {type(model).__name__} at {tap!r}; stitchable taps: {depth_taps(model)}")
     settings.check()
     started = time.perf_counter()
     images, labels = train

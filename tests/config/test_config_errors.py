@@ -100,7 +100,7 @@ def test_help_lists_its_own_groups_and_main_keys_that_exist(script, config_dir, 
 
     from omegaconf import OmegaConf
 
-    from stir.config.evaluate_store import register_evaluate_configs
+    from stir.experiments.config import register_evaluate_configs
 
     done = subprocess.run([sys.executable, str(REPO / script), "--help"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and foreign not in done.stdout
@@ -116,13 +116,14 @@ def test_help_lists_its_own_groups_and_main_keys_that_exist(script, config_dir, 
 
 
 @pytest.mark.parametrize("override, message", [
-    ("inversion.batch_size=0", r"inversion.batch_size must be >= 1 \(or null: automatic\), got 0"),
-    ("inversion.memory_gb=-2", r"inversion.memory_gb must be > 0"),
+    ("execution.batch_size=0", r"execution.batch_size must be >= 1 \(or null: automatic\), got 0"),
+    ("execution.memory_gb=-2", r"execution.memory_gb must be > 0"),
     ("inversion.mode=slow", r"inversion.mode must be one of"),
+    ("calibration.ceiling=top", r"calibration.ceiling must be one of"),
 ])
 def test_a_component_configs_own_check_is_a_config_error(override, message):
     """Checks in a component config's __post_init__ reach the user as ConfigError (one line), naming the key."""
-    from stir.config.evaluate_store import compose_evaluate
+    from stir.experiments.config import compose_evaluate
 
     with pytest.raises(ConfigError, match=message):
         compose_evaluate(REPO / "configs" / "evaluate", [override])

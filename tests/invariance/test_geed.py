@@ -5,7 +5,8 @@ import pytest
 import torch
 from torch import nn
 
-from stir.invariance import feature_maps, get_transform, measure_geed, pool, transform_names
+from stir.invariance import get_transform, measure_geed, pool, transform_names
+from stir.models.taps import collect
 from stir.models import build
 from stir.config.schema import ModelConfig
 
@@ -70,7 +71,7 @@ def test_any_conv_with_circular_padding_is_shift_equivariant_and_strided_maps_sh
 def test_vector_taps_have_invariance_only_and_resnet_taps_keep_their_maps():
     net = build(ModelConfig(arch="resnet18", width=4), 10, (0.5,) * 3, (0.25,) * 3).eval()
     x = torch.rand(3, 3, 32, 32, generator=torch.Generator().manual_seed(1))
-    maps = feature_maps(net, x, ["stem", "layer2.1", "penultimate", "logits"])
+    maps = collect(net, x, ["stem", "layer2.1", "penultimate", "logits"], 250, reduce=False)  # unreduced maps
     assert maps["stem"].shape == (3, 4, 32, 32) and maps["layer2.1"].shape == (3, 8, 16, 16)
     assert maps["penultimate"].shape == (3, 32) and maps["logits"].shape == (3, 10)
     res = measure_geed(net, x, ["stem", "penultimate"], ["hflip", "brightness"], noise_levels=(0.0, 0.1))

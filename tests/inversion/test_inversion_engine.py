@@ -8,7 +8,7 @@ from torch import nn
 
 from stir.config.schema import ModelConfig
 from stir.inversion import (
-    InversionConfig, Problem, invert, invert_adversarial, make_seed, relative_distance, seed_generator, solve,
+    ExecutionConfig, InversionConfig, Problem, invert, invert_adversarial, make_seed, relative_distance, seed_generator, solve,
 )
 from stir.models import build
 
@@ -77,7 +77,7 @@ def test_result_fields_shapes_and_consistency():
 def test_batch_size_does_not_change_the_result():
     m, x = _seq(0), _smooth_images(7)
     whole = invert(m, x, "logits", InversionConfig(steps=30, tolerance=0.1))
-    chunked = invert(m, x, "logits", InversionConfig(steps=30, tolerance=0.1, batch_size=3))
+    chunked = invert(m, x, "logits", InversionConfig(steps=30, tolerance=0.1), run=ExecutionConfig(batch_size=3))
     # equal up to rounding: batched kernels sum in another order, and Adam amplifies it a little
     assert torch.allclose(whole.x_prime, chunked.x_prime, atol=1e-4)
     assert torch.allclose(whole.residual, chunked.residual, atol=1e-4)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from invtest_utils import noise_images, tiny_net
-from stir.inversion import InversionConfig, InversionPredictor, PredictionFiles, invert, invert_adversarial
+from stir.inversion import ExecutionConfig, InversionConfig, InversionPredictor, PredictionFiles, invert, invert_adversarial
 from stir.inversion import merge_predictions
 
 
@@ -27,8 +27,8 @@ def _assert_same(a, b):
 def test_predict_matches_invert():
     m1, m2, x = tiny_net(), tiny_net(1), noise_images(5)
     m1.train()  # Lightning's predict loop and the engine must both leave it as it was
-    cfg = InversionConfig(steps=6, batch_size=2, tolerance=0.3)  # three batches of 2, 2, 1
-    predictor = InversionPredictor(m1, "logits", cfg, m2=m2)
+    cfg = InversionConfig(steps=6, tolerance=0.3)
+    predictor = InversionPredictor(m1, "logits", cfg, m2=m2, run=ExecutionConfig(batch_size=2))  # batches of 2, 2, 1
     merged = merge_predictions(_trainer().predict(predictor, predictor.dataloader(x)))
     _assert_same(merged, invert(m1, x, "logits", cfg, m2=m2))
     assert torch.allclose(merged.m2_distance, invert(m1, x, "logits", cfg, m2=m2).m2_distance, atol=1e-5)
@@ -38,8 +38,8 @@ def test_predict_matches_invert():
 
 def test_adversarial_predict_and_per_rank_files(tmp_path):
     m1, m2, x = tiny_net(), tiny_net(1), noise_images(4)
-    cfg = InversionConfig(steps=4, batch_size=3)
-    predictor = InversionPredictor(m1, "logits", cfg, m2=m2, adversarial=True)
+    cfg = InversionConfig(steps=4)
+    predictor = InversionPredictor(m1, "logits", cfg, m2=m2, adversarial=True, run=ExecutionConfig(batch_size=3))
     writer = PredictionFiles(str(tmp_path))
     trainer = _trainer(callbacks=[writer])
     trainer.predict(predictor, predictor.dataloader(x), return_predictions=False)
@@ -57,8 +57,8 @@ def test_inference_mode_is_refused():
 
 
 def test_merge_rejects_missing_or_repeated_rows():
-    cfg = InversionConfig(steps=2, batch_size=2)
-    predictor = InversionPredictor(tiny_net(), "logits", cfg)
+    cfg = InversionConfig(steps=2)
+    predictor = InversionPredictor(tiny_net(), "logits", cfg, run=ExecutionConfig(batch_size=2))
     predictions = _trainer().predict(predictor, predictor.dataloader(noise_images(4)))
     with pytest.raises(ValueError, match="once"):
         merge_predictions(predictions[:1] + predictions[:1])

@@ -47,7 +47,7 @@ def test_unknown_kind_names_the_valid_ones():
 
 
 @pytest.mark.parametrize("bad", [{"mode": "slow"}, {"seed_kind": "noise"}, {"precision": "fp8"},
-                                 {"schedule": "linear"}, {"batch_size": 0}, {"stop_fraction": 0.0}])
+                                 {"schedule": "linear"}, {"stop_fraction": 0.0}])
 def test_config_rejects_unknown_values(bad):
     from stir.inversion import InversionConfig
 

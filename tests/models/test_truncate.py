@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from stir.config.schema import ModelConfig
-from stir.inversion import InversionConfig, invert
+from stir.inversion import ExecutionConfig, InversionConfig, invert
 from stir.models import build, representation
 from stir.models.fake_relu import fake_relu
 from stir.models.truncate import CompiledOnce, TapForward
@@ -64,7 +64,8 @@ def test_a_compilation_that_fails_runs_eagerly(caplog):
 @pytest.mark.slow  # compiles a ResNet18 forward and backward (tens of seconds)
 def test_a_compiled_inversion_equals_the_eager_one_up_to_rounding():
     m, x = _net(), torch.rand(6, 3, 32, 32, generator=torch.Generator().manual_seed(1))
-    cfg = InversionConfig(steps=10, record_steps=(), warn_below=0.0)
-    eager, comp = invert(m, x, "penultimate", cfg), invert(m, x, "penultimate", replace(cfg, compile=True))
+    cfg = InversionConfig(steps=10, record_steps=())
+    eager = invert(m, x, "penultimate", cfg, run=ExecutionConfig(warn_below=0.0))
+    comp = invert(m, x, "penultimate", cfg, run=ExecutionConfig(warn_below=0.0, compile=True))
     assert (eager.x_prime - comp.x_prime).abs().max() < 1e-3
     assert (eager.residual - comp.residual).abs().max() < 1e-4

@@ -3,11 +3,13 @@ negative control, frozen models left untouched, the results store, and clear err
 import pytest
 import torch
 
-from stir.evaluation.store import ResultStore
-from stir.inversion.cache import model_fingerprint
+from stir.models.identity import content_identity
+from stir.models.taps import read_taps, run_from
 from stir.stitching import (
-    ChannelStats, GReLUStitch, StitchSettings, Stitched, accuracy, build_layer, initialise, run_from, stitch, stitch_seeds, tap_output,
+    ChannelStats, GReLUStitch, StitchResult, StitchSettings, Stitched, accuracy, build_layer, data_identity, initialise,
+    stitch, stitch_parts, stitch_seeds,
 )
+from stir.store import ResultStore
 from stitchtest_utils import TinyNet, permuted_scaled_copy, separable_data, trained
 
 NO_TRAINING = StitchSettings(epochs=0, init="identity")
@@ -31,7 +33,7 @@ def test_run_from_with_the_taps_own_output_gives_the_models_logits(net, data):
     x = data[1][0][:16]
     with torch.no_grad():
         for tap in ("block1", "block2"):
-            assert torch.equal(run_from(net, x, tap, tap_output(net, x, tap)), net(x))
+            assert torch.equal(run_from(net, x, tap, read_taps(net, x, [tap])[tap]), net(x))
 
 
 @pytest.mark.parametrize("kind", ["identity", "g_relu"])
@@ -60,7 +62,7 @@ def test_g_relu_recovers_a_known_permutation_and_scaling(net, data):
     x = data[1][0]
     with torch.no_grad():
         assert torch.allclose(other(x), net(x), atol=1e-5)  # the same function
-        z = tap_output(net, x, "block1")
+        z = read_taps(net, x, ["block1"])["block1"]
         assert ((z != z[:1]).flatten(2).any(2).any(0)).all()  # every channel alive: matching is defined
     result = stitch(net, other, "block1", "block1", "g_relu", data[0], data[1], settings=StitchSettings(epochs=0))
     assert result.perm == perm.tolist()
@@ -81,7 +83,7 @@ def test_linear_stitching_of_unrelated_random_nets_is_far_below_trained_models(n
 
 
 def state(model):
-    return (model_fingerprint(model), [m.training for m in model.modules()], [p.requires_grad for p in model.parameters()])
+    return (content_identity(model), [m.training for m in model.modules()], [p.requires_grad for p in model.parameters()])
 
 
 @pytest.mark.parametrize("kind", ["linear", "g_relu", "orthogonal"])
@@ -101,22 +103,32 @@ def test_results_are_stored_keyed_by_everything_and_reused(net, data, tmp_path):
     other = trained(1, data[0])
     store = ResultStore(tmp_path)
     settings = StitchSettings(epochs=1, train_images=128)
-    first = stitch_seeds(net, other, "block2", "block2", "g_relu", data[0], data[1], seeds=[0], settings=settings, store=store)
+    ids = (content_identity(net), content_identity(other))
+    identity = data_identity(*data)
+
+    def stored(a, b, tap, kind, seed, settings, ids=ids):
+        return store.cached("stitching", stitch_parts(ids, (tap, tap), kind, seed, settings, identity),
+                            lambda: stitch(a, b, tap, tap, kind, data[0], data[1], seed=seed, settings=settings),
+                            StitchResult.from_dict)
+
+    first = stored(net, other, "block2", "g_relu", 0, settings)
     files = {p: p.stat().st_mtime_ns for p in (tmp_path / "stitching").glob("*.json")}
     assert len(files) == 1
     # Resume: seed 0 is read back, only seed 1 is computed.
-    both = stitch_seeds(net, other, "block2", "block2", "g_relu", data[0], data[1], seeds=[0, 1], settings=settings, store=store)
-    assert both[0] == first[0] and store.hits == 1
+    both = [stored(net, other, "block2", "g_relu", seed, settings) for seed in (0, 1)]
+    assert both[0] == first and store.hits == 1
     assert all(p.stat().st_mtime_ns == t for p, t in files.items())
     # Every key part makes a new entry: direction (models swapped), tap, layer kind, seed, settings.
-    stitch(other, net, "block2", "block2", "g_relu", data[0], data[1], settings=settings, store=store)
-    stitch(net, other, "block1", "block1", "g_relu", data[0], data[1], settings=settings, store=store)
-    stitch(net, other, "block2", "block2", "linear", data[0], data[1], settings=settings, store=store)
-    stitch(net, other, "block2", "block2", "g_relu", data[0], data[1], settings=StitchSettings(epochs=2, train_images=128), store=store)
+    stored(other, net, "block2", "g_relu", 0, settings, ids=ids[::-1])
+    stored(net, other, "block1", "g_relu", 0, settings)
+    stored(net, other, "block2", "linear", 0, settings)
+    stored(net, other, "block2", "g_relu", 0, StitchSettings(epochs=2, train_images=128))
     assert len(list((tmp_path / "stitching").glob("*.json"))) == 6
     assert store.hits == 1 and store.misses == 6
     # Different seeds fit S on different training subsets: the spread over seeds is real.
     assert both[0].losses != both[1].losses
+    # stitch_seeds is the loop over seeds (identity, which fits nothing, once).
+    assert len(stitch_seeds(net, other, "block2", "block2", "identity", data[0], data[1], seeds=[0, 1])) == 1
 
 
 def test_identity_is_fitted_once_whatever_the_seeds(net, data):

@@ -187,7 +187,7 @@ def test_another_data_source_is_another_recipe(tmp_path, monkeypatch):
 
 
 def test_the_zoo_refuses_a_folder_of_another_recipe(cifar10_root, tmp_path, monkeypatch):
-    from stir.evaluation.zoo import Zoo
+    from stir.zoo import Recipes
 
     args = tiny_train_args(cifar10_root, tmp_path / "runs")
     run_entry_point("train", args, monkeypatch)
@@ -195,7 +195,7 @@ def test_the_zoo_refuses_a_folder_of_another_recipe(cifar10_root, tmp_path, monk
     common = [a for a in args if not a.startswith("runs_dir")]
 
     def zoo(*extra):
-        return Zoo(tmp_path / "zoo.yaml", REPO / "configs", overrides=[*common, *extra], runs_dir=str(tmp_path / "runs"))
+        return Recipes(tmp_path / "zoo.yaml", REPO / "configs", overrides=[*common, *extra], runs_dir=str(tmp_path / "runs"))
 
     assert zoo().resolve("plain", must_exist=True).run_dir == tmp_path / "runs/cifar10/resnet18-w4/vanilla/seed0"
     with pytest.raises(ValueError, match=r"zoo model 'plain'.*different recipe \(optim.lr: 0.1 -> 0.05\)"):

@@ -19,7 +19,7 @@ def workspace(tmp_path_factory, cifar10_root):
     try:
         run_entry_point("evaluate", eval_args(root, cifar10_root, "experiment=invariance", "train_missing=true",
                                               "experiment.models=[vanilla,vanilla_s1,at]", TAPS,
-                                              "invariance.noise=[0.0,0.1]", "logger.wandb.mode=offline"), mp)
+                                              "experiment.noise=[0.0,0.1]", "logger.wandb.mode=offline"), mp)
     finally:
         mp.undo()
     return root
@@ -45,7 +45,7 @@ def test_invariance_writes_the_zoo_table_plots_and_wandb(workspace):
 
 def test_layer_matching_reports_every_measure_and_stir_and_resumes(workspace, cifar10_root, monkeypatch):
     args = eval_args(workspace, cifar10_root, "experiment=layer_matching", "experiment.models=[vanilla,vanilla_s1]",
-                     TAPS, "k=1", "layer_matching.measures=[linear_cka,rbf_cka_0.8,procrustes_distance]")
+                     TAPS, "k=1", "experiment.measures=[linear_cka,rbf_cka_0.8,procrustes_distance]")
     run_entry_point("evaluate", args, monkeypatch)
     out = workspace / "results/layer_matching"
     table = {r["measure"]: r for r in rows(out / "layer_matching.csv")}
@@ -62,8 +62,8 @@ def test_layer_matching_reports_every_measure_and_stir_and_resumes(workspace, ci
 def test_grounding_table_has_a_cell_per_measure_and_test(workspace, cifar10_root, monkeypatch):
     run_entry_point("evaluate", eval_args(
         workspace, cifar10_root, "experiment=grounding", "experiment.models=[vanilla,vanilla_s1]", TAPS, "k=1",
-        "grounding.n_probe=40", "grounding.pc_ks=[1,2,4]", "grounding.n_boot=50",
-        "grounding.measures=[linear_cka,procrustes_distance]", "grounding.robustness_models=[vanilla,vanilla_s1,at]"),
+        "experiment.n_probe=40", "experiment.pc_ks=[1,2,4]", "experiment.n_boot=50",
+        "experiment.measures=[linear_cka,procrustes_distance]", "experiment.robustness_models=[vanilla,vanilla_s1,at]"),
         monkeypatch)
     out = workspace / "results/grounding"
     table = {r["measure"]: r for r in rows(out / "grounding.csv")}
@@ -78,9 +78,9 @@ def test_grounding_table_has_a_cell_per_measure_and_test(workspace, cifar10_root
 
 @pytest.mark.parametrize("extra, message", [
     (["experiment=layer_matching", "experiment.models=[vanilla]"], "at least two seed models"),
-    (["experiment=layer_matching", "layer_matching.measures=[nope]"], "valid names: .*linear_cka"),
-    (["experiment=invariance", "invariance.transforms=[vflip]"], r"choose from \['hflip'"),
-    (["experiment=grounding", "grounding.robustness_models=[vanilla,at]"], "at least 3 distinct models"),
+    (["experiment=layer_matching", "experiment.measures=[nope]"], "valid names: .*linear_cka"),
+    (["experiment=invariance", "experiment.transforms=[vflip]"], r"experiment.transforms: .*choose from \['hflip'"),
+    (["experiment=grounding", "experiment.robustness_models=[vanilla,at]"], "at least 3 distinct models"),
 ])
 def test_bad_input_gets_a_clear_error(workspace, cifar10_root, monkeypatch, extra, message):
     with pytest.raises(ValueError, match=message):

@@ -25,7 +25,8 @@ def args(root: Path, data_root: Path, *extra: str) -> list:
     return [
         f"zoo.overrides=[{overrides}]", f"zoo.runs_dir={root / 'runs'}", f"out_dir={root / 'results'}",
         f"data.root={data_root}", "data.download=false", "data.holdout_size=40",  # images of models of other sources
-        "n=4", "k=1", "iri=arbitrary", "inversion.steps=3", "iri_grid_images=2", "logger.wandb.mode=disabled", *extra,
+        "n=4", "k=1", "iri=arbitrary", "inversion.steps=3", "iri_grid_images=2", "logger.wandb.mode=disabled",
+        "calibration.permutations=2", "calibration.resamples=20", *extra,
     ]
 
 
@@ -46,11 +47,12 @@ def workspace(tmp_path_factory, cifar10_root):
 
 
 def test_zoo_model_against_a_python_factory(workspace):
-    (row,) = rows(workspace / "results/pair_vanilla_vs_python-source_nets-functional_head/pairs.csv")
+    (row,) = rows(workspace / "results/pair_vanilla_vs_functional_head/pairs.csv")  # labels: the factory's name
     assert 0 <= float(row["stir_m2_given_m1"]) <= 1 and 0 <= float(row["stir_m1_given_m2"]) <= 1
     entry = json.loads(next((workspace / "results/store/direction").glob("*.json")).read_text())
     record = entry["record"]
-    assert record["models"][FACTORY]["taps"]["penultimate"] == "head:input"
+    assert record["models"]["functional_head"]["taps"]["penultimate"] == "head:input"
+    assert record["models"]["functional_head"]["spec"] == FACTORY
     assert record["models"]["vanilla"]["command"].startswith("python train.py")
     assert record["images"]["chosen_by"] == "the training data of vanilla"
 
@@ -74,13 +76,13 @@ def test_torchvision_ref_with_a_weights_file_and_an_explicit_target_tap(workspac
     torch.save(torchvision.models.resnet18(num_classes=10).state_dict(), tmp_path / "r18.pt")
     run_entry_point("evaluate", args(workspace, cifar10_root, "ref=torchvision:resnet18", f"weights1={tmp_path / 'r18.pt'}",
                                      f"target={FACTORY}", "tap2=body.2", f"out_dir={tmp_path / 'out'}"), monkeypatch)
-    out = tmp_path / "out/pair_torchvision-resnet18_vs_python-source_nets-functional_head"
+    out = tmp_path / "out/pair_resnet18-r18_vs_functional_head"  # the model's name and its weights file's stem
     (row,) = rows(out / "pairs.csv")
     assert 0 <= float(row["stir_m2_given_m1"]) <= 1
     record = json.loads(next((tmp_path / "out/store/direction").glob("*.json")).read_text())["record"]
-    tv = record["models"]["torchvision:resnet18"]
+    tv = record["models"]["resnet18-r18"]
     assert tv["weights"] == str(tmp_path / "r18.pt") and tv["normalization"]["std"] == [0.229, 0.224, 0.225]
-    assert record["models"][FACTORY]["taps"]["penultimate"] == "body.2"
+    assert record["models"]["functional_head"]["taps"]["penultimate"] == "body.2"
     assert record["images"]["chosen_by"].startswith("data=") and record["images"]["data"] == "cifar10"
 
 
@@ -89,10 +91,10 @@ def test_robustbench_ref_against_vanilla_reads_its_layout(workspace, cifar10_roo
     run_entry_point("evaluate", args(workspace, cifar10_root, f"ref=robustbench:{RB_NAME}", "target=vanilla",
                                      f"robustbench.model_dir={tmp_path / 'models'}", f"out_dir={tmp_path / 'out'}"),
                     monkeypatch)
-    (row,) = rows(tmp_path / f"out/pair_robustbench-{RB_NAME}_vs_vanilla/pairs.csv")
+    (row,) = rows(tmp_path / f"out/pair_{RB_NAME}_vs_vanilla/pairs.csv")
     assert 0 <= float(row["stir_m2_given_m1"]) <= 1 and 0 <= float(row["stir_m1_given_m2"]) <= 1
     record = json.loads(next((tmp_path / "out/store/direction").glob("*.json")).read_text())["record"]
-    rb = record["models"][f"robustbench:{RB_NAME}"]
+    rb = record["models"][RB_NAME]
     assert rb["weights"] == [str(file)] and rb["threat_model"] == "L2" and rb["taps"]["penultimate"] == "linear:input"
 
 
@@ -112,7 +114,7 @@ def test_zoo_entries_of_other_sources_share_a_matrix_with_zoo_models(workspace, 
     "extra, error, message",
     [
         (["ref=keras:resnet50"], SourceError, r"unknown model source 'keras'.*sources: \['zoo', 'robustbench'"),
-        (["ref=at", "tap1=fc:input"], ValueError, r"tap1 given for 'at', a zoo model.*layers.taps="),
+        (["ref=at", "tap1=fc:input"], ValueError, r"tap given for 'at', a model of this project.*layers.taps="),
         (["ref=python:source_nets:feature_maps"], SourceError, r"must return \(n, classes\) logits"),
         ([f"ref={FACTORY}", "tap1=nosuch"], ValueError, r"unknown tap 'nosuch'.*valid taps: \[.*'head'"),
         (["ref=torchvision:resnet18", "weights1=IMAGENET1K_V1"], SourceError, r"looked in .*download_weights=true"),
@@ -123,3 +125,19 @@ def test_bad_input_gets_a_clear_error(workspace, cifar10_root, tmp_path, monkeyp
     with pytest.raises(error, match=message):
         run_entry_point("evaluate", args(workspace, cifar10_root, "target=vanilla", *extra,
                                          f"out_dir={tmp_path / 'out'}"), monkeypatch)
+
+
+def test_two_checkpoints_of_one_factory_are_a_pair(workspace, cifar10_root, tmp_path, monkeypatch):
+    """The same python: factory as ref and target with two weights files: two models, two labels."""
+    import source_nets
+
+    for seed, name in ((0, "run1"), (1, "run2")):
+        torch.manual_seed(seed)
+        torch.save(source_nets.functional_head().state_dict(), tmp_path / f"{name}.pt")
+    run_entry_point("evaluate", args(workspace, cifar10_root, f"ref={FACTORY}", f"weights1={tmp_path / 'run1.pt'}",
+                                     f"target={FACTORY}", f"weights2={tmp_path / 'run2.pt'}",
+                                     f"out_dir={tmp_path / 'out'}"), monkeypatch)
+    out = tmp_path / "out/pair_functional_head-run1_vs_functional_head-run2"
+    (row,) = rows(out / "pairs.csv")
+    assert (row["ref"], row["target"]) == ("functional_head-run1", "functional_head-run2")
+    assert row["ref_id"] != row["target_id"] and 0 <= float(row["stir_m2_given_m1"]) <= 1

@@ -5,13 +5,19 @@ import pytest
 import torch
 from torch import nn
 
-from stir.evaluation import (
-    DirectionResult, ResultStore, SimilarityResult, direction_key, evaluate_direction, evaluate_pair, make_plan,
-    similarity_key,
-)
-from stir.inversion import InversionConfig
+from stir.inversion import ExecutionConfig, InversionConfig
+from stir.inversion.config import ControversialConfig
+from stir.measure import CalibrationConfig, DirectionResult, Estimator, SimilarityResult, evaluate_direction, evaluate_pair, make_plan
+from stir.measure.plan import DIRECTION, SIMILARITY, direction_parts, similarity_parts
+from stir.store import STORE_VERSION, ResultStore
 
-FAST = InversionConfig(mode="fast", steps=20, lr=0.05, seed=0, warn_below=0.0, min_fraction_iri=0.0)
+FAST_INVERSION = InversionConfig(mode="fast", steps=20, lr=0.05, seed=0)
+FEW = CalibrationConfig(permutations=2, resamples=20)
+QUIET = ExecutionConfig(warn_below=0.0)
+
+
+def estimator(**kw) -> Estimator:
+    return Estimator(**{"k": 2, "iri": "arbitrary", "inversion": FAST_INVERSION, "calibration": FEW, **kw})
 
 
 class Killed(Exception):
@@ -43,8 +49,7 @@ def images() -> torch.Tensor:
 
 
 def run_pair(store, images, m1, m2, **kw):
-    kw = {"k": 2, "iri": "arbitrary", "inversion": FAST, **kw}
-    return evaluate_pair(m1, m2, images, "logits", "logits", store=store, **kw)
+    return evaluate_pair(m1, m2, images, "logits", "logits", estimator(), run=QUIET, store=store, **kw)
 
 
 def test_second_call_is_served_from_the_store_without_any_forward_pass(tmp_path, images):
@@ -59,12 +64,16 @@ def test_second_call_is_served_from_the_store_without_any_forward_pass(tmp_path,
     second = run_pair(store, images, m1, m2, names=("a", "b"))
     assert (store.hits, store.misses) == (3, 3)  # misses unchanged: nothing recomputed
     assert m1.forwards == 0 and m2.forwards == 0  # no inversion, no representation
-    assert second.to_dict() == {**first.to_dict(), "ref": "a", "target": "b"}  # names are display only
+    assert (second.ref, second.target) == ("a", "b")  # names are display only
+    for d in ("m2|m1", "m1|m2"):
+        assert second.get(d).stir == first.get(d).stir and second.get(d).calibration == first.get(d).calibration
+    assert second.similarity.value == first.similarity.value
 
     entries = store.entries("direction")
     assert len(entries) == 2 and all(e["record"] == {"run": "unit"} for e in entries)
     assert all("torch" in e["versions"] and e["timestamp"] for e in entries)
-    assert {DirectionResult.from_dict(e["result"]).stir.values == first.stir_m2_given_m1.values for e in entries} == {True, False}
+    assert {DirectionResult.from_dict(e["result"]).stir.values == first.stat("m2|m1", "stir").values for e in entries} == {True, False}
+    assert (tmp_path / "VERSION").read_text().strip() == str(STORE_VERSION)
 
 
 def test_a_truncated_entry_is_moved_aside_recomputed_and_rewritten(tmp_path, images):
@@ -76,7 +85,7 @@ def test_a_truncated_entry_is_moved_aside_recomputed_and_rewritten(tmp_path, ima
 
     second = run_pair(store, images, m1, m2, directions=("m2|m1",))
     assert store.misses == 2 + 1 and store.hits == 1  # the similarity hit; the direction recomputed
-    assert second.stir_m2_given_m1 == first.stir_m2_given_m1
+    assert second.stat("m2|m1", "stir") == first.stat("m2|m1", "stir")
     assert json.loads(path.read_text())["result"]["stir"] is not None  # rewritten, whole
     assert path.with_name(path.name + ".corrupt").exists()
 
@@ -97,40 +106,48 @@ def test_entries_that_parse_but_do_not_validate_are_not_trusted(tmp_path):
 
 def test_every_result_relevant_setting_changes_the_key_and_nothing_else_does(images):
     ids, taps = ("id1", "id2"), ("logits", "logits")
-    base = direction_key(make_plan(images, "linear_cka", 2, "both", InversionConfig()), ids, taps)
 
-    def key(images=images, measure="linear_cka", k=2, iri="both", ids=ids, taps=taps, **cfg):
-        return direction_key(make_plan(images, measure, k, iri, InversionConfig(**cfg)), ids, taps)
+    def key(images=images, ids=ids, taps=taps, run=None, difficulty=None, calibration=None, min_fraction_iri=0.0,
+            measure="linear_cka", k=2, iri="both", **cfg):
+        e = Estimator(measure=measure, k=k, iri=iri, inversion=InversionConfig(**cfg), min_fraction_iri=min_fraction_iri,
+                      difficulty=difficulty or ControversialConfig(), calibration=calibration or CalibrationConfig())
+        return ResultStore.key(kind=DIRECTION, **direction_parts(make_plan(images, e, run), ids, taps))
 
+    base = key()
     changed = [
         key(k=3), key(measure="rbf_cka"), key(iri="arbitrary"), key(seed=1), key(steps=10), key(tolerance=0.05),
         key(mode="fast"), key(taps=("logits", "body.1")), key(fake_relu=False), key(record_steps=(5,)),
         key(adversarial_objective="paper"), key(min_fraction_iri=0.5), key(ids=("id2", "id1")), key(images=images[:4]),
-        key(images=images.flip(0)),
+        key(images=images.flip(0)), key(difficulty=ControversialConfig(steps=7)),
+        key(calibration=CalibrationConfig(resamples=10)), key(calibration=CalibrationConfig(ceiling="same_draws")),
+        key(images=[images, images.flip(0)]), key(fold_batch_norm=False),
     ]
     assert base not in changed and len(set(changed)) == len(changed)
-    from stir.inversion.config import ControversialConfig
+    # How it runs is in no key.
+    assert key(run=ExecutionConfig(batch_size=3, cache_dir="/tmp/x", progress=True, warn_below=0.1, compile=True)) == base
 
-    assert direction_key(make_plan(images, "linear_cka", 2, "both", InversionConfig(), ControversialConfig(steps=7)),
-                         ids, taps) != base  # difficulty settings are in the key of adversarial results
-    assert direction_key(make_plan([images, images.flip(0)], "linear_cka", 2, "both", InversionConfig()), ids, taps) != base
-    assert key(batch_size=3, cache_dir="/tmp/x", progress=True, warn_below=0.1) == base
+    # One description of the inversion for the store and the inversion cache: the cache's own.
+    e = Estimator(iri="both")
+    plan = make_plan(images, e)
+    assert direction_parts(plan, ids, taps)["inversion"] == {
+        "arbitrary": e.inversion.key_settings(False, "32"), "adversarial": e.inversion.key_settings(True, "32")}
 
     # The plain similarity has no direction for a symmetric measure, and ignores the inversion settings.
-    plan = make_plan(images, "linear_cka", 2, "both", InversionConfig())
-    assert similarity_key(plan, ids, taps) == similarity_key(plan, ids[::-1], taps[::-1])
-    assert similarity_key(plan, ids, taps) == similarity_key(make_plan(images, "linear_cka", 5, "arbitrary", InversionConfig(seed=9)), ids, taps)
-    asym = make_plan(images, "linear_regression", 2, "both", InversionConfig())
-    assert similarity_key(asym, ids, taps) != similarity_key(asym, ids[::-1], taps[::-1])
+    sim = lambda plan, ids, taps: ResultStore.key(kind=SIMILARITY, **similarity_parts(plan, ids, taps))  # noqa: E731
+    assert sim(plan, ids, taps) == sim(plan, ids[::-1], taps[::-1])
+    other = make_plan(images, Estimator(k=5, iri="arbitrary", inversion=InversionConfig(seed=9)))
+    assert sim(plan, ids, taps) == sim(other, ids, taps)
+    asym = make_plan(images, Estimator(measure="linear_regression"))
+    assert sim(asym, ids, taps) != sim(asym, ids[::-1], taps[::-1])
 
 
 def test_a_pair_reuses_the_direction_a_matrix_already_stored(tmp_path, images):
     m1, m2 = Counting(0), Counting(1)
     store = ResultStore(tmp_path)
-    direction = evaluate_direction(m1, m2, images, "logits", "logits", k=2, iri="arbitrary", inversion=FAST, store=store)
+    direction = evaluate_direction(m1, m2, images, "logits", "logits", estimator(), run=QUIET, store=store)
     pair = run_pair(store, images, m1, m2, directions=("m2|m1",))
     assert store.hits == 1  # the direction; only the similarity was computed
-    assert pair.stir_m2_given_m1 == direction.stir
+    assert pair.stat("m2|m1", "stir") == direction.stir
 
 
 def test_resume_after_a_kill_computes_only_what_is_missing(tmp_path, images):
@@ -138,7 +155,7 @@ def test_resume_after_a_kill_computes_only_what_is_missing(tmp_path, images):
     targets[2].die_after = 3  # past the input check and tgt(X): killed inside the first draw
 
     def sweep(store):
-        return [evaluate_direction(ref, t, images, "logits", "logits", k=2, iri="both", inversion=FAST,
+        return [evaluate_direction(ref, t, images, "logits", "logits", estimator(iri="both"), run=QUIET,
                                    names=("ref", f"t{i}"), store=store) for i, t in enumerate(targets)]
 
     with pytest.raises(Killed):
@@ -157,15 +174,17 @@ def test_resume_after_a_kill_computes_only_what_is_missing(tmp_path, images):
 
 
 def test_the_references_arbitrary_iris_are_inverted_once_for_all_targets(tmp_path, images):
-    """With ``inversion.cache_dir`` the engine's cache (keyed without the target) serves every target."""
+    """With ``execution.cache_dir`` the engine's cache (keyed without the target) serves every target."""
     ref = Counting(0)
-    cfg = InversionConfig(mode="fast", steps=20, lr=0.05, seed=0, warn_below=0.0, min_fraction_iri=0.0, early_stop=False, cache_dir=str(tmp_path))
-    first = evaluate_direction(ref, Counting(1), images, "logits", "logits", k=2, iri="arbitrary", inversion=cfg)
+    e = estimator(inversion=InversionConfig(mode="fast", steps=20, lr=0.05, seed=0, early_stop=False),
+                  calibration=CalibrationConfig(ceiling="same_draws", permutations=2, resamples=20))
+    run = ExecutionConfig(warn_below=0.0, cache_dir=str(tmp_path))
+    first = evaluate_direction(ref, Counting(1), images, "logits", "logits", e, run=run)
     inverting = ref.forwards
     assert inverting >= 20 + 1  # both draws as one batch: 20 gradient steps and the final evaluation
     ref.forwards = 0
-    second = evaluate_direction(ref, Counting(2), images, "logits", "logits", k=2, iri="arbitrary", inversion=cfg)
-    assert ref.forwards <= 1 + 2  # the input check and one prediction pass per draw: no inversion
+    second = evaluate_direction(ref, Counting(2), images, "logits", "logits", e, run=run)
+    assert ref.forwards <= 1 + 2 + 1  # the input check, one pass per draw, ref(X) for the calibration: no inversion
     assert second.quality["arbitrary"]["median_residual"] == first.quality["arbitrary"]["median_residual"]
 
 
@@ -187,7 +206,7 @@ def test_a_second_process_waits_for_the_key_and_reuses_the_first_ones_result(tmp
     shared = ResultStore(tmp_path / "shared")
     repo = Path(__file__).resolve().parents[2]
     with shared.lock("direction", entry.stem):  # process 1 computing
-        proc = subprocess.Popen([sys.executable, str(Path(store_worker.__file__)), str(shared.root)],
+        proc = subprocess.Popen([sys.executable, str(Path(store_worker.__file__)), "direction", str(shared.root)],
                                 env={**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"},
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         lines = []
@@ -206,3 +225,44 @@ def test_a_second_process_waits_for_the_key_and_reuses_the_first_ones_result(tmp
     assert proc.returncode == 0, err[-2000:]
     assert out.split() == ["1", "0"]  # one hit, no miss: nothing computed
     assert "waiting for its result" in err and "result stored" not in err
+
+
+def test_processes_racing_for_one_missing_entry_compute_it_once(tmp_path):
+    """Three real processes, all started before any can finish, ask for the same missing entry: exactly
+    one computes it (the others wait on its lock and read it), and all get the same value."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import store_worker
+
+    repo = Path(__file__).resolve().parents[2]
+    rendezvous = tmp_path / "rendezvous"
+    rendezvous.mkdir()
+    racers = 3
+    procs = [subprocess.Popen([sys.executable, str(Path(store_worker.__file__)), "race", str(tmp_path / "store"),
+                               str(rendezvous), str(racers)],
+                              env={**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(racers)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-1000:] for _, err in outs]
+    computed = (rendezvous / "computed").read_text().split()
+    assert len(computed) == 1  # one computation
+    assert {out.strip() for out, _ in outs} == {f"{float(computed[0])}"}  # every racer got that process's value
+    assert len(list((tmp_path / "store" / "race").glob("*.json"))) == 1
+
+
+def test_an_older_store_version_is_said_once_and_not_reused(tmp_path, caplog):
+    import logging
+
+    old = tmp_path / "direction"
+    old.mkdir(parents=True)
+    (old / ("0" * 64 + ".json")).write_text("{}")  # an entry written before the VERSION marker
+    store = ResultStore(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        assert store.get("direction", "1" * 64) is None
+        assert store.get("direction", "2" * 64) is None
+    said = [r.getMessage() for r in caplog.records if "store version" in r.getMessage()]
+    assert len(said) == 1 and "2 or earlier" in said[0] and "computed again" in said[0]
+    assert (tmp_path / "VERSION").read_text().strip() == str(STORE_VERSION)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from stir.evaluation.layer_matching import (
+from stir.judging.layer_matching import (
     LayerMatchingResult, best_matches, layer_matching, matched, measure_names, similarity_grid,
 )
 

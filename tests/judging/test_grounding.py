@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from stir.evaluation.grounding import (
+from stir.judging.grounding import (
     GroundingTest, delete_top_pcs, depth_test, dissimilarity, pc_deletion_test, probe_accuracy, rank_correlation,
 )
 
@@ -79,7 +79,7 @@ def test_depth_test_pairs_every_representation():
 def test_bottom_pc_deletion_removes_the_smallest_components():
     s = np.array([8.0, 4.0, 2.0, 1.0, 0.5])
     x = known_spectrum(s=tuple(s))
-    from stir.evaluation.grounding import delete_pcs
+    from stir.judging.grounding import delete_pcs
 
     xk = delete_pcs(x, 2, "bottom")
     assert np.allclose(torch.linalg.svdvals(xk - xk.mean(dim=0))[:3].numpy(), s[:3], atol=1e-9)

@@ -6,18 +6,18 @@ from pathlib import Path
 import pytest
 
 from conftest import run_entry_point
-from stir.config.evaluate_store import compose_evaluate
 from stir.config.store import compose_train
-from stir.evaluation.zoo import load_zoo
+from stir.experiments.config import compose_evaluate
 from stir.models import build
-from stir.stitching import stitchable_taps
+from stir.models.depth import depth_taps
+from stir.zoo import load_zoo
 
 from test_evaluate_entry import eval_args, store_files
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
 TINY = ["experiment=stitching", "experiment.pairs=[[vanilla,vanilla_s1]]", "layers.taps=[layer1.1,penultimate]",
-        "stitching.train_images=40", "stitching.test_images=20", "stitching.epochs=1", "stitching.seeds=[0,1]",
+        "experiment.train_images=40", "experiment.test_images=20", "experiment.epochs=1", "experiment.seeds=[0,1]",
         "iri=arbitrary"]
 
 
@@ -54,7 +54,7 @@ def test_stitching_writes_a_row_per_direction_tap_and_layer_with_stir_beside_it(
     entries = list((workspace / "results/store/stitching").glob("*.json"))
     assert len(entries) == 20
     entry = json.loads(entries[0].read_text())
-    assert set(entry["record"]["models"]) == {"vanilla", "vanilla_s1"} and entry["record"]["config"]["stitching"]["epochs"] == 1
+    assert set(entry["record"]["models"]) == {"vanilla", "vanilla_s1"} and entry["record"]["config"]["experiment"]["epochs"] == 1
     # STIR per direction and tap, and the row "A -> B" carries STIR(B|A): A is the reference.
     directions = [json.loads(p.read_text())["result"] for p in (workspace / "results/store/direction").glob("*.json")]
     assert len(directions) == 4
@@ -73,20 +73,20 @@ def test_rerun_recomputes_nothing(workspace, cifar10_root, monkeypatch):
 
 @pytest.mark.slow
 def test_an_unknown_layer_kind_lists_the_choices(workspace, cifar10_root, monkeypatch):
-    with pytest.raises(ValueError, match=r"stitching.kinds=\['affine'\]: each must be one of \['identity', 'linear', 'g_relu'"):
-        run_entry_point("evaluate", eval_args(workspace, cifar10_root, *TINY, "stitching.kinds=[affine]"), monkeypatch)
+    with pytest.raises(ValueError, match=r"experiment.kinds=\['affine'\]: each must be one of \['identity', 'linear', 'g_relu'"):
+        run_entry_point("evaluate", eval_args(workspace, cifar10_root, *TINY, "experiment.kinds=[affine]"), monkeypatch)
 
 
 @pytest.mark.parametrize("profile", ["full", "cpu"])
 def test_stitching_preset_taps_exist_in_every_model(profile):
-    cfg = compose_evaluate(CONFIGS / "evaluate", ["experiment=stitching", f"profile={profile}"])
-    assert cfg.experiment.kind == "stitching" and {"linear", "g_relu"} <= set(cfg.stitching.kinds)
-    assert [sorted(p) for p in cfg.experiment.pairs] == [["vanilla", "vanilla_s1"], ["at", "at_s1"], ["at", "vanilla"]]
+    cfg, exp = compose_evaluate(CONFIGS / "evaluate", ["experiment=stitching", f"profile={profile}"])
+    assert exp.kind == "stitching" and {"linear", "g_relu"} <= set(exp.kinds)
+    assert [sorted(p) for p in exp.pairs] == [["vanilla", "vanilla_s1"], ["at", "at_s1"], ["at", "vanilla"]]
     zoo = load_zoo(CONFIGS / "zoo.yaml")
-    for name in {m for pair in cfg.experiment.pairs for m in pair}:
+    for name in {m for pair in exp.pairs for m in pair}:
         train = compose_train(CONFIGS, [f"profile={profile}", *zoo[name].train])
-        taps = stitchable_taps(build(train.model, train.data.num_classes, (0.5,) * 3, (0.25,) * 3))
+        taps = depth_taps(build(train.model, train.data.num_classes, (0.5,) * 3, (0.25,) * 3))
         if cfg.layers.taps != "all":
             assert set(cfg.layers.taps) <= set(taps), f"{name}: {sorted(set(cfg.layers.taps) - set(taps))} not among {taps}"
     if profile == "cpu":
-        assert cfg.stitching.train_images <= cfg.stitching.test_images <= 1000 and len(cfg.stitching.seeds) >= 2
+        assert exp.train_images <= exp.test_images <= 1000 and len(exp.seeds) >= 2

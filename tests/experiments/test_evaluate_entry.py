@@ -18,8 +18,8 @@ def eval_args(root: Path, data_root: Path, *extra: str) -> list:
     overrides = ",".join(f'"{o}"' for o in [f"data.root={data_root}", *ZOO_OVERRIDES])
     return [
         f"zoo.overrides=[{overrides}]", f"zoo.runs_dir={root / 'runs'}", f"out_dir={root / 'results'}",
-        "n=12", "k=2", "inversion.steps=15", "inversion.tolerance=0.05", "inversion.min_fraction_iri=0", "iri_grid_images=4",
-        "logger.wandb.mode=disabled", *extra,
+        "n=12", "k=2", "inversion.steps=15", "inversion.tolerance=0.05", "min_fraction_iri=0", "iri_grid_images=4",
+        "calibration.permutations=4", "calibration.resamples=50", "logger.wandb.mode=disabled", *extra,
     ]
 
 
@@ -132,7 +132,9 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
 @pytest.mark.parametrize(
     "extra, error, message",
     [
-        (["ref=nosuchmodel"], ValueError, r"unknown model 'nosuchmodel'.*zoo names: \[.*'at'"),
+        (["ref=nosuchmodel"], ValueError, r"unknown model 'nosuchmodel': not a zoo name of .*zoo.yaml \(\d+ names in the zoo "
+                                          r"file\) and no run folder or checkpoint at .*nosuchmodel$"),
+        (["ref=vanila"], ValueError, r"unknown model 'vanila': .*did you mean 'vanilla'"),
         (["layers.taps=[nosuchtap]"], ValueError, r"unknown tap 'nosuchtap'.*valid taps"),
         (["layers.reduce=max"], ValueError, r"layers.reduce='max' is not a valid choice.*spatial_mean"),
         (["n=100000"], ValueError, r"cannot sample n=100000 images"),
@@ -213,21 +215,21 @@ def test_a_bare_weights_file_takes_its_images_from_zoo_data_source(tmp_path):
     import torch
 
     from conftest import REPO
-    from stir.config.evaluate_store import compose_evaluate
     from stir.config.schema import ModelConfig
     from stir.data import synthetic
-    from stir.evaluation.session import Session
+    from stir.experiments.config import compose_evaluate
+    from stir.experiments.context import open_context
     from stir.models import build, channel_stats
 
     net = build(ModelConfig(width=4), 10, *channel_stats("cifar10"))
     torch.save({"state_dict": net.state_dict(), "model": {"arch": "resnet18", "width": 4}, "data": "cifar10",
                 "num_classes": 10}, tmp_path / "weights.pt")
     synthetic.write_image_folder(tmp_path / "images", n_train=30, n_test=10, seed=0)
-    cfg = compose_evaluate(REPO / "configs/evaluate", [f"ref={tmp_path / 'weights.pt'}", f"target={tmp_path / 'weights.pt'}",
-                                                       f"zoo.data_source={tmp_path / 'images'}", "n=8",
-                                                       'zoo.overrides=["data.holdout_size=10"]']
-                           + [f"out_dir={tmp_path / 'results'}"])
-    session = Session.open(cfg, repo=REPO)
-    data = session.data_config(str(tmp_path / "weights.pt"))
-    assert data.source == str(tmp_path / "images") and data.num_classes == 10
-    assert session.images(str(tmp_path / "weights.pt")).shape == (8, 3, 32, 32)
+    cfg, experiment = compose_evaluate(REPO / "configs/evaluate", [
+        f"ref={tmp_path / 'weights.pt'}", f"target={tmp_path / 'weights.pt'}", f"zoo.data_source={tmp_path / 'images'}",
+        "n=8", 'zoo.overrides=["data.holdout_size=10"]', f"out_dir={tmp_path / 'results'}"])
+    ctx = open_context(cfg, experiment, repo=REPO)
+    model = ctx.role("ref")
+    assert model.data.source == str(tmp_path / "images") and model.data.num_classes == 10 and model.data.holdout_size == 10
+    assert ctx.images(model).shape == (8, 3, 32, 32)
+    assert model.label == f"{tmp_path.parent.name}/{tmp_path.name}"  # the recipe part of its path (weights.pt: no stem)

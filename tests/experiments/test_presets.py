@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from stir.config.evaluate_store import compose_evaluate
 from stir.config.store import compose_train
-from stir.evaluation.zoo import load_sourced, load_zoo
+from stir.experiments.config import compose_evaluate as compose_both
 from stir.models import build, sources
+from stir.models.depth import layer_pairs
+from stir.zoo import load_sourced, load_zoo
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
@@ -20,10 +21,25 @@ SOURCED = load_sourced(CONFIGS / "zoo.yaml")  # entries naming models of other s
 PRESETS = sorted(p.stem for p in (CONFIGS / "evaluate/experiment").glob("*.yaml") if p.stem != "pair")
 
 
+class Composed:
+    """The common settings with the kind's config as ``experiment`` (what evaluate.py runs)."""
+
+    def __init__(self, common, experiment):
+        self._common, self.experiment = common, experiment
+
+    def __getattr__(self, name):
+        return getattr(self._common, name)
+
+
+def compose_evaluate(config_dir, overrides) -> Composed:
+    return Composed(*compose_both(config_dir, overrides))
+
+
 def models_of(experiment) -> list:
-    names = [m for pair in experiment.pairs for m in pair] + list(experiment.models)
-    names += [m for chain in experiment.chains.values() for m in chain]
-    names += list((experiment.seed_twins or {}).values())
+    names = [m for pair in getattr(experiment, "pairs", []) for m in pair] + list(getattr(experiment, "models", []))
+    names += [m for chain in getattr(experiment, "chains", {}).values() for m in chain]
+    names += list(getattr(experiment, "seed_twins", {}).values())
+    names += list(getattr(experiment, "robustness_models", []))
     return list(dict.fromkeys(names))
 
 
@@ -75,8 +91,6 @@ def test_incremental_chains_have_nine_sizes_from_scratch_and_a_warm_variant(prof
 
 @pytest.mark.parametrize("profile", ["full", "cpu"])
 def test_layer_preset_reads_the_original_code_taps_of_every_model(profile):
-    from stir.evaluation.layers import layer_pairs
-
     cfg = compose_evaluate(CONFIGS / "evaluate", ["experiment=layers", f"profile={profile}"])
     assert cfg.layers.taps == "original" and cfg.layers.reduce == "flatten"
     assert (cfg.layers.count is None) == (profile == "full")

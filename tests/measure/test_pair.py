@@ -5,11 +5,18 @@ import pytest
 import torch
 from torch import nn
 
-from stir.evaluation import evaluate_direction, evaluate_pair
-from stir.inversion import InversionConfig
+from stir.experiments.rows import pair_row
+from stir.inversion import ExecutionConfig, InversionConfig
+from stir.measure import CalibrationConfig, Estimator, evaluate_direction, evaluate_pair
 
 # Fast-mode inversions that converge on these tiny models within a few dozen steps (CPU, fp32).
-FAST = InversionConfig(mode="fast", steps=60, lr=0.05, seed=0, warn_below=0.0, min_fraction_iri=0.0)
+FAST = InversionConfig(mode="fast", steps=60, lr=0.05, seed=0)
+QUIET = ExecutionConfig(warn_below=0.0)  # no note about IRIs below a fraction
+FEW = CalibrationConfig(permutations=4, resamples=50)  # calibration at test cost
+
+
+def est(**kw) -> Estimator:
+    return Estimator(**{"inversion": FAST, "calibration": FEW, **kw})
 
 
 @pytest.fixture(scope="module")
@@ -48,16 +55,19 @@ class ChannelPool(nn.Module):
 
 def test_model_with_itself_stir_one_similarity_exactly_one_agreement_one(images):
     m = convnet(0)
-    r = evaluate_pair(m, m, images, "5", "5", k=2, iri="arbitrary", inversion=FAST)
-    assert r.similarity == 1.0  # identical representations: exact by definition of the measure
-    assert r.stir_m2_given_m1.mean > 0.95 and r.stir_m1_given_m2.mean > 0.95
-    assert len(r.stir_m2_given_m1.values) == 2
-    assert r.agreement_on_m1_iris.mean == 1.0 and r.agreement_on_m2_iris.mean == 1.0
+    r = evaluate_pair(m, m, images, "5", "5", est(k=2, iri="arbitrary"), run=QUIET)
+    assert r.similarity.value == 1.0  # identical representations: exact by definition of the measure
+    assert r.stat("m2|m1", "stir").mean > 0.95 and r.stat("m1|m2", "stir").mean > 0.95
+    assert len(r.stat("m2|m1", "stir").values) == 2
+    assert r.stat("m2|m1", "agreement").mean == 1.0 and r.stat("m1|m2", "agreement").mean == 1.0
     # Not computed: adversarial quantities are None and absent from the row.
-    assert r.stir_adv_m2_given_m1 is None and r.difficulty_m1_given_m2 is None
-    row = r.to_row()
+    assert r.stat("m2|m1", "stir_adv") is None and r.stat("m1|m2", "difficulty") is None
+    row = pair_row(r)
     assert "stir_adv_m2_given_m1" not in row and row["stir_m2_given_m1_std"] >= 0
-    assert row["arbitrary_fraction_iri_m2_given_m1"] >= 0.5 and r.notes == []
+    assert row["arbitrary_fraction_iri_m2_given_m1"] >= 0.5 and r.notes() == []
+    # A model against itself: its STIR sits at the ceiling (the same procedure with m2 = m1).
+    cal = r.get("m2|m1").calibration["stir"]
+    assert cal.ceiling == pytest.approx(cal.value, abs=0.05) and cal.floor < cal.value
 
 
 def test_orthogonal_readout_of_the_reference_shares_all_invariances(images):
@@ -66,14 +76,14 @@ def test_orthogonal_readout_of_the_reference_shares_all_invariances(images):
     rotate = nn.Linear(32, 32, bias=False)
     rotate.weight.data.copy_(q)
     m2 = nn.Sequential(features, rotate)  # m2(x) = Q m1(x): the same invariances
-    r = evaluate_pair(features, m2, images, "logits", "logits", k=2, iri="arbitrary", inversion=FAST)
-    assert r.stir_m2_given_m1.mean > 0.95 and r.stir_m1_given_m2.mean > 0.95
-    assert r.similarity == pytest.approx(1.0, abs=1e-9)  # linear CKA is invariant to orthogonal maps
+    r = evaluate_pair(features, m2, images, "logits", "logits", est(k=2, iri="arbitrary"), run=QUIET)
+    assert r.stat("m2|m1", "stir").mean > 0.95 and r.stat("m1|m2", "stir").mean > 0.95
+    assert r.similarity.value == pytest.approx(1.0, abs=1e-9)  # linear CKA is invariant to orthogonal maps
 
 
 def test_injective_reference_makes_iris_the_images_so_any_target_agrees(images):
     identity = nn.Flatten()  # m1(x) = x: its only IRI of x is x itself
-    r = evaluate_direction(identity, convnet(1), images, "logits", "5", k=2, iri="arbitrary", inversion=FAST)
+    r = evaluate_direction(identity, convnet(1), images, "logits", "5", est(k=2, iri="arbitrary"), run=QUIET)
     assert r.quality["arbitrary"]["median_residual"] <= FAST.tolerance
     assert r.stir.mean > 0.95
 
@@ -81,8 +91,8 @@ def test_injective_reference_makes_iris_the_images_so_any_target_agrees(images):
 def test_reference_blind_to_two_channels_shares_few_invariances_with_a_target_that_sees_them(images):
     ref = ChannelPool([1.0, 0.0, 0.0])  # ignores channels 1 and 2
     tgt = ChannelPool([1.0, 3.0, 3.0])  # depends on every channel (ref is a function of it)
-    r = evaluate_pair(ref, tgt, images, "logits", "logits", k=2, iri="arbitrary", inversion=FAST)
-    low, high = r.stir_m2_given_m1.mean, r.stir_m1_given_m2.mean  # STIR(tgt|ref), STIR(ref|tgt)
+    r = evaluate_pair(ref, tgt, images, "logits", "logits", est(k=2, iri="arbitrary"), run=QUIET)
+    low, high = r.stat("m2|m1", "stir").mean, r.stat("m1|m2", "stir").mean  # STIR(tgt|ref), STIR(ref|tgt)
     assert high > 0.95  # every IRI of tgt is an IRI of ref
     assert low < 0.75  # ref's IRIs fill channels 1-2 with noise that tgt sees
     assert high - low > 0.25
@@ -97,79 +107,85 @@ def test_swapping_reference_and_target_swaps_every_directional_value(images):
     representations are a structured function of X, which CKA scores as similar).
     """
     a, b = convnet(0), convnet(1)
-    cfg = InversionConfig(mode="fast", steps=25, lr=0.05, seed=3, warn_below=0.0, min_fraction_iri=0.0)
-    ab = evaluate_pair(a, b, images, "5", "5", k=2, iri="both", inversion=cfg)
-    ba = evaluate_pair(b, a, images, "5", "5", k=2, iri="both", inversion=cfg)
-    assert ab.stir_m2_given_m1 == ba.stir_m1_given_m2 and ab.stir_m1_given_m2 == ba.stir_m2_given_m1
-    assert ab.stir_adv_m2_given_m1 == ba.stir_adv_m1_given_m2
-    assert ab.difficulty_m1_given_m2 == ba.difficulty_m2_given_m1
-    assert ab.agreement_on_m1_iris == ba.agreement_on_m2_iris
-    assert ab.similarity == pytest.approx(ba.similarity, abs=1e-12)
-    assert ab.stir_m2_given_m1.values != ab.stir_m1_given_m2.values  # the directions differ
+    e = est(k=2, iri="both", inversion=InversionConfig(mode="fast", steps=25, lr=0.05, seed=3))
+    ab = evaluate_pair(a, b, images, "5", "5", e, run=QUIET)
+    ba = evaluate_pair(b, a, images, "5", "5", e, run=QUIET)
+    for name in ("stir", "stir_adv", "difficulty", "agreement"):
+        assert ab.stat("m2|m1", name) == ba.stat("m1|m2", name) and ab.stat("m1|m2", name) == ba.stat("m2|m1", name)
+    assert ab.get("m2|m1").calibration == ba.get("m1|m2").calibration  # the calibration too
+    assert ab.similarity.value == pytest.approx(ba.similarity.value, abs=1e-12)
+    assert ab.stat("m2|m1", "stir").values != ab.stat("m1|m2", "stir").values  # the directions differ
 
     for direction in ("m2|m1", "m1|m2"):
-        q = ab.quality[direction]
+        q = ab.get(direction).quality
         assert q["adversarial"]["median_target_distance"] > q["arbitrary"]["median_target_distance"]
-    for d in (ab.difficulty_m2_given_m1, ab.difficulty_m1_given_m2):
+        d = ab.stat(direction, "difficulty")
         assert d.mean > 0 and all(math.isfinite(v) for v in d.values)
-    for s in (ab.stir_adv_m2_given_m1, ab.stir_adv_m1_given_m2):
-        assert all(0 <= v <= 1 for v in s.values)
+        assert all(0 <= v <= 1 for v in ab.stat(direction, "stir_adv").values)
 
     # evaluate_direction is the unit evaluate_pair is made of.
-    one = evaluate_direction(a, b, images, "5", "5", k=2, iri="both", inversion=cfg)
-    assert one.stir == ab.stir_m2_given_m1 and one.stir_adv == ab.stir_adv_m2_given_m1
+    one = evaluate_direction(a, b, images, "5", "5", e, run=QUIET)
+    assert one.stir == ab.stat("m2|m1", "stir") and one.stir_adv == ab.stat("m2|m1", "stir_adv")
 
 
 def test_self_pair_adversarial_iris_are_nan_with_reason(images):
     m = ChannelPool([1.0, 1.0, 1.0])
-    r = evaluate_direction(m, m, images, "logits", "logits", k=1, iri="adversarial", inversion=FAST)
+    r = evaluate_direction(m, m, images, "logits", "logits", est(k=1, iri="adversarial"), run=QUIET)
     assert math.isnan(r.stir_adv.mean) and math.isnan(r.difficulty.mean)
     assert any("against itself" in note for note in r.notes)
 
 
 def test_a_direction_whose_x_prime_are_mostly_not_iris_says_so(images):
     m1, m2 = convnet(0), convnet(1)
-    short = InversionConfig(steps=2, seed=0)  # two steps from noise: almost no x' is an IRI
-    r = evaluate_direction(m1, m2, images, "logits", "logits", k=1, iri="arbitrary", inversion=short)
-    assert r.quality["arbitrary"]["fraction_iri"] < short.warn_below
+    short = est(k=1, iri="arbitrary", inversion=InversionConfig(steps=2, seed=0))  # almost no x' is an IRI
+    r = evaluate_direction(m1, m2, images, "logits", "logits", short)
+    assert r.quality["arbitrary"]["fraction_iri"] < ExecutionConfig().warn_below
     assert any(n.startswith("arbitrary IRIs: only") and "raise inversion.steps" in n for n in r.notes)
-    clean = evaluate_direction(m1, m2, images, "logits", "logits", k=1, iri="arbitrary", inversion=FAST)
-    assert not any("IRIs: only" in n for n in clean.notes)  # FAST sets warn_below=0
+    clean = evaluate_direction(m1, m2, images, "logits", "logits", short, run=QUIET)
+    assert not any("IRIs: only" in n for n in clean.notes)  # warn_below=0
 
 
 def test_constant_target_gives_nan_and_a_reason_not_an_exception(images):
     dead = nn.Sequential(nn.Flatten(), nn.Linear(192, 4))
     nn.init.zeros_(dead[1].weight)
     nn.init.zeros_(dead[1].bias)  # every output is 0: a constant representation
-    r = evaluate_pair(convnet(0), dead, images, "5", "logits", k=2, iri="arbitrary", inversion=FAST,
+    r = evaluate_pair(convnet(0), dead, images, "5", "logits", est(k=2, iri="arbitrary"), run=QUIET,
                       directions=("m2|m1",))
-    assert math.isnan(r.similarity) and math.isnan(r.stir_m2_given_m1.mean)
-    assert r.stir_m1_given_m2 is None  # direction not requested
-    assert any(n.startswith("similarity:") and "constant" in n for n in r.notes)
-    assert sum("m2|m1: STIR draw" in n and "constant" in n for n in r.notes) == 2
-    assert math.isnan(r.to_row()["stir_m2_given_m1"])
+    assert math.isnan(r.similarity.value) and math.isnan(r.stat("m2|m1", "stir").mean)
+    assert r.get("m1|m2") is None  # direction not requested
+    notes = r.notes()
+    assert any(source == "similarity" and "constant" in n for source, n in notes)
+    assert sum(source == "m2|m1" and n.startswith("STIR draw") and "constant" in n for source, n in notes) == 2
+    assert math.isnan(pair_row(r)["stir_m2_given_m1"])
+    cal = r.get("m2|m1").calibration["stir"]  # no number from a constant target: calibration NaN too
+    assert math.isnan(cal.value) and math.isnan(cal.low) and math.isnan(cal.floor)
 
 
 def test_mismatched_input_size_is_a_clear_value_error(images):
     big = nn.Sequential(nn.Flatten(), nn.Linear(3 * 16 * 16, 4))  # made for 16x16 images
     with pytest.raises(ValueError, match=r"model 'big' cannot take images of shape \(3, 8, 8\)"):
-        evaluate_pair(convnet(0), big, images, "5", "logits", k=1, inversion=FAST, names=("small", "big"))
+        evaluate_pair(convnet(0), big, images, "5", "logits", est(k=1), names=("small", "big"))
 
 
 def test_unknown_tap_lists_the_valid_taps(images):
     with pytest.raises(ValueError, match="valid taps"):
-        evaluate_pair(convnet(0), convnet(1), images, "penultimate", k=1, inversion=FAST)
+        evaluate_pair(convnet(0), convnet(1), images, "penultimate", estimator=est(k=1))
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"iri": "bogus"}, "iri must be one of"),
     ({"k": 0}, "positive integer"),
     ({"measure": "nope"}, "unknown similarity measure"),
-    ({"directions": ("m1|m1",)}, "directions"),
+    ({"min_fraction_iri": 2.0}, r"min_fraction_iri must be in \[0, 1\]"),
 ])
-def test_bad_arguments_raise_before_any_work(images, kwargs, message):
+def test_bad_estimator_settings_raise_before_any_work(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        evaluate_pair(convnet(0), convnet(1), images, "5", **kwargs)
+        Estimator(**kwargs)
+
+
+def test_bad_directions_raise_before_any_work(images):
+    with pytest.raises(ValueError, match="directions"):
+        evaluate_pair(convnet(0), convnet(1), images, "5", directions=("m1|m1",))
 
 
 def test_images_outside_unit_interval_are_rejected(images):
@@ -181,8 +197,8 @@ def test_images_outside_unit_interval_are_rejected(images):
 
 
 def test_every_stir_value_carries_its_convergence_record(images):
-    cfg = InversionConfig(mode="faithful", steps=20, record_steps=(5, 10), warn_below=0.0, min_fraction_iri=0.0)
-    r = evaluate_direction(convnet(0), convnet(1), images, "logits", k=2, iri="arbitrary", inversion=cfg)
+    cfg = InversionConfig(mode="faithful", steps=20, record_steps=(5, 10))
+    r = evaluate_direction(convnet(0), convnet(1), images, "logits", estimator=est(k=2, iri="arbitrary", inversion=cfg))
     record = r.convergence["arbitrary"]
     assert record["steps"] == [5.0, 10.0, 20.0]
     assert record["stir"][-1] == pytest.approx(r.stir.mean, abs=1e-9)  # the last point is the result
@@ -191,7 +207,7 @@ def test_every_stir_value_carries_its_convergence_record(images):
     assert residual[0] >= residual[1] >= residual[2]  # best iterates so far: never worse with budget
     assert "adversarial" not in r.convergence
     # round trip through the store's JSON
-    from stir.evaluation.results import DirectionResult
+    from stir.measure.results import DirectionResult
 
     assert DirectionResult.from_dict(r.to_dict()).convergence == r.convergence
 
@@ -202,31 +218,33 @@ class NaNNet(nn.Module):
 
 
 def test_failed_inversions_give_nan_with_the_reason_not_a_finite_stir(images):
-    r = evaluate_direction(NaNNet(), convnet(1), images, "logits", k=1, iri="arbitrary", inversion=FAST)
+    r = evaluate_direction(NaNNet(), convnet(1), images, "logits", estimator=est(k=1, iri="arbitrary"), run=QUIET)
     assert math.isnan(r.stir.mean) and any("not finite" in n for n in r.notes)
-    strict = InversionConfig(mode="faithful", steps=2, warn_below=0.0, min_fraction_iri=0.9)
-    r = evaluate_direction(convnet(0), convnet(1), images, "logits", k=1, iri="arbitrary", inversion=strict)
+    strict = est(k=1, iri="arbitrary", inversion=InversionConfig(mode="faithful", steps=2), min_fraction_iri=0.9)
+    r = evaluate_direction(convnet(0), convnet(1), images, "logits", estimator=strict, run=QUIET)
     assert math.isnan(r.stir.mean) and any("min_fraction_iri=0.9" in n for n in r.notes)
 
 
 def test_resampled_images_give_one_set_per_draw(images):
     sets = [images, images.flip(0)]
-    fixed = evaluate_direction(convnet(0), convnet(1), images, "logits", k=2, iri="arbitrary", inversion=FAST)
-    resampled = evaluate_direction(convnet(0), convnet(1), sets, "logits", k=2, iri="arbitrary", inversion=FAST)
+    e = est(k=2, iri="arbitrary")
+    fixed = evaluate_direction(convnet(0), convnet(1), images, "logits", estimator=e, run=QUIET)
+    resampled = evaluate_direction(convnet(0), convnet(1), sets, "logits", estimator=e, run=QUIET)
     assert resampled.settings["resample_images"] and not fixed.settings["resample_images"]
     assert resampled.stir.values[0] == pytest.approx(fixed.stir.values[0], abs=1e-6)  # draw 0: the same X
     assert resampled.stir.values[1] != pytest.approx(fixed.stir.values[1], abs=1e-6)
+    assert resampled.calibration == {} and any("calibration: not computed" in n for n in resampled.notes)
     with pytest.raises(ValueError, match="k=2 tensors"):
-        evaluate_direction(convnet(0), convnet(1), [images], "logits", k=2, iri="arbitrary", inversion=FAST)
+        evaluate_direction(convnet(0), convnet(1), [images], "logits", estimator=e)
 
 
 def test_difficulty_is_the_perturbation_walked_from_x(images):
     from stir.inversion.config import ControversialConfig
 
     walk = ControversialConfig(steps=40, step_size=0.05, m2_threshold=0.3)
-    cfg = InversionConfig(mode="fast", steps=30, tolerance=0.05, warn_below=0.0, min_fraction_iri=0.0)
-    r = evaluate_direction(convnet(0), convnet(1), images, "logits", k=1, iri="adversarial", inversion=cfg,
-                           difficulty=walk)
+    cfg = InversionConfig(mode="fast", steps=30, tolerance=0.05)
+    r = evaluate_direction(convnet(0), convnet(1), images, "logits",
+                           estimator=est(k=1, iri="adversarial", inversion=cfg, difficulty=walk), run=QUIET)
     assert 0 < r.difficulty_fraction.mean <= 1
     assert 0 < r.difficulty.mean <= walk.steps * walk.step_size  # not a seed distance (~4.4 for 3x8x8 noise)
     assert r.settings["difficulty"]["m2_threshold"] == 0.3

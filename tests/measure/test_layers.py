@@ -6,14 +6,14 @@ import torch
 from torch import nn
 
 from stir.config.schema import ModelConfig
-from stir.evaluation import (
-    LayerwiseResult, corresponding_taps, depth_taps, evaluate_direction, evaluate_layers, fit_slope, layer_pairs,
-    slope_reason,
-)
-from stir.inversion import InversionConfig
+from stir.inversion import ExecutionConfig, InversionConfig
+from stir.measure import CalibrationConfig, Estimator, evaluate_direction, evaluate_layers, fit_slope, slope_reason
 from stir.models import build, channel_stats
+from stir.models.depth import corresponding_taps, depth_taps, layer_pairs
 
-FAST = InversionConfig(mode="fast", steps=20, lr=0.05, seed=0, warn_below=0.0, min_fraction_iri=0.0)
+FAST = Estimator(k=1, iri="arbitrary", inversion=InversionConfig(mode="fast", steps=20, lr=0.05, seed=0),
+                 calibration=CalibrationConfig(permutations=2, resamples=20))
+QUIET = ExecutionConfig(warn_below=0.0)
 
 
 def test_equal_lists_pair_one_to_one():
@@ -66,7 +66,7 @@ def test_registered_network_default_tap_is_penultimate():
     a = build(ModelConfig("resnet18", width=4), 10, *channel_stats("cifar10"))
     b = build(ModelConfig("resnet18", width=4), 10, *channel_stats("cifar10"))
     images = torch.rand(6, 3, 32, 32, generator=torch.Generator().manual_seed(0))
-    r = evaluate_direction(a, b, images, k=1, iri="arbitrary", inversion=InversionConfig(steps=3, warn_below=0.0, min_fraction_iri=0.0))
+    r = evaluate_direction(a, b, images, estimator=Estimator(k=1, iri="arbitrary", inversion=InversionConfig(steps=3)), run=QUIET)
     assert (r.tap_ref, r.tap_target) == ("penultimate", "penultimate") and math.isfinite(r.stir.mean)
     assert a.training and b.training  # modes restored after the evaluation
 
@@ -76,14 +76,12 @@ def test_evaluate_layers_rows_depths_and_slopes():
     deep = nn.Sequential(nn.Flatten(), nn.Linear(48, 16), nn.Tanh(), nn.Linear(16, 8), nn.Tanh())  # 5 depth taps
     shallow = nn.Sequential(nn.Flatten(), nn.Linear(48, 8), nn.Tanh())  # 3 depth taps
     images = torch.rand(8, 3, 4, 4, generator=torch.Generator().manual_seed(2))
-    r = evaluate_layers(deep, shallow, images, k=1, iri="arbitrary", inversion=FAST)
-    assert [(row.tap_ref, row.tap_target) for row in r.rows] == [("0", "0"), ("2", "1"), ("4", "2")]
+    r = evaluate_layers(deep, shallow, images, FAST, run=QUIET)
+    assert [(row.similarity.tap_ref, row.similarity.tap_target) for row in r.rows] == [("0", "0"), ("2", "1"), ("4", "2")]
     assert r.depths == [0.0, 0.5, 1.0]
     # Tap "0" of both is the flattened image: an injective reference, STIR ~ 1 both ways.
-    assert r.rows[0].stir_m2_given_m1.mean > 0.95 and r.rows[0].stir_m1_given_m2.mean > 0.95
-    assert math.isfinite(r.slope_m2_given_m1) and math.isfinite(r.slope_m1_given_m2)
-    assert set(r.fits) == {"stir_m2_given_m1", "stir_m1_given_m2"} and set(r.intercepts) == {"m2|m1", "m1|m2"}
-    assert r.fits["stir_m2_given_m1"]["slope"] == r.slope_m2_given_m1
-    rows = r.to_rows()
-    assert [row["depth"] for row in rows] == r.depths and "stir_m1_given_m2" in rows[0]
-    assert LayerwiseResult.from_dict(r.to_dict()).to_dict() == r.to_dict()
+    assert r.rows[0].stat("m2|m1", "stir").mean > 0.95 and r.rows[0].stat("m1|m2", "stir").mean > 0.95
+    assert math.isfinite(r.slope("m2|m1")) and math.isfinite(r.slope("m1|m2"))
+    assert set(r.fits) == {"m2|m1", "m1|m2"} and set(r.fits["m2|m1"]) == {"stir"}  # arbitrary IRIs only
+    values = [row.stat("m2|m1", "stir").mean for row in r.rows]
+    assert (r.slope("m2|m1"), r.fits["m2|m1"]["stir"]["intercept"]) == pytest.approx(fit_slope(r.depths, values))
