@@ -208,7 +208,7 @@ def load(name: str, root: Optional[str] = None, weights: Optional[str] = None,
     try:
         info = load_weights(net, file, arch=net_entry.architecture)
     except WeightsError as err:
-        raise RealNetError(f"real network {name}: {err}") from err
+        raise RealNetError(str(err)) from err  # it names the file and the architecture
     if not weights and info.sha256 != net_entry.sha256:
         raise RealNetError(f"{file} has sha256 {info.sha256}, not the catalogue's {net_entry.sha256} "
                            f"(shared/realnets/SHA256SUMS): it is another file; restore it from the shared copy")
