@@ -9,7 +9,9 @@ Two formats are read (``torch.load(..., weights_only=True)``: tensors and plain 
 
 DataParallel's ``module.`` prefix is removed when every key carries it. A registered network holds
 its input normalisation as buffers (``normalize.mean``, ``normalize.std``); weight files of other
-projects do not, so those buffers are compared and loaded only when the file has them.
+projects do not, so those buffers are compared and loaded only when the file has them. Batch-norm
+step counters (``num_batches_tracked``), which files saved by PyTorch < 0.4.1 lack (the original
+CIFAR ResNet release), keep the network's values when absent, as ``torch`` itself does.
 
 A file that does not fit the network raises ``WeightsMismatch``: one line naming the file, the
 architecture and the first mismatching key (missing, unexpected or of another shape), with the
@@ -27,6 +29,7 @@ from torch import Tensor, nn
 
 PathLike = Union[str, Path]
 NORMALIZE_PREFIX = "normalize."  # the Normalize buffers of registered networks
+_COUNTER = "num_batches_tracked"  # batch norm's step counter, absent from files of PyTorch < 0.4.1
 
 
 class WeightsError(ValueError):
@@ -91,6 +94,10 @@ def load_state(net: nn.Module, state: Mapping[str, Tensor], *, source: str, arch
     merged = dict(state)
     if not any(k.startswith(NORMALIZE_PREFIX) for k in state):  # other projects' files: normalisation is ours
         merged.update({k: v for k, v in own.items() if k.startswith(NORMALIZE_PREFIX)})
+    # Files saved by PyTorch < 0.4.1 (the original CIFAR ResNet release) have no batch-norm step
+    # counters; torch fills them in too. They only matter in training with momentum=None.
+    merged.update({k: v for k, v in own.items() if k.endswith("." + _COUNTER) and k not in merged
+                   and isinstance(net.get_submodule(k[: -len(_COUNTER) - 1]), nn.modules.batchnorm._BatchNorm)})
     problem = first_mismatch(own, merged)
     if problem is not None:
         raise WeightsMismatch(f"the weights in {source} do not fit {arch}: {problem}")

@@ -220,6 +220,19 @@ def test_a_mismatch_is_one_line_naming_the_file_the_architecture_and_the_first_k
         load_weights(dst, tmp_path / "short.pt", arch="x")
 
 
+def test_files_of_old_torch_without_batch_norm_counters_load(tmp_path):
+    # The original CIFAR ResNet release was saved by PyTorch < 0.4.1: no num_batches_tracked entries.
+    src = _net("cifar_resnet20", 4, seed=3)
+    state = {"module." + k: v for k, v in src.state_dict().items()
+             if not k.endswith("num_batches_tracked") and not k.startswith("normalize.")}
+    torch.save({"state_dict": state, "best_prec1": 91.78}, tmp_path / "old.th")
+    dst = build(ModelConfig("cifar_resnet20", 4), 10, MEAN, STD).eval()
+    load_weights(dst, tmp_path / "old.th", arch="cifar_resnet20 (width 4)")
+    x = torch.rand(2, 3, 32, 32)
+    with torch.no_grad():
+        assert torch.equal(dst(x), src(x))
+
+
 def test_unreadable_files_say_what_they_hold(tmp_path):
     torch.save({"weights": [1, 2]}, tmp_path / "odd.pt")
     with pytest.raises(WeightsError, match=r"odd.pt holds no state dict of tensors \(found list\)"):
