@@ -132,7 +132,8 @@ def _register(depth: int) -> None:
     def builder(cfg: ModelConfig, num_classes: int, mean, std) -> CifarResNet:
         return CifarResNet(depth, cfg.width, num_classes, mean, std)
 
-    builder.__doc__ = f"He et al.'s CIFAR ResNet{depth} ({DEPTHS[depth]} blocks per stage); width {PAPER_WIDTH} in the paper."
+    builder.__doc__ = (f"He et al.'s CIFAR ResNet{depth} ({DEPTHS[depth]} blocks per stage); "
+                       f"width {PAPER_WIDTH} in the paper.")
 
 
 for _depth in DEPTHS:
