@@ -86,6 +86,8 @@ class CifarResNet(Network):
         super().__init__()
         if depth not in DEPTHS:
             raise ValueError(f"CIFAR ResNet depth must be one of {sorted(DEPTHS)}, got {depth}")
+        if width % 2:  # option A pads (2w - w) / 2 zero channels on either side
+            raise ValueError(f"CIFAR ResNets need an even model.width (option-A shortcuts), got {width}")
         n = DEPTHS[depth]
         self.normalize = Normalize(mean, std)
         self.conv1 = nn.Conv2d(3, width, 3, 1, 1, bias=False)

@@ -76,6 +76,8 @@ def test_option_a_shortcut_subsamples_and_pads_with_zero_channels():
     assert not out[:, :2].any() and not out[:, 6:].any()
     with pytest.raises(ValueError, match="even"):
         PadShortcut(4, 7, 2)
+    with pytest.raises(ValueError, match=r"even model.width.*got 5"):
+        build(ModelConfig("cifar_resnet20", 5), 10, MEAN, STD)
 
 
 def _bn(x, s, p):
