@@ -42,6 +42,7 @@ class Network(nn.Module):
     taps: Tuple[Tap, ...] = ()
     inner_taps: Tuple[Tap, ...] = ()  # readable too, but not in the depth list (e.g. inside a block)
     fake_relu_sites: Tuple[str, ...] = ()  # OutputReLU module paths the published inversion fakes
+    fake_relu_rule: str = "none (no ReLU is faked)"  # in words, for records and notes
 
     @property
     def original_layer_taps(self) -> Tuple[str, ...]:
@@ -91,4 +92,4 @@ def build(cfg: ModelConfig, num_classes: int, mean: Sequence[float], std: Sequen
 def _load_builtin() -> None:
     # The built-in families register themselves when imported; importing here, not at package
     # import, keeps `import stir.models.registry` free of side effects.
-    from stir.models import resnet, vgg  # noqa: F401
+    from stir.models import abcrown, cifar_resnet, resnet, vgg  # noqa: F401

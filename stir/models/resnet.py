@@ -47,6 +47,8 @@ class GlobalAvgPool(nn.Module):
 
 
 class ResNet(Network):
+    fake_relu_rule = "the output ReLU of every block of the last stage (layer4), as the original STIR code"
+
     def __init__(self, blocks: Sequence[int], width: int, num_classes: int, mean, std):
         super().__init__()
         self.normalize = Normalize(mean, std)

@@ -7,7 +7,8 @@ modules), makes the tap's value the graph's output and drops everything after it
 to the tap as one graph. It exposes the tap through ``named_taps`` (a function tap), so
 ``stir.models.representation(TapForward(m, tap), x, tap)`` equals ``representation(m, x, tap)``
 (reductions such as ``@spatial_mean`` are applied outside, as for any tap), and it carries the
-model's ``fake_relu_sites`` so ``stir.models.fake_relu`` still reaches them.
+model's ``fake_relu_sites`` so ``stir.models.fake_relu`` still reaches them (a FakeReLU spec naming
+modules of the original model resolves against the cut graph: ``inner``, ``dropped_modules``).
 
 ``compiled(tap_forward)`` wraps its forward in ``torch.compile``; a model fx cannot trace raises
 ``TypeError`` here, and a compilation that fails at the first call falls back to the eager graph
@@ -67,6 +68,13 @@ class TapForward(nn.Module):
         # FakeReLU sites that are still in the cut graph, under this wrapper's path
         kept = dict(self.named_modules())
         self.fake_relu_sites = tuple(f"net.{s}" for s in getattr(model, "fake_relu_sites", ()) if f"net.{s}" in kept)
+        # Modules of the original that the cut never runs: a FakeReLU spec naming one fakes nothing.
+        self.dropped_modules = tuple(n for n, _ in model.named_modules() if n and f"net.{n}" not in kept)
+
+    @property
+    def inner(self) -> nn.Module:
+        """The cut graph, whose module names are the original model's (FakeReLU specs name them)."""
+        return self.net
 
     def forward(self, x: Tensor) -> Tensor:
         return self.net(x)

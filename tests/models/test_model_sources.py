@@ -105,7 +105,7 @@ def test_plain_modules_read_module_inputs():
 @pytest.mark.parametrize(
     "spec, options, message",
     [
-        ("keras:resnet50", SourceOptions(), r"unknown model source 'keras'.*sources: \['zoo', 'robustbench', 'torchvision', 'timm', 'python'\]"),
+        ("keras:resnet50", SourceOptions(), r"unknown model source 'keras'.*sources: \['zoo', 'robustbench', 'torchvision', 'timm', 'python', 'realnet'\]"),
         ("torchvision:resnet7", SourceOptions(), r"unknown torchvision architecture 'resnet7'.*list_models"),
         ("torchvision:resnet18", SourceOptions(weights="IMAGENET1K_V9"), r"neither a file nor a tag.*IMAGENET1K_V1"),
         ("python:source_nets:feature_maps", SourceOptions(), r"must return \(n, classes\) logits.*returned \(2, 4, 32, 32\)"),
@@ -138,7 +138,7 @@ def test_timm_without_the_extra_names_it():
 
 
 def test_sources_are_listed():
-    assert names()[0] == "zoo" and {"robustbench", "torchvision", "timm", "python"} <= set(names())
+    assert names()[0] == "zoo" and {"robustbench", "torchvision", "timm", "python", "realnet"} <= set(names())
 
 
 # ------------------------------------------------------------------------------------------------

@@ -6,11 +6,13 @@ from torch import nn
 from stir.config.schema import ModelConfig
 from stir.models import Normalize, build, channel_stats, frozen, names, representation, representations, tap_names
 
-ARCHS = ["resnet18", "resnet34", "vgg16", "vgg19"]
+FAMILIES = ["resnet18", "resnet34", "vgg16", "vgg19", "cifar_resnet20", "cifar_resnet32", "cifar_resnet44",
+            "cifar_resnet56", "resnet2b", "resnet4b", "cnn_a"]
+ARCHS = names()  # every registered architecture: a new one is walked without editing this file
 
 
 def test_registry_lists_every_family():
-    assert set(ARCHS) <= set(names())
+    assert set(FAMILIES) <= set(ARCHS)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -21,8 +23,10 @@ def test_every_tap_has_its_declared_shape(arch, num_classes):
     x = torch.rand(3, 3, 32, 32)
     reps = representations(net, x, tap_names(net))
     assert [t.name for t in net.taps][-2:] == ["penultimate", "logits"]
-    for tap in net.taps:
+    assert set(tap_names(net)) == {t.name for t in net.taps + net.inner_taps}
+    for tap in net.taps + net.inner_taps:  # depth taps and inner taps alike
         assert reps[tap.name].shape == (3, tap.dim(32)), tap
+    assert set(net.original_layer_taps) <= set(tap_names(net))
     assert net(x).shape == (3, num_classes)
     assert torch.equal(reps["logits"], net(x))  # forward always returns logits
 

@@ -5,9 +5,12 @@
     torchvision:ARCH                a torchvision architecture (weights file or pretrained tag)
     timm:ARCH                       a timm architecture (optional extra ``.[timm]``)
     python:module.path:factory      any nn.Module a factory returns
+    realnet:NAME                    a real pretrained CIFAR-10 network of shared/realnets
+                                    (``stir.models.realnets``; a registered architecture, all its taps)
 
 Every loader returns a ``LoadedModel``: the module (images in [0, 1] -> (n, classes) logits, eval
-mode, on the CPU) with its ``penultimate`` tap, a content identity and a record. Nothing is
+mode, on the CPU) with its ``penultimate`` tap, a content identity and a record (``realnet``
+returns the registered network itself, with every tap; the others wrap the foreign network). Nothing is
 downloaded unless ``SourceOptions.download`` allows it.
 
 The ``zoo`` prefix is reserved here: zoo models need this project's training layer, a higher
@@ -29,10 +32,10 @@ Loader = Callable[[str, SourceOptions], LoadedModel]  # (name after the prefix, 
 
 def _loaders() -> Dict[str, Loader]:
     # Imported on use: each module imports its optional library only when a model is loaded.
-    from stir.models.sources import python_factory, robustbench, timm_models, torchvision_models
+    from stir.models.sources import python_factory, realnet, robustbench, timm_models, torchvision_models
 
     return {"robustbench": robustbench.load, "torchvision": torchvision_models.load,
-            "timm": timm_models.load, "python": python_factory.load}
+            "timm": timm_models.load, "python": python_factory.load, realnet.PREFIX: realnet.load}
 
 
 def names() -> list[str]:

@@ -47,6 +47,7 @@ class SourceOptions:
     """How one model is made from its source string (all optional)."""
 
     weights: Optional[str] = None  # a state-dict file, or the library's pretrained tag (torchvision: DEFAULT, IMAGENET1K_V1; timm: pretrained)
+    weights_root: Optional[str] = None  # realnet: the folder of the real networks' files (default: $STIR_REALNETS, ../shared/realnets)
     tap: Optional[str] = None  # what `penultimate` reads: a module name, NAME:input, or python:module:function
     mean: Optional[Sequence[float]] = None  # input normalisation; default: the library's metadata (torchvision/timm), none otherwise
     std: Optional[Sequence[float]] = None
