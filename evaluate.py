@@ -16,6 +16,7 @@ from stir.config import ConfigError
 from stir.experiments.config import evaluate_config, register_evaluate_configs
 from stir.experiments.context import open_context
 from stir.models.sources import SourceError
+from stir.reporting import slug
 from stir.reporting.index import record_report, report_dir, report_settings
 from stir.reporting.publish import publish
 from stir.training.runs import RecipeMismatchError
@@ -41,7 +42,7 @@ def evaluate(cfg: DictConfig) -> None:
                  config.shard, config.shards, done, experiment.name)
         return
     report = experiments.run(ctx, experiment)
-    name = experiment.name if experiment.kind != "pair" else f"pair_{ctx.role('ref').label}_vs_{ctx.role('target').label}"
+    name = slug(experiment.name if experiment.kind != "pair" else f"pair_{ctx.role('ref').label}_vs_{ctx.role('target').label}")
     settings = report_settings(ctx.config)
     out = report_dir(Path(config.out_dir), name, settings)
     logger = config.logger

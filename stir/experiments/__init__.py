@@ -36,8 +36,9 @@ def estimator_notes(ctx: Context) -> list:
     elif inversion.num_steps != 1000:
         notes.append(f"inversion: {inversion.num_steps} faithful steps, not the published 1000 (see the "
                      "convergence table for how far the value had settled)")
-    if inversion.use_fake_relu != (inversion.mode == "faithful"):
-        notes.append(f"inversion.fake_relu={inversion.use_fake_relu}: not the published setting")
+    if inversion.fake_relu is not None and inversion.fake_relu_spec != ("published" if inversion.mode == "faithful" else "off"):
+        notes.append(f"inversion.fake_relu={inversion.fake_relu}: not the mode's published setting (each model's "
+                     "record says which ReLUs were faked)")
     return notes
 
 

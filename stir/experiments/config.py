@@ -59,6 +59,9 @@ class ZooConfig:
     overrides: List[str] = field(default_factory=list)
     data_source: Optional[str] = None  # shorthand for data.source=PATH in every recipe (a local data set)
     runs_dir: str = "runs"
+    # The folder of the real pretrained networks (realnet: sources, the zoo's r20, r56_b, rob_* ...);
+    # None: $STIR_REALNETS, else ../shared/realnets beside the repository.
+    weights_root: Optional[str] = None
 
 
 @dataclass

@@ -156,7 +156,7 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
     device = pick_device(cfg.device)
     zoo = Zoo(recipes, data=cfg.data, local_source=cfg.zoo.data_source, data_overrides=data_overrides,
               robustbench=dataclasses.asdict(cfg.robustbench), download=cfg.download_weights,
-              train_missing=cfg.train_missing, device=device)
+              weights_root=cfg.zoo.weights_root, train_missing=cfg.train_missing, device=device)
     config = {**{k: v for k, v in OmegaConf.to_container(OmegaConf.structured(cfg)).items() if k != "experiment"},
               "experiment": dataclasses.asdict(experiment)}
     return Context(

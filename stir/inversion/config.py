@@ -28,7 +28,7 @@ key.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, Union
 
 from stir.inversion.seeds import SEED_KINDS
 
@@ -75,9 +75,12 @@ class InversionConfig:
     # IRIs at w = 0.1 / 1 / 3.
     adversarial_weight: float = 1.0
     adversarial_objective: str = "constrained"  # constrained | paper (eq. 7) | original (the code's r1 - 0.1 r2)
-    # FakeReLU on the last stage of ResNets while inverting (identity gradient through the block
-    # output ReLUs, as the original code); None: on in faithful mode, off in fast mode.
-    fake_relu: Optional[bool] = None
+    # FakeReLU while inverting (identity gradient through chosen ReLUs; stir.models.fake_relu): None = the
+    # mode's default ("published" in faithful mode: what the original code fakes, i.e. the last stage of
+    # this project's ResNets and nothing in other networks; "off" in fast mode) | true / "published" |
+    # "architecture" (each registered architecture's own rule, e.g. CIFAR ResNet20's last stage) |
+    # false / "off" | a list of ReLU module names of any network.
+    fake_relu: Any = None
     # Steps at which the best iterate so far is kept, to record STIR and the residual along the
     # budget (the convergence record); steps >= the budget are ignored, the final step is always in.
     record_steps: Tuple[int, ...] = (100, 250, 500)
@@ -110,6 +113,9 @@ class InversionConfig:
         if self.adversarial_objective not in ADVERSARIAL_OBJECTIVES:
             raise ValueError(f"inversion.adversarial_objective must be one of {ADVERSARIAL_OBJECTIVES}, "
                              f"got {self.adversarial_objective!r}")
+        if self.fake_relu is not None and not isinstance(self.fake_relu, bool):
+            self.fake_relu = self.fake_relu if isinstance(self.fake_relu, str) else [str(n) for n in self.fake_relu]
+            self.fake_relu_spec  # a malformed spec fails here, before any work (FakeReLUError: a ValueError)
         if any(int(s) != s or s < 1 for s in self.record_steps):
             raise ValueError(f"inversion.record_steps must be positive step counts, got {list(self.record_steps)}")
         self.betas = tuple(self.betas)  # YAML gives a list
@@ -126,9 +132,20 @@ class InversionConfig:
         return self.steps if self.steps is not None else DEFAULT_STEPS[self.mode]
 
     @property
-    def use_fake_relu(self) -> bool:
-        """Whether FakeReLU is on: ``fake_relu``, or the mode's default (faithful: on)."""
-        return self.fake_relu if self.fake_relu is not None else self.mode == "faithful"
+    def fake_relu_spec(self) -> Union[str, Tuple[str, ...]]:
+        """``fake_relu`` as a spec of ``stir.models.fake_relu`` ("published", "architecture", "off" or
+        module names); None is the mode's default: "published" in faithful mode, "off" in fast mode."""
+        from stir.models.fake_relu import normalize_spec
+
+        if self.fake_relu is None:
+            return "published" if self.mode == "faithful" else "off"
+        return normalize_spec(self.fake_relu)
+
+    @property
+    def fake_relu_key(self) -> Any:
+        """The spec as keys record it: True ("published"), False ("off"), "architecture" or the names."""
+        spec = self.fake_relu_spec
+        return {"published": True, "off": False}.get(spec, spec) if isinstance(spec, str) else list(spec)
 
     @property
     def snapshot_steps(self) -> Tuple[int, ...]:
@@ -155,7 +172,7 @@ class InversionConfig:
                 skip |= _EARLY_STOP  # no early stop: the tolerance only classifies
         settings = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         settings.update(precision=precision, steps=self.num_steps, adversarial=adversarial,
-                        fake_relu=self.use_fake_relu, record_steps=list(self.snapshot_steps))
+                        fake_relu=self.fake_relu_key, record_steps=list(self.snapshot_steps))
         return settings
 
 

@@ -95,7 +95,7 @@ def controversial_perturbation(
                 max_r2[rows] = torch.maximum(max_r2[rows], r2.detach()[iri])
             return loss
 
-        with fake_relu(m1, m2, enabled=inversion.use_fake_relu):
+        with fake_relu(m1, m2, enabled=inversion.fake_relu_spec):
             descend(tracked, images, FixedLengthStep(cfg.step_size), cfg.steps, keep_best=False, x_init=start)
     reached = torch.isfinite(distance)
     delta = distance[reached].mean().item() if reached.any() else float("nan")

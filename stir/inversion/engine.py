@@ -342,7 +342,7 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
         else:
             geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
             x_init, stop = None, _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
-        with fake_relu(*working.models, enabled=cfg.use_fake_relu):  # gradient only: values are unchanged
+        with fake_relu(*working.models, enabled=cfg.fake_relu_spec):  # gradient only: values are unchanged
             run = descend(timed, seeds, geometry, cfg.num_steps, keep_best=True, stop=stop, x_init=x_init,
                           snapshots=cfg.snapshot_steps)
 

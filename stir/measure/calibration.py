@@ -15,12 +15,22 @@ is about 0.09 on CIFAR ResNets, /work/shared/PITFALLS.md):
                   S_r(m1(X), m1(X'_j)), measures m1 on the very X' of the value (free, always
                   reported as ``ceiling_same_draws``). Below 1 when the X' are not IRIs.
     normalised (S - F) / (C - F): 0 at the floor, 1 at the ceiling.
-    interval  a percentile bootstrap over images combined with the k draws: resample b draws the
-                  rows I_b (n with replacement; X and every X'_j resampled together) and the draws
-                  J_b (k with replacement), S_b = mean_{j in J_b} S_r(m2(X)[I_b], m2(X'_j)[I_b]);
-                  the normalised value gets its interval from the same resamples with the ceiling
-                  measured on the same rows. With k = 1 the draws cannot be resampled: the interval
-                  then covers the image sample only (``method`` says so).
+    interval  resamples of the images combined with the k draws: resample b takes the rows I_b
+                  (X and every X'_j resampled together) and the draws J_b (k with replacement),
+                  S_b = mean_{j in J_b} S_r(m2(X)[I_b], m2(X'_j)[I_b]); the normalised value gets its
+                  interval from the same resamples with the ceiling measured on the same rows. With
+                  k = 1 the draws cannot be resampled: the interval then covers the image sample only
+                  (``method`` says so). Two readings of "a bootstrap over images" (``interval``):
+
+                  half_sampling (default): I_b is n/2 rows drawn WITHOUT replacement; the spread of
+                      S_b estimates the standard error of S at n (the delete-half jackknife: for a
+                      mean, the variance over half-samples is exactly s^2/n), and the interval is
+                      S +- z se, centred on the value.
+                  bootstrap: I_b is n rows drawn WITH replacement and the interval is the percentile
+                      interval of S_b. Duplicated rows raise linear CKA (a resample holds about 63%
+                      distinct images, and CKA's chance level rises as n falls), so on STIR the
+                      percentile interval sits above the value at small n (measured in
+                      ``bench/bench_calibration.py``: docs/estimator.md); kept for comparison.
 
 Linear CKA is resampled through its Gram form with each resample as a weight vector (``_Resampler``:
 exactly linear CKA of the resampled rows, three (B, n) x (n, n) products for all B resamples); any
@@ -40,6 +50,7 @@ from stir import similarity
 
 CEILINGS = ("independent", "same_draws", "none")
 FLOORS = ("images", "iris")
+INTERVALS = ("half_sampling", "bootstrap")
 GRAM_LIMIT = 5000  # n above which linear CKA is resampled in feature form (an n x n float64 Gram is 200 MB)
 
 
@@ -51,7 +62,8 @@ class CalibrationConfig:
     permutations: int = 20  # P: permutations of the floor (0: no floor)
     floor: str = "images"  # images (S_r(m2(X), m2(X)[pi])) | iris (S_r(m2(X), m2(X')[pi])): which reading normalises
     ceiling: str = "independent"  # independent (one more seed draw of m1) | same_draws (m1 on the k draws) | none
-    resamples: int = 1000  # B: bootstrap resamples of the interval (0: no interval)
+    resamples: int = 1000  # B: resamples of the interval (0: no interval)
+    interval: str = "half_sampling"  # half_sampling (n/2 rows without replacement, value +- z se) | bootstrap (percentile)
     confidence: float = 0.95  # the interval's nominal coverage
     seed: int = 0  # the generator of the permutations and the resamples
 
@@ -63,6 +75,8 @@ class CalibrationConfig:
             raise ValueError(f"calibration.floor must be one of {FLOORS}, got {self.floor!r}")
         if self.ceiling not in CEILINGS:
             raise ValueError(f"calibration.ceiling must be one of {CEILINGS}, got {self.ceiling!r}")
+        if self.interval not in INTERVALS:
+            raise ValueError(f"calibration.interval must be one of {INTERVALS}, got {self.interval!r}")
         if not 0 < self.confidence < 1:
             raise ValueError(f"calibration.confidence must be in (0, 1), got {self.confidence}")
 
@@ -93,6 +107,7 @@ class Calibration:
     method: str  # what the interval covers, in words
     floor_reading: str = "images"
     ceiling_reading: str = "independent"
+    interval_reading: str = "half_sampling"
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -125,8 +140,10 @@ def _value(measure: str, x: Tensor, y: Tensor) -> float:
         return math.nan
 
 
-def resample_rows(n: int, resamples: int, generator: torch.Generator) -> Tensor:
-    """(resamples, n) int64 row indices drawn with replacement."""
+def resample_rows(n: int, resamples: int, generator: torch.Generator, without_replacement: bool = False) -> Tensor:
+    """(resamples, m) int64 row indices: m = n drawn with replacement, or m = n // 2 distinct rows."""
+    if without_replacement:
+        return torch.stack([torch.randperm(n, generator=generator)[: n // 2] for _ in range(resamples)])
     return torch.randint(0, n, (resamples, n), generator=generator)
 
 
@@ -134,12 +151,13 @@ class _Resampler:
     """S_r(x[I], y[I]) of one fixed x against several y, for many row resamples I at once.
 
     Linear CKA goes through its Gram form with the resample as a weight vector: with w the counts of
-    each row in I (sum w = n) and M = diag(w) - w w^T / n (so that P^T H P = M for the selection P),
+    each row in I (sum w = m, its size) and M = diag(w) - w w^T / m (so that P^T H P = M for the
+    selection P and the centring H of m rows),
 
         HSIC(K, L)_I = tr(K M L M) = w^T (K o L) w - 2 (K u)^T diag(w) (L u) + (u^T K u)(u^T L u),
 
-    u = w / sqrt(n), K = Xc Xc^T, L = Yc Yc^T: three (B, n) x (n, n) products for B resamples, exactly
-    linear CKA of the resampled rows, and no gathered n x n matrix. Other measures are called on the
+    u = w / sqrt(m), K = Xc Xc^T, L = Yc Yc^T: three (B, n) x (n, n) products for B resamples, exactly
+    linear CKA of the resampled rows, and no gathered matrix. Other measures are called on the
     resampled rows one by one.
     """
 
@@ -149,8 +167,8 @@ class _Resampler:
         if self.gram:
             n = x.shape[0]
             ones = torch.ones(rows.shape, dtype=torch.float64)
-            self.w = torch.zeros(rows.shape[0], n, dtype=torch.float64).scatter_add_(1, rows, ones).to(x.device)  # (B, n) counts
-            self.u = self.w / math.sqrt(n)
+            self.w = torch.zeros(rows.shape[0], n, dtype=torch.float64).scatter_add_(1, rows, ones).to(x.device)  # (B, n)
+            self.u = self.w / math.sqrt(rows.shape[1])
             self.k = _gram(x)
             self.kk = self._hsic(self.k, self.k)
 
@@ -186,6 +204,17 @@ def percentile_interval(values: Tensor, confidence: float) -> Tuple[float, float
     alpha = (1 - confidence) / 2
     q = torch.quantile(finite, torch.tensor([alpha, 1 - alpha], dtype=finite.dtype))
     return float(q[0]), float(q[1]), int(finite.numel())
+
+
+def standard_error_interval(value: float, values: Tensor, confidence: float) -> Tuple[float, float, int]:
+    """(value - z se, value + z se, count), se the standard deviation of the finite resampled values
+    and z the normal quantile of ``confidence``; NaN without two finite values."""
+    finite = values[torch.isfinite(values)]
+    if finite.numel() < 2 or not math.isfinite(value):
+        return math.nan, math.nan, int(finite.numel())
+    z = float(torch.distributions.Normal(0.0, 1.0).icdf(torch.tensor(0.5 + confidence / 2)))
+    se = float(finite.std(unbiased=True))
+    return value - z * se, value + z * se, int(finite.numel())
 
 
 def normalise(value: float, floor: float, ceiling: float) -> float:
@@ -231,29 +260,33 @@ def calibrate(
     resamples = 0
     method = "no interval (calibration.resamples=0)"
     if cfg.resamples > 0 and math.isfinite(value):
-        rows = resample_rows(n, cfg.resamples, gen)
+        half = cfg.interval == "half_sampling"
+        rows = resample_rows(n, cfg.resamples, gen, without_replacement=half)
         draws = torch.randint(0, k, (cfg.resamples, k), generator=gen) if k > 1 else torch.zeros(cfg.resamples, 1, dtype=torch.long)
         resampled = _Resampler(measure, target, rows)
         per = torch.stack([resampled.values(y) for y in target_primes], dim=1)  # (B, k)
         stir_b = per.gather(1, draws).mean(dim=1)  # (B,)
-        low, high, resamples = percentile_interval(stir_b, cfg.confidence)
-        if cfg.ceiling != "none" and math.isfinite(floor):
+        interval = (lambda v, b: standard_error_interval(v, b, cfg.confidence)) if half else (
+            lambda v, b: percentile_interval(b, cfg.confidence))
+        low, high, resamples = interval(value, stir_b)
+        normalised = normalise(value, floor, ceiling)
+        if cfg.ceiling != "none" and math.isfinite(floor) and math.isfinite(normalised):
             ref = _Resampler(measure, reference, rows)
             if cfg.ceiling == "independent" and reference_independent is not None:
                 ceil_b = ref.values(reference_independent)
             else:
                 ceil_b = torch.stack([ref.values(y) for y in reference_primes], dim=1).gather(1, draws).mean(dim=1)
-            norm_b = (stir_b - floor) / (ceil_b - floor)
-            n_low, n_high, _ = percentile_interval(norm_b, cfg.confidence)
-        method = (f"percentile bootstrap, {cfg.resamples} resamples of the {n} images and the {k} draws"
-                  if k > 1 else f"percentile bootstrap, {cfg.resamples} resamples of the {n} images only "
-                  f"(k=1: the seed variance is not in it)")
+            n_low, n_high, _ = interval(normalised, (stir_b - floor) / (ceil_b - floor))
+        images = f"{n // 2} of the {n} images without replacement" if half else f"{n} of the {n} images with replacement"
+        kind = "value +- z se, se from half-samples" if half else "percentile bootstrap"
+        method = (f"{kind}: {cfg.resamples} resamples of {images} and of the {k} draws" if k > 1 else
+                  f"{kind}: {cfg.resamples} resamples of {images} (k=1: the seed variance is not in it)")
     return Calibration(
         value=value, floor=floor, floor_std=floor_std, floor_images=floor_images, floor_iris=floor_iris,
         ceiling=ceiling, ceiling_independent=independent, ceiling_same_draws=same,
         normalised=normalise(value, floor, ceiling), low=low, high=high, normalised_low=n_low,
         normalised_high=n_high, confidence=cfg.confidence, resamples=resamples, method=method,
-        floor_reading=cfg.floor, ceiling_reading=cfg.ceiling,
+        floor_reading=cfg.floor, ceiling_reading=cfg.ceiling, interval_reading=cfg.interval,
     )
 
 

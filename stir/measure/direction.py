@@ -27,6 +27,7 @@ from stir.measure.convergence import convergence_record, curve, pool_quality, re
 from stir.measure.observe import check_models, measure_value, observe
 from stir.measure.plan import DEFAULT_TAP, DIRECTION, Estimator, Images, Plan, direction_parts, make_plan
 from stir.measure.results import DirectionResult, Stat
+from stir.models.fake_relu import describe
 from stir.models.identity import content_identity
 from stir.store import ResultStore
 
@@ -136,6 +137,7 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
                          f"(median residual {q['median_residual']:.3g}); raise inversion.steps for a cleaner STIR")
     ceiling_rep = _ceiling_representation(m_ref, tap_ref, runs.get("ceiling"), plan)
     calibration = _calibrations(m_ref, tap_ref, plan, tgt_reps[0], kinds, ceiling_rep, notes)
+    fake = _fake_relu(m_ref, m_tgt, names, plan, notes, adversarial="adversarial" in kinds and not self_pair)
     return DirectionResult(
         ref=names[0], target=names[1], ref_id=ids[0], target_id=ids[1], tap_ref=tap_ref, tap_target=tap_tgt,
         measure=est.measure, n=plan.n, k=est.k, iri=est.iri,
@@ -146,8 +148,25 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
         difficulty_fraction=Stat.from_values(reached) if est.adversarial else None,
         quality=quality,
         convergence={kind: convergence_record(c.curves, c.runs, plan.cfg) for kind, c in kinds.items() if c.curves},
-        calibration=calibration, notes=notes, settings=plan.settings,
+        calibration=calibration, notes=notes, settings={**plan.settings, "fake_relu_applied": fake},
     )
+
+
+def _fake_relu(m_ref: nn.Module, m_tgt: nn.Module, names: Tuple[str, str], plan: Plan, notes: List[str],
+               adversarial: bool) -> Dict[str, Any]:
+    """Which ReLUs the inversions faked in each model they differentiated (``stir.models.fake_relu.describe``):
+    the reference always, the target when adversarial IRIs pushed it. Said in the notes too whenever
+    FakeReLU was asked for (its spec is not "off"), so a rule that fakes nothing in a model is visible."""
+    spec = plan.cfg.fake_relu_spec
+    applied = {"reference": describe(m_ref, spec)}
+    if adversarial:
+        applied["target"] = describe(m_tgt, spec)
+    for role, name in (("reference", names[0]), ("target", names[1])) if spec != "off" else ():
+        if role in applied:
+            d = applied[role]
+            notes.append(f"FakeReLU on {name} ({role}): " + (f"{len(d['sites'])} ReLU(s), {d['rule']}" if d["applied"]
+                                                             else f"none ({d['rule']})"))
+    return applied
 
 
 def _inversions(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt: str, plan: Plan,

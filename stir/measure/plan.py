@@ -122,7 +122,7 @@ class Plan:
         """What produced the numbers, stored beside them (the estimator, resolved)."""
         cfg = self.cfg
         inversion = {**dataclasses.asdict(cfg), "steps": cfg.num_steps, "precision": self.precision,
-                     "fake_relu": cfg.use_fake_relu, "record_steps": list(cfg.snapshot_steps), "betas": list(cfg.betas)}
+                     "fake_relu": cfg.fake_relu_key, "record_steps": list(cfg.snapshot_steps), "betas": list(cfg.betas)}
         settings = {"inversion": inversion, "seed": cfg.seed, "seeds": [cfg.seed + j for j in range(self.k)],
                     "measure": self.measure, "resample_images": self.resampled,
                     "min_fraction_iri": self.estimator.min_fraction_iri,

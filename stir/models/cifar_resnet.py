@@ -19,8 +19,11 @@ Taps (depth order, ``layers=all``): ``stem`` (after the first ReLU, (n, w, 32, 3
 Inner taps: each block's first post-ReLU map ``layerI.J.relu1`` and its pre-ReLU sum
 ``layerI.J.sum`` (``original_layer_taps``: stem, (relu1, sum) of every block, penultimate, as the
 original STIR code lists a ResNet's layers). The output ReLUs of the last stage (``layer3.J.relu_out``)
-are ``OutputReLU`` modules: the published FakeReLU rule for ResNets (every block of the last stage;
-``stir.models.fake_relu``). Weights are initialised as He et al. do (Kaiming normal for convolutions
+are ``OutputReLU`` modules: the architecture's FakeReLU rule (every block of the last stage, as the
+original code's ResNets; ``stir.models.fake_relu``). The original STIR code does not have these
+networks in its zoo and fakes nothing in networks from elsewhere, so the published setting inverts
+them with real ReLUs (``published_fake_relu`` is False); ``inversion.fake_relu=architecture`` fakes
+the last stage. Weights are initialised as He et al. do (Kaiming normal for convolutions
 and the linear layer), so a network trained here starts as theirs did.
 """
 from __future__ import annotations
@@ -69,7 +72,7 @@ class CifarBlock(nn.Module):
         # identity (an empty Sequential, as resnet.py) or option A where the shape changes
         self.shortcut = PadShortcut(c_in, c_out, stride) if stride != 1 or c_in != c_out else nn.Sequential()
         self.sum = nn.Identity()  # a readable point: the pre-ReLU sum (tap layerI.J.sum)
-        self.relu_out = OutputReLU()  # fake during the published inversion (last stage)
+        self.relu_out = OutputReLU()  # fakeable: the architecture's rule (last stage)
 
     def forward(self, x: Tensor) -> Tensor:  # (b, c_in, h, w) -> (b, c_out, h / s, w / s)
         out = self.relu1(self.bn1(self.conv1(x)))

@@ -11,8 +11,14 @@ optimisation path differs (and with it the x' reached: PITFALLS.md).
 
 Which ReLUs are faked is a *spec*, resolved per model to module paths (``resolve_sites``):
 
-* ``True`` / ``"published"``: the architecture's rule, the ``fake_relu_sites`` a registered network
-  declares (``fake_relu_rule`` says it in words); a model without a rule resolves to no site;
+* ``True`` / ``"published"``: what the original STIR code does with this network: the
+  ``fake_relu_sites`` of the architectures its own zoo has (this project's ResNet18/34:
+  ``published_fake_relu = True``), nothing for every other network (its adapter for models of other
+  libraries ignores the flag, so CIFAR ResNet20-56, the robust CROWN networks, torchvision or
+  ``python:`` models are inverted with real ReLUs, as there);
+* ``"architecture"``: the architecture's own rule, the ``fake_relu_sites`` a registered network
+  declares whether or not the original code fakes them (``fake_relu_rule`` says it in words;
+  e.g. the last stage of a CIFAR ResNet20, the penultimate ReLU of a CROWN network);
 * ``False`` / ``None`` / ``"off"``: none;
 * a list of module names (or one name, or names joined by commas) of ANY network: an ``OutputReLU``
   or a plain ``nn.ReLU``. Names are those of ``named_modules()``; for a model that wraps another
@@ -35,8 +41,10 @@ import torch
 from torch import Tensor, nn
 
 PUBLISHED = "published"
+ARCHITECTURE = "architecture"
 OFF = "off"
-# True | "published": the architecture's rule; False | None | "off": none; names of ReLU modules.
+# True | "published": what the original code fakes; "architecture": the architecture's rule;
+# False | None | "off": none; names of ReLU modules.
 FakeReLUSpec = Union[None, bool, str, Sequence[str]]
 
 
@@ -72,9 +80,11 @@ _RELUS = (nn.ReLU, OutputReLU)
 
 
 def normalize_spec(spec: FakeReLUSpec) -> Union[str, Tuple[str, ...]]:
-    """"published", "off" or a tuple of module names (a comma-separated string is split)."""
+    """"published", "architecture", "off" or a tuple of module names (a comma-separated string is split)."""
     if spec is True or spec == PUBLISHED:
         return PUBLISHED
+    if spec == ARCHITECTURE:
+        return ARCHITECTURE
     if spec is None or spec is False or spec == OFF:
         return OFF
     if isinstance(spec, str):
@@ -83,8 +93,8 @@ def normalize_spec(spec: FakeReLUSpec) -> Union[str, Tuple[str, ...]]:
         try:
             names = tuple(spec)
         except TypeError:
-            raise FakeReLUError(f"FakeReLU spec {spec!r}: give true/'published', false/'off' or a list of "
-                                "module names") from None
+            raise FakeReLUError(f"FakeReLU spec {spec!r}: give true/'published', 'architecture', false/'off' or "
+                                "a list of module names") from None
     if not names or not all(isinstance(n, str) and n for n in names):
         raise FakeReLUError(f"FakeReLU spec {spec!r}: a list of module names must be non-empty strings")
     return names
@@ -115,7 +125,9 @@ def resolve_sites(model: nn.Module, spec: FakeReLUSpec) -> Tuple[str, ...]:
     if spec == OFF:
         return ()
     modules = dict(model.named_modules())
-    if spec == PUBLISHED:
+    if spec == PUBLISHED and not getattr(model, "published_fake_relu", False):
+        return ()  # the original code fakes no ReLU of this network
+    if spec in (PUBLISHED, ARCHITECTURE):
         sites = tuple(getattr(model, "fake_relu_sites", ()))
         for path in sites:  # a registered network's own list: a wrong entry is a bug, say so here
             if not isinstance(modules.get(path), OutputReLU):
@@ -155,7 +167,9 @@ def describe(model: nn.Module, spec: FakeReLUSpec) -> Dict[str, Any]:
     """
     norm = normalize_spec(spec)
     sites = resolve_sites(model, norm)
-    if norm == PUBLISHED:
+    if norm == PUBLISHED and not sites:
+        rule = "the original STIR code fakes no ReLU of this network"
+    elif norm in (PUBLISHED, ARCHITECTURE):
         rule = getattr(model, "fake_relu_rule", None) if getattr(model, "fake_relu_sites", ()) else None
         rule = rule or "the architecture has no FakeReLU rule: nothing is faked"
     elif norm == OFF:

@@ -41,7 +41,8 @@ class Network(nn.Module):
 
     taps: Tuple[Tap, ...] = ()
     inner_taps: Tuple[Tap, ...] = ()  # readable too, but not in the depth list (e.g. inside a block)
-    fake_relu_sites: Tuple[str, ...] = ()  # OutputReLU module paths the published inversion fakes
+    fake_relu_sites: Tuple[str, ...] = ()  # OutputReLU module paths of the architecture's FakeReLU rule
+    published_fake_relu: bool = False  # whether the original STIR code fakes those sites (its own zoo only)
     fake_relu_rule: str = "none (no ReLU is faked)"  # in words, for records and notes
 
     @property

@@ -48,6 +48,7 @@ class GlobalAvgPool(nn.Module):
 
 class ResNet(Network):
     fake_relu_rule = "the output ReLU of every block of the last stage (layer4), as the original STIR code"
+    published_fake_relu = True  # the original code's own CIFAR ResNets: it fakes these sites
 
     def __init__(self, blocks: Sequence[int], width: int, num_classes: int, mean, std):
         super().__init__()
@@ -74,7 +75,7 @@ class ResNet(Network):
         self.taps = tuple(taps) + (Tap("penultimate", "pool", c_in, 0), Tap("logits", "fc", num_classes, 0))
         self.inner_taps = tuple(inner)
         self._original = tuple(original) + ("penultimate",)
-        # The original code passes fake_relu to every block of layer4.
+        # The original code passes fake_relu to every block of layer4 of its ResNets (published_fake_relu).
         self.fake_relu_sites = tuple(f"layer4.{j}.relu_out" for j in range(blocks[-1]))
 
     @property

@@ -68,6 +68,7 @@ class TapForward(nn.Module):
         # FakeReLU sites that are still in the cut graph, under this wrapper's path
         kept = dict(self.named_modules())
         self.fake_relu_sites = tuple(f"net.{s}" for s in getattr(model, "fake_relu_sites", ()) if f"net.{s}" in kept)
+        self.published_fake_relu = getattr(model, "published_fake_relu", False)
         # Modules of the original that the cut never runs: a FakeReLU spec naming one fakes nothing.
         self.dropped_modules = tuple(n for n, _ in model.named_modules() if n and f"net.{n}" not in kept)
 

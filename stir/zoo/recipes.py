@@ -41,7 +41,8 @@ class Run:
 
 
 # Keys of a zoo entry that names a model of another source (stir.models.sources.SourceOptions).
-SOURCED_KEYS = frozenset({"source", "weights", "tap", "mean", "std", "normalize", "num_classes", "kwargs", "robustbench"})
+SOURCED_KEYS = frozenset({"source", "weights", "tap", "mean", "std", "normalize", "num_classes", "kwargs", "robustbench",
+                          "weights_root"})
 
 
 @dataclass(frozen=True)

@@ -47,18 +47,21 @@ class Zoo:
             of models of other sources.
         data_overrides: the data.* keys of ``zoo.overrides`` (applied to bare checkpoints too).
         robustbench: RobustBench's coordinates.  download: let libraries download missing weights.
+        weights_root: the folder of the real networks (``realnet:`` sources; None: their default).
         train_missing: train zoo models that have no finished run.  device: where models live.
     """
 
     def __init__(self, recipes: Recipes, *, data: DataConfig, local_source: Optional[str] = None,
                  data_overrides: Optional[Mapping[str, Any]] = None, robustbench: Optional[Mapping[str, Any]] = None,
-                 download: bool = False, train_missing: bool = False, device: torch.device = torch.device("cpu")):
+                 download: bool = False, weights_root: Optional[str] = None, train_missing: bool = False,
+                 device: torch.device = torch.device("cpu")):
         self.recipes = recipes
         self.data = dataclasses.replace(data, source=data.source or local_source)
         self.local_source = local_source
         self.data_overrides = dict(data_overrides or {})
         self.robustbench = dict(robustbench or {})
         self.download, self.train_missing, self.device = download, train_missing, device
+        self.weights_root = weights_root
         self._models: Dict[Request, Model] = {}
         self._labels: Dict[str, Request] = {}
 
@@ -131,6 +134,8 @@ class Zoo:
         """SourceOptions of a model: its zoo entry and tap/weights, then the evaluation's global keys."""
         options = dict(given)
         robustbench = {**self.robustbench, **(options.pop("robustbench", None) or {})}
+        if self.weights_root is not None and sources.split_spec(spec)[0] == "realnet":
+            options.setdefault("weights_root", self.weights_root)
         for key in ("mean", "std"):
             if options.get(key) is not None:
                 options[key] = tuple(float(v) for v in options[key])

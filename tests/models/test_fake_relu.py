@@ -61,10 +61,13 @@ def test_modules_modes_hooks_and_flags_are_restored_exactly_even_after_an_except
     assert net.layer1[0].relu1.inplace and not net.layer3[2].relu_out.fake
 
 
-def test_specs_published_off_and_names():
+def test_specs_published_architecture_off_and_names():
     net = build(ModelConfig("cifar_resnet20", 4), 10, (0.5,) * 3, (0.25,) * 3)
-    published = ("layer3.0.relu_out", "layer3.1.relu_out", "layer3.2.relu_out")
-    assert resolve_sites(net, True) == resolve_sites(net, "published") == published
+    rule = ("layer3.0.relu_out", "layer3.1.relu_out", "layer3.2.relu_out")
+    assert resolve_sites(net, "architecture") == rule  # the architecture's own rule
+    # The original STIR code fakes no ReLU of a network outside its own zoo: the published setting fakes none.
+    assert resolve_sites(net, True) == resolve_sites(net, "published") == ()
+    assert describe(net, True)["rule"] == "the original STIR code fakes no ReLU of this network"
     assert resolve_sites(net, False) == resolve_sites(net, None) == resolve_sites(net, "off") == ()
     assert resolve_sites(net, "layer1.0.relu1, relu") == ("relu", "layer1.0.relu1")
     assert normalize_spec(["a", "b"]) == ("a", "b") and normalize_spec("published") == "published"
@@ -83,23 +86,26 @@ def test_a_bad_name_lists_the_relu_modules_and_changes_nothing():
         resolve_sites(net, ["0"])
 
 
-def test_published_rule_of_every_family_and_of_foreign_networks():
+def test_published_and_architecture_rules_of_every_family_and_of_foreign_networks():
     x = torch.rand(3, 3, 32, 32)
-    for arch, sites in (("resnet18", ("layer4.0.relu_out", "layer4.1.relu_out")), ("resnet2b", ("linear1_relu",)),
-                        ("resnet4b", ("linear1_relu",)), ("cnn_a", ("6",)), ("vgg16", ())):
+    for arch, sites, published in (("resnet18", ("layer4.0.relu_out", "layer4.1.relu_out"), True),
+                                   ("resnet2b", ("linear1_relu",), False), ("resnet4b", ("linear1_relu",), False),
+                                   ("cnn_a", ("6",), False), ("vgg16", (), False)):
         net = build(ModelConfig(arch, 4), 10, (0.5,) * 3, (0.25,) * 3).eval()
-        assert resolve_sites(net, True) == sites, arch
+        assert resolve_sites(net, "architecture") == sites, arch
+        assert resolve_sites(net, True) == (sites if published else ()), arch  # only the original code's own ResNets
         if sites:
             plain, g_plain = _grad(net, x, "penultimate")
-            with fake_relu(net):
+            with fake_relu(net, enabled="architecture"):
                 fake, g_fake = _grad(net, x, "penultimate")
             assert torch.equal(plain, fake) and not torch.allclose(g_plain, g_fake), arch
     assert describe(net, True) == {"spec": "published", "applied": False, "sites": [],
-                                   "rule": "the architecture has no FakeReLU rule: nothing is faked"}
+                                   "rule": "the original STIR code fakes no ReLU of this network"}
+    assert describe(net, "architecture")["rule"] == "the architecture has no FakeReLU rule: nothing is faked"
     cnn = build(ModelConfig("cnn_a", 4), 10, (0.5,) * 3, (0.25,) * 3)
     assert describe(cnn, ["1", "6"]) == {"spec": ["1", "6"], "applied": True, "sites": ["1", "6"],
                                          "rule": "the modules named"}
-    assert describe(cnn, True)["rule"].startswith("the ReLU of the penultimate 100-d layer")
+    assert describe(cnn, "architecture")["rule"].startswith("the ReLU of the penultimate 100-d layer")
     assert describe(cnn, False) == {"spec": "off", "applied": False, "sites": [], "rule": "off"}
 
 

@@ -61,7 +61,7 @@ def load(name: str, options: SourceOptions) -> LoadedModel:
         "accuracy_published": entry.accuracy_published, "robust_accuracy": dict(entry.robust_accuracy),
         "origin": entry.origin, "licence": entry.licence, "copyright": entry.copyright,
         "seed_twin": entry.seed_twin, "family": realnets.family(name),
-        "fake_relu_published": describe(net, True),
+        "fake_relu_published": describe(net, True), "fake_relu_architecture": describe(net, "architecture"),
     }
     log.info("%s: %s, normalisation %s / %s, weights %s", spec, entry.architecture, mean, std, info.path)
     return LoadedModel(module=net, taps=taps, identity=identity, record=record)

@@ -1,0 +1,115 @@
+"""What a STIR value means (stir.measure.calibration): its floor against a closed form, its interval's
+width against n, the ceiling and the normalised value, the resampling algebra against the measure itself."""
+import math
+
+import pytest
+import torch
+
+from stir.measure.calibration import (
+    CalibrationConfig, _Resampler, calibrate, normalise, percentile_interval, permutation_floor, resample_rows,
+    standard_error_interval,
+)
+from stir.similarity import linear_cka, procrustes
+
+
+def paired(n: int, d: int = 8, noise: float = 0.5, seed: int = 0):
+    """x (n, d) and y = a linear read-out of x plus noise (n, d): a related pair."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g, dtype=torch.float64)
+    w = torch.randn(d, d, generator=g, dtype=torch.float64)
+    return x, x @ w + noise * torch.randn(n, d, generator=g, dtype=torch.float64)
+
+
+def test_the_floor_of_a_one_feature_representation_is_the_permutation_variance_of_r():
+    """Linear CKA of one feature with itself in shuffled order is the squared Pearson correlation r^2
+    of a vector with its permutation, whose mean over all permutations is exactly 1 / (n - 1)."""
+    n = 20
+    x = torch.randn(n, 1, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    mean, std = permutation_floor("linear_cka", x, x, 4000, torch.Generator().manual_seed(0))
+    assert mean == pytest.approx(1 / (n - 1), abs=0.004)  # 4000 permutations: se about 0.001
+    assert 0 < std < 0.1
+    assert math.isnan(permutation_floor("linear_cka", x, x, 0, torch.Generator())[0])
+
+
+def test_the_floor_falls_with_n():
+    x, _ = paired(400)
+    small = permutation_floor("linear_cka", x[:40], x[:40], 200, torch.Generator().manual_seed(0))[0]
+    large = permutation_floor("linear_cka", x, x, 200, torch.Generator().manual_seed(0))[0]
+    assert large < small / 5  # roughly d / n: 8/400 against 8/40
+
+
+@pytest.mark.parametrize("without_replacement", [False, True])
+def test_resampled_linear_cka_is_linear_cka_of_the_resampled_rows(without_replacement):
+    x, y = paired(60)
+    rows = resample_rows(60, 25, torch.Generator().manual_seed(1), without_replacement)
+    assert rows.shape == (25, 30 if without_replacement else 60)
+    if without_replacement:
+        assert all(len(set(r.tolist())) == 30 for r in rows)  # distinct rows
+    fast = _Resampler("linear_cka", x, rows).values(y)
+    direct = torch.tensor([float(linear_cka(x[i], y[i])) for i in rows], dtype=torch.float64)
+    assert torch.allclose(fast, direct, atol=1e-12, rtol=0)
+    other = _Resampler("procrustes", x, rows).values(y)  # any other measure: called on the rows
+    assert torch.allclose(other, torch.tensor([float(procrustes(x[i], y[i])) for i in rows], dtype=torch.float64))
+
+
+def reference_and_draws(n: int, k: int = 3, seed: int = 0):
+    target, _ = paired(n, seed=seed)
+    g = torch.Generator().manual_seed(seed + 100)
+    primes = [target + 0.8 * torch.randn(target.shape, generator=g, dtype=torch.float64) for _ in range(k)]
+    ref_primes = [target + 0.05 * torch.randn(target.shape, generator=g, dtype=torch.float64) for _ in range(k)]
+    values = [float(linear_cka(target, p)) for p in primes]
+    return target, primes, values, ref_primes
+
+
+@pytest.mark.parametrize("interval", ["half_sampling", "bootstrap"])
+def test_the_interval_widens_when_n_shrinks(interval):
+    cfg = CalibrationConfig(permutations=10, resamples=300, interval=interval)
+    widths = {}
+    for n in (400, 40):
+        target, primes, values, ref_primes = reference_and_draws(n)
+        cal = calibrate("linear_cka", target, primes, values, target, ref_primes, ref_primes[0], cfg)
+        widths[n] = cal.high - cal.low
+        assert cal.resamples == 300 and cal.interval_reading == interval
+    assert widths[40] > 2 * widths[400]  # about sqrt(10) wider
+
+
+def test_half_sampling_centres_the_interval_on_the_value_and_the_bootstrap_need_not():
+    target, primes, values, ref_primes = reference_and_draws(30, k=1)
+    half = calibrate("linear_cka", target, primes, values, target, ref_primes, None,
+                     CalibrationConfig(resamples=400, ceiling="same_draws"))
+    assert half.low < half.value < half.high and half.high - half.value == pytest.approx(half.value - half.low)
+    assert "images" in half.method and "k=1: the seed variance is not in it" in half.method
+    # With replacement, duplicated rows inflate linear CKA: the resampled values sit above the value.
+    rows = resample_rows(30, 400, torch.Generator().manual_seed(0))
+    boot = _Resampler("linear_cka", target, rows).values(primes[0])
+    assert float(boot.mean()) > values[0]
+
+
+def test_ceiling_floor_and_normalised_value():
+    target, primes, values, ref_primes = reference_and_draws(100)
+    cal = calibrate("linear_cka", target, primes, values, target, ref_primes, ref_primes[0],
+                    CalibrationConfig(permutations=50, resamples=100))
+    assert cal.value == pytest.approx(sum(values) / 3)
+    assert cal.floor == cal.floor_images < cal.value < cal.ceiling <= 1
+    assert cal.ceiling == cal.ceiling_independent == pytest.approx(float(linear_cka(target, ref_primes[0])))
+    assert cal.ceiling_same_draws == pytest.approx(sum(float(linear_cka(target, p)) for p in ref_primes) / 3)
+    assert cal.normalised == pytest.approx((cal.value - cal.floor) / (cal.ceiling - cal.floor))
+    assert cal.normalised_low < cal.normalised < cal.normalised_high
+    iris = calibrate("linear_cka", target, primes, values, target, ref_primes, None,
+                     CalibrationConfig(permutations=50, resamples=0, floor="iris", ceiling="same_draws"))
+    assert iris.floor == iris.floor_iris and iris.ceiling == iris.ceiling_same_draws and math.isnan(iris.ceiling_independent)
+    assert math.isnan(iris.low) and "no interval" in iris.method
+
+
+def test_normalise_is_undefined_without_a_gap():
+    assert normalise(0.5, 0.1, 0.9) == pytest.approx(0.5)
+    for value, floor, ceiling in ((0.5, 0.3, 0.3), (math.nan, 0.1, 0.9), (0.5, math.nan, 0.9)):
+        assert math.isnan(normalise(value, floor, ceiling))
+
+
+def test_intervals_of_degenerate_resamples():
+    assert all(math.isnan(v) for v in percentile_interval(torch.tensor([math.nan]), 0.95)[:2])
+    lo, hi, count = standard_error_interval(0.5, torch.tensor([0.4, 0.6, math.nan]), 0.95)
+    assert count == 2 and lo < 0.5 < hi
+    with pytest.raises(ValueError, match="calibration.interval"):
+        CalibrationConfig(interval="jackknife")
