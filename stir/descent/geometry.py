@@ -36,24 +36,32 @@ class Geometry(Protocol):
 class L2Ball:
     """PGD in the l2 ball ||x - origin||_2 <= eps: normalized-gradient steps of length ``step_size``.
 
-    Random start: a direction uniform on the sphere scaled by a radius U(0, 1) * eps (as
-    torchattacks' PGDL2), clipped to the image box.
+        x <- clip_[0,1]( Proj_{||. - origin|| <= eps}( x - step_size * g / (||g||_2 + norm_offset) ) )
+
+    Random start: a direction uniform on the sphere scaled by a radius U(0, 1) * eps, clipped to the
+    image box, drawn as torchattacks' PGDL2 draws it (N(0, I) noise, then the radii, from
+    ``generator``; the device's global RNG when None) and in its order of operations, so that with
+    ``norm_offset`` = torchattacks' 1e-10 the loop reproduces PGDL2 bit for bit
+    (tests/training/test_attacks.py).
     """
 
     eps: float
     step_size: float
     random_start: bool = True
+    norm_offset: float = 0.0  # added to ||g||_2 (torchattacks: 1e-10); a zero gradient never moves either way
 
     def init(self, origin: Tensor, generator: Optional[torch.Generator]) -> Tuple[Tensor, State]:
         if not self.random_start:
             return origin.clone(), {}
         delta = torch.randn(origin.shape, generator=generator, device=origin.device, dtype=origin.dtype)
-        radius = torch.rand(origin.shape[0], generator=generator, device=origin.device, dtype=origin.dtype)
-        delta = delta / _per_example_norm(delta).clamp_min(_TINY) * radius.view(-1, *([1] * (origin.dim() - 1))) * self.eps
+        norm = _per_example_norm(delta)  # (b, 1, ..., 1)
+        radius = torch.rand(norm.shape, generator=generator, device=origin.device, dtype=origin.dtype)
+        delta = delta * (radius / norm * self.eps)
         return (origin + delta).clamp(0, 1), {}
 
     def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor) -> Tensor:
-        x = x - self.step_size * grad / _per_example_norm(grad).clamp_min(_TINY)
+        # step_size * (g / ||g||), in this order (torchattacks' rounding), not (step_size * g) / ||g||
+        x = x - self.step_size * (grad / (_per_example_norm(grad) + self.norm_offset).clamp_min(_TINY))
         o = origin[index]
         delta = x - o
         delta = delta * (self.eps / _per_example_norm(delta).clamp_min(_TINY)).clamp(max=1.0)

@@ -1,4 +1,5 @@
-"""The one optimisation loop behind every attack and inversion in stir.
+"""The one optimisation loop behind every attack and inversion in stir (PGD-l2 and TRADES' attack in
+``stir.attacks``, arbitrary and adversarial IRIs and the controversial walk in ``stir.inversion``).
 
     x_0 = geometry.init(origin)
     for t in range(steps):
@@ -48,6 +49,7 @@ def descend(
     generator: Optional[torch.Generator] = None,
     x_init: Optional[Tensor] = None,
     snapshots: Sequence[int] = (),
+    final_evaluation: bool = True,
 ) -> DescentResult:
     """Minimise ``objective`` per example from ``origin`` (B, ...) under ``geometry``.
 
@@ -56,8 +58,12 @@ def descend(
     objective at the returned ``x``. The objective's models should be frozen (``stir.models.frozen``).
     ``snapshots``: steps t (0 <= t <= steps) at which to copy the best iterates among x_0..x_t
     (the returned ``x`` when t = steps); needs ``keep_best``. An example stopped early keeps its
-    best iterate, so its snapshots after the stop equal its final x.
+    best iterate, so its snapshots after the stop equal its final x. ``final_evaluation=False``
+    (an attack that only wants the last iterate, without keep_best) skips that last forward pass:
+    ``loss`` and the last row of ``history`` are then NaN.
     """
+    if not final_evaluation and keep_best:
+        raise ValueError("keep_best compares every iterate, the last one included: it needs final_evaluation=True")
     if snapshots and not keep_best:
         raise ValueError("snapshots are copies of the best iterates so far: they need keep_best=True")
     if any(t < 0 or t > steps for t in snapshots):
@@ -75,7 +81,11 @@ def descend(
 
     for t in range(steps + 1):
         final = t == steps
-        xa = x[active].requires_grad_(not final)
+        if final and not final_evaluation:
+            best_loss[active] = float("nan")  # the last iterate is returned unevaluated
+            break
+        whole = len(active) == batch  # nobody has stopped: work on x itself, no gathered copies
+        xa = (x if whole else x[active]).detach().requires_grad_(not final)
         with torch.set_grad_enabled(not final):
             loss = objective(xa, active)  # (b_active,)
         evaluations += len(active)
@@ -87,14 +97,17 @@ def descend(
             best_loss[rows] = loss_d[better]
             best_x[rows] = xa.detach()[better]
         else:
-            best_loss[active] = loss_d
-            best_x[active] = xa.detach()
+            best_loss[active] = loss_d  # the loss of each row's last evaluated iterate (its x at the end)
         if t in wanted:
             kept[t] = best_x.clone()
         if final:
             break
         (grad,) = torch.autograd.grad(loss.sum(), xa)
         with torch.no_grad():
+            if stop is None and whole:
+                x = geometry.step(xa.detach(), grad, origin, state, all_rows)  # (B, ...): every row moves
+                steps_taken += 1
+                continue
             done = stop(loss_d, active) if stop is not None else torch.zeros_like(loss_d, dtype=torch.bool)
             move = ~done
             moving = active[move]
@@ -103,6 +116,8 @@ def descend(
         active = moving
         if len(active) == 0:
             break
+    if not keep_best:
+        best_x = x  # the last iterate of every row (a stopped row stays where it stopped)
     for t in wanted - set(kept):  # every example stopped before step t: nothing moves any more
         kept[t] = best_x.clone()
     return DescentResult(x=best_x, loss=best_loss, steps=steps_taken, evaluations=evaluations, history=history,

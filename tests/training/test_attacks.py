@@ -1,4 +1,5 @@
-"""Attacks: PGD-l2 (torchattacks) and TRADES' KL attack (stir.descent), on tiny models."""
+"""Attacks: PGD-l2 and TRADES' KL attack, both on the one descent loop (stir.descent), on tiny models;
+torchattacks' PGDL2 as the oracle of PGD."""
 from __future__ import annotations
 
 import copy
@@ -71,17 +72,49 @@ def attack_fns():
     }
 
 
-def test_torchattacks_pgd_matches_descend_without_random_start():
+def _torchattacks(model, x, y, cfg, seed=None):
+    """torchattacks' PGDL2 as pgd_l2 ran it before it moved onto the descent loop: on the frozen model
+    through ``attacked``, the global RNG seeded for the random start and restored after."""
+    from stir.attacks.network import attacked
+
+    state = torch.get_rng_state()
+    try:
+        if seed is not None:
+            torch.manual_seed(seed)
+        with frozen(model), torch.enable_grad():
+            return torchattacks_pgd_l2(attacked(model), cfg, x.device)(x.clone(), y.clone()).detach()
+    finally:
+        torch.set_rng_state(state)
+
+
+@pytest.mark.parametrize("random_start", [True, False])
+@pytest.mark.parametrize("eps, steps, step_size", [(0.5, 5, None), (1.0, 10, None), (2.0, 3, 0.3), (0.01, 4, None)])
+def test_pgd_on_the_descent_loop_is_torchattacks_bit_for_bit(random_start, eps, steps, step_size):
     torch.manual_seed(0)
-    model = warm_up(TinyNet())
+    model = warm_up(TinyNet()).eval()
     x, y = batch(6)
-    cfg = AttackConfig(eps=0.5, steps=5, random_start=False)
-    x_ta = pgd_l2(model, x, y, cfg)
-    with frozen(model):
-        result = descend(lambda xa, i: -F.cross_entropy(model(xa), y[i], reduction="none"), x,
-                         L2Ball(cfg.eps, cfg.alpha, random_start=False), cfg.steps)
-    assert torch.allclose(x_ta, result.x, atol=1e-5, rtol=0)
-    assert (l2_dist(x_ta, x) > 0.1).all()  # it moved
+    cfg = AttackConfig(eps=eps, steps=steps, step_size=step_size, random_start=random_start)
+    ours = pgd_l2(model, x, y, cfg, torch.Generator().manual_seed(3))
+    # the seed pgd_l2 derives from its generator for the random start, as torchattacks got it through the global RNG
+    seed = int(torch.randint(0, 2**62, (1,), generator=torch.Generator().manual_seed(3)))
+    assert torch.equal(ours, _torchattacks(model, x, y, cfg, seed))
+    assert (l2_dist(ours, x) > min(eps, 0.1) / 2).all()  # it moved
+    torch.manual_seed(11)
+    without = pgd_l2(model, x, y, cfg)  # no generator: the global RNG draws, as in torchattacks
+    assert torch.equal(without, _torchattacks(model, x, y, cfg, 11))
+
+
+def test_pgd_on_a_folded_channels_last_copy_is_torchattacks_on_it():
+    from stir.attacks import AttackNetwork
+
+    torch.manual_seed(0)
+    net = warm_up(tiny_resnet()).eval()
+    copy_ = AttackNetwork(fold_batch_norm=True, channels_last=True).get(net)
+    x, y = torch.rand(4, 3, 32, 32, generator=torch.Generator().manual_seed(2)), torch.tensor([0, 1, 2, 3])
+    cfg = AttackConfig(eps=1.0, steps=3)
+    torch.manual_seed(5)
+    ours = pgd_l2(copy_, x, y, cfg)
+    assert torch.equal(ours, _torchattacks(copy_, x, y, cfg, 5))
 
 
 @pytest.mark.parametrize("attack", ["pgd", "trades"])
