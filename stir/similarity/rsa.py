@@ -1,0 +1,203 @@
+"""Representational similarity analysis (Kriegeskorte, Mur & Bandettini, 2008; rsatoolbox).
+
+A representation's RDM holds the dissimilarities of every pair of its samples;
+RSA compares two RDMs. Only the n (n - 1) / 2 pairs i < j enter (the zero
+diagonal and the mirrored half are left out), as rsatoolbox (``get_vectors``)
+and ReSi (``squareform``) do: keeping the diagonal would add n guaranteed
+agreements and inflate every comparison.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ._checks import check_pair
+from ._linalg import F64, centred
+from .distance_correlation import pairwise_distance_rows
+
+__all__ = ["kendall_tau_a", "rdm_vector", "rsa", "spearman_ranks"]
+
+_RDMS = ("correlation", "euclidean")
+_COMPARES = ("spearman", "pearson", "kendall_tau_a", "cosine")
+_BLOCK_ELEMS = 1 << 22
+
+
+def rdm_vector(x: Tensor, rdm: str, side: str = "x", measure: str = "rsa") -> Tensor:
+    """Upper triangle (i < j, row by row) of the RDM of x (n, d) -> (n (n - 1) / 2,) float64.
+
+    ``rdm="correlation"``: 1 - Pearson r between the rows (rsatoolbox's
+    ``calc_rdm_correlation``; rows are centred over features and scaled to unit
+    norm first, so a constant row raises ValueError). ``rdm="euclidean"``:
+    squared Euclidean distance divided by d (rsatoolbox's ``calc_rdm_euclidean``;
+    a monotone map of ReSi's plain Euclidean distance, so rank comparisons agree).
+    Built a block of rows at a time from Gram products.
+    """
+    n, d = x.shape
+    if rdm == "correlation":
+        z = x.to(F64, copy=True)
+        z -= z.mean(dim=1, keepdim=True)
+        norms = torch.linalg.vector_norm(z, dim=1, keepdim=True)
+        if not bool((norms > 0).all()):
+            row = int((norms[:, 0] == 0).nonzero()[0])
+            raise ValueError(f"{measure}: row {row} of {side} is constant over its features, so its correlation "
+                             "distance is undefined; use rdm='euclidean'")
+        z /= norms
+    else:
+        z = centred(x)  # distances are translation invariant; centring keeps them accurate
+        sq = z.square().sum(dim=1)
+    out = torch.empty(n * (n - 1) // 2, dtype=F64, device=x.device)
+    step = max(1, _BLOCK_ELEMS // n)
+    pos = 0
+    for start in range(0, n, step):
+        rows = slice(start, min(n, start + step))
+        if rdm == "correlation":
+            block = 1.0 - z[rows] @ z.T  # (b, n)
+        else:
+            block = pairwise_distance_rows(z, sq, rows, squared=True) / d
+        b = block.shape[0]
+        i = torch.arange(start, start + b, device=x.device)
+        upper = torch.arange(n, device=x.device)[None, :] > i[:, None]  # (b, n): j > i
+        vals = block[upper]  # row-major: row i's j > i entries, rows in order
+        out[pos : pos + vals.numel()] = vals
+        pos += vals.numel()
+    return out
+
+
+def spearman_ranks(v: Tensor) -> Tensor:
+    """Ranks 1..m of v (m,) with ties given their average rank (``scipy.stats.rankdata``), float64."""
+    order = torch.argsort(v)
+    s = v[order]
+    m = v.numel()
+    new = torch.ones(m, dtype=torch.bool, device=v.device)
+    new[1:] = s[1:] != s[:-1]
+    group = torch.cumsum(new, 0) - 1  # (m,) tie-group id in sorted order
+    counts = torch.bincount(group)
+    ends = torch.cumsum(counts, 0)  # 1-based rank of each group's last member
+    avg = (ends - (counts - 1) / 2.0).to(F64)  # average of ranks ends - counts + 1 .. ends
+    ranks = torch.empty(m, dtype=F64, device=v.device)
+    ranks[order] = avg[group]
+    return ranks
+
+
+def _pearson(a: Tensor, b: Tensor) -> Tensor:
+    a, b = a - a.mean(), b - b.mean()
+    return torch.dot(a, b) / (torch.linalg.vector_norm(a) * torch.linalg.vector_norm(b))
+
+
+def _tied_pairs(sorted_v: Tensor) -> Tensor:
+    """Number of pairs with equal values, sum over tie groups of c (c - 1) / 2, of a sorted vector."""
+    _, counts = torch.unique_consecutive(sorted_v, return_counts=True)
+    return (counts * (counts - 1) // 2).sum()
+
+
+def _dense_ranks(v: Tensor) -> Tensor:
+    """Ranks 0..u-1 of v with equal values sharing a rank (int64)."""
+    _, inverse = torch.unique(v, sorted=True, return_inverse=True)
+    return inverse
+
+
+def _inversions(r: Tensor) -> Tensor:
+    """Number of pairs i < j with r_i > r_j, for nonnegative integers r (m,): O(m log max r).
+
+    Most significant bit first: at bit b, the elements are grouped by the prefix
+    r >> (b + 1), each group in the original order (a stable partition per
+    level keeps that). An inverted pair has a unique highest differing bit,
+    below which prefixes agree: it is counted at that level as a 1 before a 0.
+    """
+    m = r.numel()
+    bits = max(1, int(r.max()).bit_length())
+    cur = r
+    total = torch.zeros((), dtype=torch.long, device=r.device)
+    idx = torch.arange(m, device=r.device)
+    for b in range(bits - 1, -1, -1):
+        prefix = cur >> (b + 1)
+        bit = (cur >> b) & 1  # (m,)
+        new = torch.ones(m, dtype=torch.bool, device=r.device)
+        new[1:] = prefix[1:] != prefix[:-1]
+        start = torch.cummax(torch.where(new, idx, torch.zeros_like(idx)), 0).values  # group start per element
+        ones = torch.cumsum(bit, 0) - bit  # ones strictly before, globally
+        ones_in_group = ones - ones[start]  # ones before it within its group
+        total += (ones_in_group * (1 - bit)).sum()
+        # Stable partition of every group: zeros first, then ones, order kept.
+        zeros = idx - start - ones_in_group  # zeros before it within the group
+        group = torch.cumsum(new, 0) - 1
+        zeros_total = torch.zeros(int(group[-1]) + 1, dtype=torch.long, device=r.device).index_add_(0, group, 1 - bit)
+        pos = start + torch.where(bit == 0, zeros, zeros_total[group] + ones_in_group)
+        nxt = torch.empty_like(cur)
+        nxt[pos] = cur
+        cur = nxt
+    return total
+
+
+def kendall_tau_a(a: Tensor, b: Tensor) -> Tensor:
+    r"""Kendall's tau-a of two vectors (m,): (concordant - discordant) / (m (m - 1) / 2), ties not corrected.
+
+    As rsatoolbox's ``compare_kendall_tau_a`` (scipy's counting with the tau-a
+    denominator). Sort by (a, b); the discordant pairs are the strict inversions
+    of b's ranks in that order (:func:`_inversions`); then
+    C - D = P - T_a - T_b + T_ab - 2 D with P all pairs and T the tied pairs.
+    Time O(m log m), memory O(m).
+    """
+    m = a.numel()
+    ra, rb = _dense_ranks(a), _dense_ranks(b)
+    key = ra * (int(rb.max()) + 1) + rb  # lexicographic (a, b) as one integer
+    order = torch.argsort(key)
+    sk = key[order]
+    dis = _inversions(rb[order])
+    total = m * (m - 1) // 2
+    ties_a = _tied_pairs(ra[order])  # ra sorted along key order
+    ties_b = _tied_pairs(torch.sort(rb).values)
+    ties_ab = _tied_pairs(sk)
+    con_minus_dis = total - ties_a - ties_b + ties_ab - 2 * dis
+    return (con_minus_dis.to(F64) / total).clamp(-1.0, 1.0)
+
+
+def _compare(a: Tensor, b: Tensor, compare: str) -> Tensor:
+    if compare == "pearson":
+        return _pearson(a, b)
+    if compare == "spearman":
+        return _pearson(spearman_ranks(a), spearman_ranks(b))
+    if compare == "cosine":
+        return torch.dot(a, b) / (torch.linalg.vector_norm(a) * torch.linalg.vector_norm(b))
+    return kendall_tau_a(a, b)
+
+
+def rsa(x: Tensor, y: Tensor, *, rdm: str = "correlation", compare: str = "spearman") -> Tensor:
+    r"""RSA: the correlation of the two representational dissimilarity matrices (Kriegeskorte et al. 2008).
+
+    ::
+
+        v_X = (RDM_X[i, j])_{i < j},   RDM_X[i, j] = 1 - r(x_i, x_j)   (rdm="correlation")
+                                                   = ||x_i - x_j||^2 / d  (rdm="euclidean")
+        RSA(X, Y) = compare(v_X, v_Y)
+
+    ``compare``: "spearman" (Pearson r of the ranks, ties averaged: rsatoolbox's
+    "spearman", ReSi's default and scipy's spearmanr), "pearson" (rsatoolbox's
+    "corr"), "kendall_tau_a" (rsatoolbox's "tau-a": no tie correction, the
+    choice of Nili et al. 2014 for models that predict tied dissimilarities;
+    scipy's default tau-b corrects for ties) or "cosine" (rsatoolbox's "cosine").
+    Only the pairs i < j count (see the module docstring).
+
+    Shapes: x (n, d1), y (n, d2), n >= 3 -> 0-d float64 tensor. Memory O(n^2)
+    (the two RDM vectors, inherent to comparing them by ranks); time O(n^2 (d + log n)).
+    Invariant to: isotropic scaling, permutations of neurons; rdm="euclidean" also to
+    orthogonal transforms and translations. rdm="correlation" is not invariant to
+    translations or rotations (it centres each row over the features).
+    Range [-1, 1]; 1 for identical representations. Symmetric.
+    Raises ValueError if an RDM is constant (its correlation is undefined).
+    """
+    measure = "rsa"
+    check_pair(x, y, measure=measure, min_n=3)
+    if rdm not in _RDMS:
+        raise ValueError(f"{measure}: rdm must be one of {', '.join(_RDMS)}, got {rdm!r}")
+    if compare not in _COMPARES:
+        raise ValueError(f"{measure}: compare must be one of {', '.join(_COMPARES)}, got {compare!r}")
+    a, b = rdm_vector(x, rdm, "x", measure), rdm_vector(y, rdm, "y", measure)
+    for side, v in (("x", a), ("y", b)):
+        if compare != "cosine" and bool((v == v[0]).all()):
+            raise ValueError(f"{measure}: every dissimilarity in the RDM of {side} is equal, so its correlation "
+                             "with another RDM is undefined")
+        if compare == "cosine" and not bool((v != 0).any()):
+            raise ValueError(f"{measure}: the RDM of {side} is all zeros")
+    return _compare(a, b, compare)
