@@ -48,7 +48,7 @@ def _check_k(k: int, n: int, measure: str, low: int = 1) -> None:
     if not isinstance(k, int) or k < low:
         raise ValueError(f"{measure}: k must be an integer >= {low}, got {k!r}")
     if n < k + 1:
-        raise ValueError(f"{measure} needs at least k + 1 = {k + 1} samples for k = {k} neighbours, got {n}")
+        raise ValueError(f"{measure} needs at least {k + 1} samples (k + 1 for k = {k} neighbours), got {n}")
 
 
 def _topk_rows(z: Tensor, k: int) -> Tensor:
@@ -241,7 +241,8 @@ def cknna(x: Tensor, y: Tensor, *, k: int = 10, normalize: bool = True) -> Tenso
     Shapes: x (n, d1), y (n, d2), n >= k + 1, k >= 2 -> 0-d float64 tensor.
     Invariant to: orthogonal transforms, isotropic scaling, permutations. Not to translations.
     Range: at most 1 in practice (an unbiased estimate; can be negative); 1 for identical
-    representations. Symmetric.
+    representations. Slightly asymmetric, as platonic-rep's: for the non-symmetric masked
+    matrices its third term (A^T 1).(B 1) changes when A and B swap.
     """
     measure = "cknna"
     check_pair(x, y, measure=measure)

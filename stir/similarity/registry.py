@@ -142,9 +142,9 @@ _ENTRIES = [
     _m("cycle_knn", cycle_knn, "neighbours", False, False, 0, 1, None, _ROWS, _PLATONIC, min_n=11),
     _m("rank_similarity", rank_similarity, "neighbours", True, False, 0, 1, 1.0, _ROWS, _RESI, min_n=11),
     _m("second_order_cosine", second_order_cosine, "neighbours", True, False, 0, 1, 1.0, _ROWS, _RESI, min_n=11),
-    _m("cknna", cknna, "neighbours", True, False, -INF, 1, 1.0, _ROWS, _PLATONIC, min_n=11),
+    _m("cknna", cknna, "neighbours", False, False, -INF, 1, 1.0, _ROWS, _PLATONIC, min_n=11),
     # ------------------------------------------------------------- shape metrics, Bures, CKA distances
-    _m("shape_metric", shape_metric, "shape_metric", True, True, 0, math.pi / 2, 0.0, _RIGID, _NETREP, metric=True),
+    _m("shape_metric", shape_metric, "shape_metric", True, True, 0, math.pi / 2, 0.0, _NO_SCALE, _NETREP, metric=True),
     _m("procrustes_angular", procrustes_angular, "shape_metric", True, True, 0, math.pi / 2, 0.0, _RIGID,
        f"{_NETREP}, {_RESI}", metric=True),
     _m("permutation_metric", permutation_metric, "shape_metric", True, True, 0, math.pi, 0.0,

@@ -73,8 +73,10 @@ def shape_metric(x: Tensor, y: Tensor, *, alpha: float = 0.5, distance: str = "a
     n - 1 (the distance would be trivially 0, as CCA is trivially 1).
 
     Shapes: x (n, d1), y (n, d2), n >= 2 -> 0-d float64 tensor.
-    Invariant to: orthogonal transforms and translations of either side; the angular
-    form also to isotropic scaling; alpha = 0 to every invertible linear map.
+    Invariant to: orthogonal transforms, translations and permutations of either side;
+    for alpha in (0, 1) not to isotropic scaling (the mix alpha s + (1 - alpha) of a
+    singular value s and 1 changes with the scale); alpha = 1 angular also to isotropic
+    scaling; alpha = 0 to every invertible linear map.
     Range: angular [0, pi/2] (centred data), euclidean [0, inf); 0 for identical
     representations. A metric. Symmetric. Lower is more similar.
     """
