@@ -252,7 +252,8 @@ def cknna(x: Tensor, y: Tensor, *, k: int = 10, normalize: bool = True) -> Tenso
         zx, zy = _unit_rows(x, "x", measure, F64), _unit_rows(y, "y", measure, F64)
     else:
         zx, zy = x.to(F64), y.to(F64)
-    nx, ny = _topk_rows(zx, k), _topk_rows(zy, k)  # neighbours by the (normalised) inner products
+    dtype = work_dtype(x, y)  # the neighbour search in the work dtype; the kernel values below in float64
+    nx, ny = _topk_rows(zx.to(dtype), k), _topk_rows(zy.to(dtype), k)  # by the (normalised) inner products
 
     def masked(nb: Tensor, keep: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         rows = torch.arange(n, device=x.device)[:, None].expand_as(nb)[keep]

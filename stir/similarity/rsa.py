@@ -9,6 +9,9 @@ agreements and inflate every comparison.
 
 from __future__ import annotations
 
+import math
+
+import scipy.stats
 import torch
 from torch import Tensor
 
@@ -85,16 +88,17 @@ def _pearson(a: Tensor, b: Tensor) -> Tensor:
     return torch.dot(a, b) / (torch.linalg.vector_norm(a) * torch.linalg.vector_norm(b))
 
 
-def _tied_pairs(sorted_v: Tensor) -> Tensor:
-    """Number of pairs with equal values, sum over tie groups of c (c - 1) / 2, of a sorted vector."""
-    _, counts = torch.unique_consecutive(sorted_v, return_counts=True)
-    return (counts * (counts - 1) // 2).sum()
-
-
-def _dense_ranks(v: Tensor) -> Tensor:
-    """Ranks 0..u-1 of v with equal values sharing a rank (int64)."""
-    _, inverse = torch.unique(v, sorted=True, return_inverse=True)
-    return inverse
+def _dense_ranks(v: Tensor) -> tuple[Tensor, Tensor]:
+    """(ranks 0..u-1 of v with equal values sharing a rank (int64), the number of pairs of equal values)."""
+    order = torch.argsort(v)
+    s = v[order]
+    new = torch.ones(v.numel(), dtype=torch.bool, device=v.device)
+    new[1:] = s[1:] != s[:-1]
+    dense = torch.cumsum(new, 0) - 1  # (m,) in sorted order
+    ranks = torch.empty_like(dense)
+    ranks[order] = dense
+    counts = torch.bincount(dense)
+    return ranks, (counts * (counts - 1) // 2).sum()
 
 
 def _inversions(r: Tensor) -> Tensor:
@@ -102,53 +106,73 @@ def _inversions(r: Tensor) -> Tensor:
 
     Most significant bit first: at bit b, the elements are grouped by the prefix
     r >> (b + 1), each group in the original order (a stable partition per
-    level keeps that). An inverted pair has a unique highest differing bit,
-    below which prefixes agree: it is counted at that level as a 1 before a 0.
+    level, a counting sort on r >> b, keeps that). An inverted pair has a unique
+    highest differing bit, below which prefixes agree: it is counted at that level
+    as a 1 before a 0. Group sizes and offsets come from one bincount of r >> b
+    per level, so each level is a few passes over int32 arrays.
     """
     m = r.numel()
+    dt = torch.int32 if m < 2**31 - 1 else torch.long
     bits = max(1, int(r.max()).bit_length())
-    cur = r
+    cur = r.to(dt)
+    idx = torch.arange(m, device=r.device, dtype=dt)
     total = torch.zeros((), dtype=torch.long, device=r.device)
-    idx = torch.arange(m, device=r.device)
     for b in range(bits - 1, -1, -1):
-        prefix = cur >> (b + 1)
-        bit = (cur >> b) & 1  # (m,)
-        new = torch.ones(m, dtype=torch.bool, device=r.device)
-        new[1:] = prefix[1:] != prefix[:-1]
-        start = torch.cummax(torch.where(new, idx, torch.zeros_like(idx)), 0).values  # group start per element
-        ones = torch.cumsum(bit, 0) - bit  # ones strictly before, globally
-        ones_in_group = ones - ones[start]  # ones before it within its group
-        total += (ones_in_group * (1 - bit)).sum()
-        # Stable partition of every group: zeros first, then ones, order kept.
-        zeros = idx - start - ones_in_group  # zeros before it within the group
-        group = torch.cumsum(new, 0) - 1
-        zeros_total = torch.zeros(int(group[-1]) + 1, dtype=torch.long, device=r.device).index_add_(0, group, 1 - bit)
-        pos = start + torch.where(bit == 0, zeros, zeros_total[group] + ones_in_group)
+        key = cur >> b  # (m,) = 2 * prefix + bit, nondecreasing in prefix
+        bit = key & 1
+        prefix = key >> 1
+        c2 = torch.bincount(key, minlength=2 * (int(key[-1] >> 1) + 1))  # elements per (prefix, bit)
+        zeros_g, ones_g = c2[0::2], c2[1::2]  # per prefix
+        size_g = zeros_g + ones_g
+        start_g = (torch.cumsum(size_g, 0) - size_g).to(dt)  # group offsets (groups are contiguous)
+        ones_before_g = (torch.cumsum(ones_g, 0) - ones_g).to(dt)
+        ones_excl = torch.cumsum(bit, 0, dtype=dt) - bit  # ones strictly before, globally
+        ones_in = ones_excl - ones_before_g[prefix]  # ones before it within its group
+        total += (ones_in.to(torch.long) * (1 - bit)).sum()  # each 0 pairs with the 1s before it
+        start = start_g[prefix]
+        pos = torch.where(bit == 0, idx - ones_in, start + zeros_g.to(dt)[prefix] + ones_in)  # stable partition
         nxt = torch.empty_like(cur)
-        nxt[pos] = cur
+        nxt[pos.long()] = cur
         cur = nxt
     return total
 
 
-def kendall_tau_a(a: Tensor, b: Tensor) -> Tensor:
+def _tied_pairs(v: Tensor) -> Tensor:
+    """Pairs of equal values of v, sum over tie groups of c (c - 1) / 2 (one sort)."""
+    _, counts = torch.unique_consecutive(torch.sort(v).values, return_counts=True)
+    return (counts * (counts - 1) // 2).sum()
+
+
+def kendall_tau_a(a: Tensor, b: Tensor, *, backend: str = "auto") -> Tensor:
     r"""Kendall's tau-a of two vectors (m,): (concordant - discordant) / (m (m - 1) / 2), ties not corrected.
 
     As rsatoolbox's ``compare_kendall_tau_a`` (scipy's counting with the tau-a
-    denominator). Sort by (a, b); the discordant pairs are the strict inversions
-    of b's ranks in that order (:func:`_inversions`); then
+    denominator). ``backend="torch"``: sort by (a, b); the discordant pairs are the
+    strict inversions of b's ranks in that order (:func:`_inversions`); then
     C - D = P - T_a - T_b + T_ab - 2 D with P all pairs and T the tied pairs.
+    ``backend="scipy"``: C - D = tau_b sqrt((P - T_a)(P - T_b)) from
+    ``scipy.stats.kendalltau`` (tau-b, the same merge-sort count in compiled code,
+    ~5x faster than the torch passes on CPU). "auto" takes scipy on CPU, torch elsewhere.
     Time O(m log m), memory O(m).
     """
     m = a.numel()
-    ra, rb = _dense_ranks(a), _dense_ranks(b)
+    if backend == "auto":
+        backend = "scipy" if a.device.type == "cpu" else "torch"
+    if backend == "scipy":
+        total = m * (m - 1) // 2
+        tau_b = scipy.stats.kendalltau(a.detach().cpu().numpy(), b.detach().cpu().numpy()).statistic
+        scale = math.sqrt((total - int(_tied_pairs(a))) * (total - int(_tied_pairs(b))))
+        return a.new_tensor(tau_b * scale / total, dtype=F64).clamp(-1.0, 1.0)
+    ra, ties_a = _dense_ranks(a)
+    rb, ties_b = _dense_ranks(b)
     key = ra * (int(rb.max()) + 1) + rb  # lexicographic (a, b) as one integer
-    order = torch.argsort(key)
-    sk = key[order]
+    sk, order = torch.sort(key)
     dis = _inversions(rb[order])
+    new = torch.ones(m, dtype=torch.bool, device=a.device)
+    new[1:] = sk[1:] != sk[:-1]
+    counts = torch.bincount(torch.cumsum(new, 0) - 1)
+    ties_ab = (counts * (counts - 1) // 2).sum()
     total = m * (m - 1) // 2
-    ties_a = _tied_pairs(ra[order])  # ra sorted along key order
-    ties_b = _tied_pairs(torch.sort(rb).values)
-    ties_ab = _tied_pairs(sk)
     con_minus_dis = total - ties_a - ties_b + ties_ab - 2 * dis
     return (con_minus_dis.to(F64) / total).clamp(-1.0, 1.0)
 
