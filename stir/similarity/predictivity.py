@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from ._checks import check_pair
-from ._linalg import F64, centred
+from ._linalg import F64, centred, centred_moments
 
 __all__ = ["fold_bounds", "linear_predictivity"]
 
@@ -26,32 +26,42 @@ def fold_bounds(n: int, folds: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def _ridge_fold(yc: Tensor, xc: Tensor, k: Tensor | None, test: slice, alpha: float) -> Tensor:
-    """Ridge predictions (n_test, d1) of xc from yc, fitted with an intercept on the other rows.
+def _ridge_fold_primal(
+    yc: Tensor, xc: Tensor, gram: Tensor, cross: Tensor, test: slice, alpha: float
+) -> Tensor:
+    """Ridge predictions (n_test, d1) of the test rows, fitted with an intercept on the other rows.
 
-    Primal form (d2, d2) solve, or the dual (n_train, n_train) one when the
-    Gram matrix ``k`` = yc yc^T (n, n) is given (d2 > n): the same predictions,
-    (Ytr^T Ytr + alpha I)^{-1} Ytr^T = Ytr^T (Ytr Ytr^T + alpha I)^{-1}.
+    yc (n, d2), xc (n, d1) are centred over all n rows, so the training sums are minus
+    the test sums; gram = yc^T yc (d2, d2) and cross = yc^T xc (d2, d1) over all rows.
+    The training moments are those minus the test block's, centred by the training
+    means: one (n_test, d2) product per fold instead of an (n_train, d2) one.
+    """
+    n, yt, xt = yc.shape[0], yc[test], xc[test]
+    m = n - yt.shape[0]
+    my, mx = -yt.sum(dim=0) / m, -xt.sum(dim=0) / m  # training means
+    g = gram - yt.T @ yt - m * torch.outer(my, my)  # (d2, d2) centred training Gram
+    g.diagonal().add_(alpha)
+    c = cross - yt.T @ xt - m * torch.outer(my, mx)  # (d2, d1)
+    return (yt - my) @ torch.linalg.solve(g, c) + mx
+
+
+def _ridge_fold_dual(yc: Tensor, xc: Tensor, k: Tensor, test: slice, alpha: float) -> Tensor:
+    """As :func:`_ridge_fold_primal` through the (n_train, n_train) kernel, from k = yc yc^T (n, n) (d2 > n).
+
+    (Ytr^T Ytr + alpha I)^{-1} Ytr^T = Ytr^T (Ytr Ytr^T + alpha I)^{-1}, with the Gram centred
+    by the training means: (y_i - m).(y_j - m) = k_ij - kbar_i - kbar_j + kbar.
     """
     n = yc.shape[0]
     train = torch.ones(n, dtype=torch.bool, device=yc.device)
     train[test] = False
-    ytr, xtr = yc[train], xc[train]
-    my, mx = ytr.mean(dim=0), xtr.mean(dim=0)
-    if k is None:
-        yt = ytr - my
-        gram = yt.T @ yt  # (d2, d2)
-        gram.diagonal().add_(alpha)
-        coef = torch.linalg.solve(gram, yt.T @ (xtr - mx))  # (d2, d1)
-        return (yc[test] - my) @ coef + mx
-    # Centre the Gram by the training means: (y_i - m).(y_j - m) = k_ij - kbar_i - kbar_j + kbar.
+    xtr = xc[train]
+    mx = xtr.mean(dim=0)
     kbar = k[:, train].mean(dim=1)  # (n,): mean over training j of k_ij
     kk = kbar[train].mean()
     ktr = k[train][:, train] - kbar[train][:, None] - kbar[train][None, :] + kk  # (m, m)
     kte = k[test][:, train] - kbar[test][:, None] - kbar[train][None, :] + kk  # (n_test, m)
     ktr.diagonal().add_(alpha)
-    dual = torch.linalg.solve(ktr, xtr - mx)  # (m, d1)
-    return kte @ dual + mx
+    return kte @ torch.linalg.solve(ktr, xtr - mx) + mx
 
 
 def linear_predictivity(
@@ -71,7 +81,8 @@ def linear_predictivity(
 
     x is the target and y the predictor, as in :func:`linear_regression`. alpha is
     on the unscaled sum of squares (sklearn's convention), so the score depends on
-    the scale of y. Ridge is solved in the primal (d2 x d2) or, for d2 > n, the dual
+    the scale of y. Ridge is solved in the primal (d2 x d2; the moments over all rows
+    are formed once and each fold's test block subtracted) or, for d2 > n, the dual
     (n x n) form; one loop over the folds, none over samples.
 
     Asymmetric. Shapes: x (n, d1), y (n, d2), n >= 2 * folds -> 0-d float64 tensor.
@@ -90,10 +101,16 @@ def linear_predictivity(
         raise ValueError(f"{measure}: alpha (ridge penalty) must be > 0, got {alpha}")
     n, d2 = y.shape
     xc, yc = centred(x), centred(y)  # (n, d1), (n, d2) float64; centring changes no prediction
-    k = yc @ yc.T if d2 > n else None  # (n, n) for the dual form
     pred = torch.empty_like(xc)
-    for start, stop in fold_bounds(n, folds):
-        pred[start:stop] = _ridge_fold(yc, xc, k, slice(start, stop), alpha)
+    if d2 > n:
+        k = yc @ yc.T  # (n, n)
+        for start, stop in fold_bounds(n, folds):
+            pred[start:stop] = _ridge_fold_dual(yc, xc, k, slice(start, stop), alpha)
+    else:
+        # Yc^T Yc (d2, d2) and Xc^T Yc over all rows, once (syrk through numpy's BLAS on CPU)
+        m = centred_moments(x, y, xx=False, row_norms=False, dtype=F64)
+        for start, stop in fold_bounds(n, folds):
+            pred[start:stop] = _ridge_fold_primal(yc, xc, m["yy"], m["xy"].T, slice(start, stop), alpha)
     if score == "r2":
         return 1.0 - (xc - pred).square().sum() / xc.square().sum()
     pc = pred - pred.mean(dim=0)

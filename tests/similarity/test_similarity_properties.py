@@ -213,3 +213,15 @@ def test_pairwise_errors_and_options():
     assert float(sim.pairwise("rbf_cka", reps, threshold=0.5)[0, 2]) == float(sim.rbf_cka(reps[0], reps[2], threshold=0.5))
     with pytest.raises(ValueError, match="x has 12 rows but y has 11"):
         sim.pairwise("linear_cka", [reps[0], reps[1][:11]])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", NAMES)
+def test_cuda_inputs_follow_the_device(name):
+    x, y = pair(seed=12)
+    got = sim.get(name)(x.cuda(), y.cuda())
+    assert got.device.type == "cuda" and got.dtype == F64
+    assert math.isclose(float(got), value(name, x, y), rel_tol=1e-8, abs_tol=1e-8)
+    assert torch.allclose(sim.pairwise(name, [x.cuda(), y[:, :5].cuda()]).cpu(),
+                          sim.pairwise(name, [x, y[:, :5]]), rtol=1e-8, atol=1e-8)
