@@ -1,9 +1,10 @@
 """Write the measures table of docs/measures.md from the registry flags and a bench_similarity.py --new run.
 
-    python bench/measures_doc.py     # reads bench/out/bench_similarity_new.json (if present), rewrites the table
+    python bench/measures_doc.py     # reads bench/results/bench_similarity_new.json, rewrites the table
 
 The flag columns come from ``stir.similarity.info(name)``; the timing columns from
-the JSON that ``python bench/bench_similarity.py --new --threads 1`` writes (n=10000,
+the committed copy of the JSON that ``python bench/bench_similarity.py --new --threads 1`` writes
+(to bench/out/; n=10000,
 d=512, float32, one thread). Only the text between the two table markers changes.
 """
 
@@ -20,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 import stir.similarity as sim  # noqa: E402
 
 DOC = ROOT / "docs" / "measures.md"
-BENCH = Path(__file__).resolve().parent / "out" / "bench_similarity_new.json"
+BENCH = Path(__file__).resolve().parent / "results" / "bench_similarity_new.json"  # the committed run
 BEGIN, END = "<!-- measures table: begin -->", "<!-- measures table: end -->"
 SHORT = {"orthogonal": "O", "isotropic_scaling": "S", "translation": "T", "permutation": "P",
          "invertible_linear": "L"}

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from ._checks import check_pair
-from ._linalg import F64, centred, centred_moments
+from ._linalg import F64, centred, centred_moments, column_mean, work_dtype
 
 __all__ = ["fold_bounds", "linear_predictivity"]
 
@@ -27,16 +27,16 @@ def fold_bounds(n: int, folds: int) -> list[tuple[int, int]]:
 
 
 def _ridge_fold_primal(
-    yc: Tensor, xc: Tensor, gram: Tensor, cross: Tensor, test: slice, alpha: float
+    yt: Tensor, xt: Tensor, n: int, gram: Tensor, cross: Tensor, alpha: float
 ) -> Tensor:
     """Ridge predictions (n_test, d1) of the test rows, fitted with an intercept on the other rows.
 
-    yc (n, d2), xc (n, d1) are centred over all n rows, so the training sums are minus
-    the test sums; gram = yc^T yc (d2, d2) and cross = yc^T xc (d2, d1) over all rows.
-    The training moments are those minus the test block's, centred by the training
-    means: one (n_test, d2) product per fold instead of an (n_train, d2) one.
+    yt (n_test, d2), xt (n_test, d1): the test rows centred by the means over all n rows,
+    so the training sums are minus the test sums; gram = Yc^T Yc (d2, d2) and
+    cross = Yc^T Xc (d2, d1) over all rows. The training moments are those minus the
+    test block's, centred by the training means: one (n_test, d2) product per fold
+    instead of an (n_train, d2) one.
     """
-    n, yt, xt = yc.shape[0], yc[test], xc[test]
     m = n - yt.shape[0]
     my, mx = -yt.sum(dim=0) / m, -xt.sum(dim=0) / m  # training means
     g = gram - yt.T @ yt - m * torch.outer(my, my)  # (d2, d2) centred training Gram
@@ -100,17 +100,22 @@ def linear_predictivity(
     if not alpha > 0:
         raise ValueError(f"{measure}: alpha (ridge penalty) must be > 0, got {alpha}")
     n, d2 = y.shape
-    xc, yc = centred(x), centred(y)  # (n, d1), (n, d2) float64; centring changes no prediction
-    pred = torch.empty_like(xc)
     if d2 > n:
+        xc, yc = centred(x), centred(y)  # (n, d1), (n, d2) float64; centring changes no prediction
         k = yc @ yc.T  # (n, n)
+        pred = torch.empty_like(xc)
         for start, stop in fold_bounds(n, folds):
             pred[start:stop] = _ridge_fold_dual(yc, xc, k, slice(start, stop), alpha)
     else:
-        # Yc^T Yc (d2, d2) and Xc^T Yc over all rows, once (syrk through numpy's BLAS on CPU)
-        m = centred_moments(x, y, xx=False, row_norms=False, dtype=F64)
+        # Yc^T Yc (d2, d2) and Xc^T Yc over all rows, once, in the work dtype summed in float64
+        # (numpy's syrk on CPU); the penalty alpha I bounds the conditioning of the solve.
+        m = centred_moments(x, y, xx=False, row_norms=False, dtype=work_dtype(x, y))
+        mx, my = column_mean(x), column_mean(y)
+        xc = x.to(F64) - mx  # (n, d1) the targets, for the score
+        pred = torch.empty_like(xc)
         for start, stop in fold_bounds(n, folds):
-            pred[start:stop] = _ridge_fold_primal(yc, xc, m["yy"], m["xy"].T, slice(start, stop), alpha)
+            yt = y[start:stop].to(F64) - my  # (n_test, d2) centred test rows
+            pred[start:stop] = _ridge_fold_primal(yt, xc[start:stop], n, m["yy"], m["xy"].T, alpha)
     if score == "r2":
         return 1.0 - (xc - pred).square().sum() / xc.square().sum()
     pc = pred - pred.mean(dim=0)
