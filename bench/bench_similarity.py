@@ -28,7 +28,18 @@ threads both set to ``--threads`` (OPENBLAS_NUM_THREADS etc.):
 
     python bench/bench_similarity.py --threads 2 --numpy-only   # only the side-by-side table
 
-The table goes to stdout and, with the raw figures, to bench/out/bench_similarity.json.
+A third table (issue 24) times every measure added with the registry flags
+against the fastest public implementation, each in its own subprocess, the
+reference ones in the reference environment (``--refs-python``, with the git
+snapshots of ReSi, netrep and platonic-rep under ``--refs-src``; see
+bench/similarity_refs.py), on the same float32 inputs at n=10000, d=512, one
+thread each, reporting ours / reference:
+
+    python bench/bench_similarity.py --new --threads 1            # ~40 min on 2 CPU cores
+    python bench/bench_similarity.py --new --threads 1 --quick    # n=1000, d=64: ~1 min
+
+The table goes to stdout and, with the raw figures, to bench/out/bench_similarity.json
+(``--new``: bench/out/bench_similarity_new.json).
 """
 
 from __future__ import annotations
@@ -211,7 +222,95 @@ def run_vs_numpy(n: int, d: int, repeats: int, threads: int, pause: float = 0.0)
             "torch_threads": torch.get_num_threads()}
 
 
+# Measures whose value is compared through another name (ReSi's gulp returns the squared distance).
+NEW_OURS_NAME = {"gulp": "measure/resi/gulp"}
+NEW_SIZES = ((10000, 512),)
+QUICK_NEW_SIZES = ((1000, 64),)
+
+
+def run_ref_case(key: str, n: int, d: int, repeats: int, threads: int, src: str) -> dict:
+    """One reference call timed like run_case, in the reference environment (numpy float32 inputs)."""
+    import torch
+
+    import similarity_refs  # bench/ is this script's folder, first on sys.path
+
+    if threads > 0:
+        torch.set_num_threads(threads)
+    fn = similarity_refs.build(key, Path(src))
+    x, y = _inputs(n, d, "cpu")
+    xn, yn = x.numpy(), y.numpy()
+    fn(xn[:64, :32], yn[:64, :32])  # warm-up
+    times, value = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        value = float(fn(xn, yn))
+        times.append(time.perf_counter() - t0)
+        if sum(times) > 20.0:
+            break
+    return {"seconds": min(times), "value": value, "runs": len(times)}
+
+
+def _spawn_ref(key: str, n: int, d: int, args: argparse.Namespace) -> dict:
+    cmd = [args.refs_python, __file__, "--case-ref", f"{key},{n},{d}", "--repeats", str(args.repeats),
+           "--threads", str(args.threads), "--refs-src", args.refs_src]
+    env = dict(os.environ)
+    if args.threads > 0:
+        for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+            env[var] = str(args.threads)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.ref_timeout)
+    except subprocess.TimeoutExpired:
+        return {"timeout": args.ref_timeout}
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else f"exit {proc.returncode}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def new_measures_table(args: argparse.Namespace) -> tuple[list[str], list[dict]]:
+    """Rows of the new-measures vs references table, printed as they come."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's stir, as the children get
+    import similarity_refs
+
+    import stir.similarity as sim
+
+    rows = ["| measure | n | d | ours (s) | fastest reference | reference (s) | ours / reference | \\|value diff\\| |",
+            "|---|---|---|---|---|---|---|---|"]
+    records = []
+    measures = [m for m in sim.names() if m in similarity_refs.REFERENCES or m == "cka_euclidean"]
+    if args.only:
+        measures = [m for m in measures if m in args.only.split(",")]
+    for n, d in QUICK_NEW_SIZES if args.quick else NEW_SIZES:
+        for measure in measures:
+            ours = _spawn(NEW_OURS_NAME.get(measure, measure), "ours", n, d, args)
+            refs = {label: _spawn_ref(key, n, d, args) for label, key in similarity_refs.REFERENCES.get(measure, [])}
+            records.append({"measure": measure, "n": n, "d": d, "ours": ours, "references": refs})
+            timed = {k: v for k, v in refs.items() if "seconds" in v}
+            o_s = f"{ours['seconds']:.3f}" if "seconds" in ours else f"error: {ours.get('error')}"
+            if timed:
+                label = min(timed, key=lambda k: timed[k]["seconds"])
+                best = timed[label]
+                ratio = f"{ours['seconds'] / best['seconds']:.2f}" if "seconds" in ours else "-"
+                diff = f"{abs(best['value'] - ours['value']):.1e}" if "seconds" in ours else "-"
+                r_s = f"{best['seconds']:.3f}"
+            elif refs:
+                label = ", ".join(f"{k}: " + (f"> {v['timeout']:.0f} s" if "timeout" in v else f"error {v.get('error')}")
+                                  for k, v in refs.items())
+                r_s, ratio, diff = "-", "-", "-"
+            else:
+                label, r_s, ratio, diff = "(no public implementation)", "-", "-", "-"
+            rows.append(f"| {measure} | {n} | {d} | {o_s} | {label} | {r_s} | {ratio} | {diff} |")
+            sys.stdout.write(rows[-1] + "\n")
+            sys.stdout.flush()
+    return rows, records
+
+
 def _child(args: argparse.Namespace) -> None:
+    if args.case_ref:
+        key, n, d = args.case_ref.split(",")
+        result = run_ref_case(key, int(n), int(d), args.repeats, args.threads, args.refs_src)
+        sys.stdout.write(json.dumps(result) + "\n")
+        return
     if args.vs_numpy:
         n, d = args.vs_numpy.split(",")
         result = run_vs_numpy(int(n), int(d), args.numpy_repeats, args.threads, args.numpy_pause)
@@ -282,11 +381,30 @@ def main() -> None:
     parser.add_argument("--numpy-repeats", type=int, default=9, help="calls of each side in that table")
     parser.add_argument("--numpy-pause", type=float, default=0.0,
                         help="seconds of sleep before each call in that table (lets idle BLAS threads stop spinning)")
+    parser.add_argument("--new", action="store_true",
+                        help="only the table of the measures of issue 24 against their public references")
+    parser.add_argument("--only", help="with --new: comma-separated measures to run")
+    parser.add_argument("--refs-python", default="/work/refs-venv/bin/python",
+                        help="python of the reference environment (see bench/similarity_refs.py)")
+    parser.add_argument("--refs-src", default="/tmp/refsrc",
+                        help="folder with the git snapshots mklabunde+resi, ahwillia+netrep, minyoungg+platonic-rep")
+    parser.add_argument("--ref-timeout", type=float, default=900.0, help="seconds per reference case")
     parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--case-ref", help=argparse.SUPPRESS)
     parser.add_argument("--vs-numpy", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.case or args.vs_numpy:
+    if args.case or args.vs_numpy or args.case_ref:
         _child(args)
+        return
+    if args.new:
+        import torch
+
+        machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
+                   f"{args.threads or torch.get_num_threads()} threads, 1-min load average {os.getloadavg()[0]:.1f} at start")
+        rows, records = new_measures_table(args)
+        sys.stdout.write("\n" + machine + "\n\n" + "\n".join(rows) + "\n")
+        OUT.mkdir(parents=True, exist_ok=True)
+        (OUT / "bench_similarity_new.json").write_text(json.dumps({"machine": machine, "results": records}, indent=2))
         return
 
     import torch

@@ -43,10 +43,15 @@ def linear_cka(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     translations. Not invariant to general invertible linear maps.
     Range: [0, 1]; 1 for identical representations. Symmetric.
     """
-    check_pair(x, y, measure="linear_cka")
+    return linear_cka_named(x, y, form, "linear_cka")
+
+
+def linear_cka_named(x: Tensor, y: Tensor, form: str, measure: str) -> Tensor:
+    """:func:`linear_cka` with its input errors named after ``measure`` (for the CKA distances)."""
+    check_pair(x, y, measure=measure)
     n, d1, d2 = x.shape[0], x.shape[1], y.shape[1]
     dtype = work_dtype(x, y)
-    if resolve_form(form, n, d1, d2, "linear_cka") == "gram":
+    if resolve_form(form, n, d1, d2, measure) == "gram":
         k, l = centred_gram(x, dtype), centred_gram(y, dtype)  # (n, n) each, already centred
         return torch.dot(k.reshape(-1), l.reshape(-1)) / (_frob(k) * _frob(l))
     m = centred_moment_norms(x, y, dtype=dtype)  # ||Xc^T Xc||_F^2, ||Yc^T Yc||_F^2, ||Xc^T Yc||_F^2

@@ -8,7 +8,7 @@ from torch import Tensor
 from ._checks import check_pair
 from ._linalg import F64, centred_gram, centred_moments, work_dtype
 
-__all__ = ["procrustes", "procrustes_distance"]
+__all__ = ["nuclear_terms", "procrustes", "procrustes_distance"]
 
 # Rough cost of an n x n eigendecomposition / SVD in units of one matmul
 # multiply-add on CPU (measured with MKL); only used to choose the form.
@@ -34,8 +34,11 @@ def _gram_factor(k: Tensor) -> Tensor:
     return u[:, keep] * lam[keep].sqrt()
 
 
-def _nuclear_ratio(x: Tensor, y: Tensor, form: str, measure: str) -> Tensor:
-    """||Xc^T Yc||_* / (||Xc||_F ||Yc||_F), clamped to [0, 1] against rounding."""
+def nuclear_terms(x: Tensor, y: Tensor, form: str, measure: str) -> tuple[Tensor, Tensor, Tensor]:
+    """(||Xc^T Yc||_*, ||Xc||_F^2, ||Yc||_F^2) of the column-centred x (n, d1), y (n, d2), float64 0-d each.
+
+    ``form`` is "auto", "feature" or "gram" (see :func:`procrustes`); callers have validated input.
+    """
     n, d1, d2 = x.shape[0], x.shape[1], y.shape[1]
     dtype = work_dtype(x, y)  # GEMM precision of the feature form; eigh / SVD always in float64
     if form == "auto":
@@ -49,11 +52,14 @@ def _nuclear_ratio(x: Tensor, y: Tensor, form: str, measure: str) -> Tensor:
         # would amplify float32 rounding (sqrt(eps32) ~ 3e-4) into the nuclear norm.
         k, l = centred_gram(x), centred_gram(y)  # (n, n) each
         nuc = torch.linalg.svdvals(_gram_factor(k).T @ _gram_factor(l)).sum()
-        fx, fy = torch.trace(k), torch.trace(l)  # ||Xc||_F^2, ||Yc||_F^2
-    else:
-        m = centred_moments(x, y, xx=False, yy=False, dtype=dtype)  # Xc^T Yc (d1, d2), row norms (n,)
-        nuc = torch.linalg.svdvals(m["xy"]).sum()
-        fx, fy = m["kx"].sum(), m["ky"].sum()
+        return nuc, torch.trace(k), torch.trace(l)  # ||Xc||_F^2 = tr(K)
+    m = centred_moments(x, y, xx=False, yy=False, dtype=dtype)  # Xc^T Yc (d1, d2), row norms (n,)
+    return torch.linalg.svdvals(m["xy"]).sum(), m["kx"].sum(), m["ky"].sum()
+
+
+def _nuclear_ratio(x: Tensor, y: Tensor, form: str, measure: str) -> Tensor:
+    """||Xc^T Yc||_* / (||Xc||_F ||Yc||_F), clamped to [0, 1] against rounding."""
+    nuc, fx, fy = nuclear_terms(x, y, form, measure)
     return (nuc / torch.sqrt(fx * fy)).clamp(0.0, 1.0)
 
 

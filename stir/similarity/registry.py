@@ -1,52 +1,281 @@
-"""Name -> measure registry, so configs and STIR can name any measure by string."""
+"""Name -> measure registry, so configs and STIR can name any measure by string.
+
+Every entry carries its property flags (:class:`MeasureInfo`: similarity or
+distance, range, symmetry, metric, invariances, family, reference
+implementation), which the tests check by property. ``get`` also accepts the ids
+of the similarity-repository convention (Cloos et al., ``similarity.make``),
+``measure/<repo>/<name>[-<param>=<value>]...``, for the measures this registry
+has, e.g. ``measure/netrep/procrustes-distance=angular``; ``names(kind="id")``
+lists them.
+"""
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
+import math
+import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import NamedTuple
 
 from torch import Tensor
 
+from .bures import bures_distance
 from .cca import cca, cca_squared, pwcca, svcca
 from .cka import linear_cka, linear_cka_debiased, rbf_cka
+from .cka_distances import cka_angular, cka_euclidean
+from .distance_correlation import distance_correlation
+from .geometry import concentricity_difference, magnitude_difference, uniformity_difference
+from .neighbours import cknna, cycle_knn, jaccard_knn, mutual_knn, rank_similarity, second_order_cosine
+from .predictivity import linear_predictivity
 from .procrustes import procrustes, procrustes_distance
 from .regression import linear_regression
 from .relu import relu_cka, relu_procrustes, relu_procrustes_distance
+from .rsa import rsa
+from .shape_metrics import permutation_metric, procrustes_angular, shape_metric
+from .subspace import eigenspace_overlap, gulp
 
-__all__ = ["SYMMETRIC", "UnknownMeasureError", "get", "is_distance", "is_symmetric", "names"]
+__all__ = [
+    "INVARIANCES",
+    "KINDS",
+    "SYMMETRIC",
+    "MeasureInfo",
+    "UnknownMeasureError",
+    "get",
+    "info",
+    "is_distance",
+    "is_symmetric",
+    "names",
+    "resolve",
+]
 
 Measure = Callable[[Tensor, Tensor], Tensor]
 
+#: Transformations of one side (x -> x T, or x + c) a measure may be invariant to.
+#: "permutation" permutes the neurons (columns); "invertible_linear" is any invertible T.
+INVARIANCES = ("orthogonal", "isotropic_scaling", "translation", "permutation", "invertible_linear")
+_ALL = frozenset(INVARIANCES)
+_RIGID = frozenset({"orthogonal", "isotropic_scaling", "translation", "permutation"})  # CKA-like
+_NO_SCALE = frozenset({"orthogonal", "translation", "permutation"})
+_ROWS = frozenset({"orthogonal", "isotropic_scaling", "permutation"})  # cosine of rows: no centring
+_G_RELU = frozenset({"permutation", "isotropic_scaling", "translation"})
+INF = math.inf
 
-class _Entry(NamedTuple):
+
+@dataclass(frozen=True)
+class MeasureInfo:
+    """Property flags of one registered measure (with its registered options).
+
+    Invariances are per side: f(x T, y) == f(x, y) == f(x, y T) for every T of the
+    kind (translations: x + 1 c^T). ``identity`` is the value on identical inputs
+    (None where it is not fixed, e.g. a cross-validated fit). ``metric``: a
+    (pseudo-)metric, i.e. symmetric, zero on identical inputs, triangle inequality.
+    ``judging_default``: included in the judging experiments' all-measures default.
+    ``assignment``: solves an O(d^3) linear assignment over the neurons on the CPU
+    (callers skip it at large widths, as layer matching does for the G_ReLU Procrustes).
+    """
+
+    name: str
     fn: Measure
-    symmetric: bool  # f(x, y) == f(y, x)
-    distance: bool  # lower is more similar (0 for identical) instead of higher
+    family: str
+    symmetric: bool
+    distance: bool  # lower is more similar instead of higher
+    range: tuple[float, float]
+    identity: float | None
+    invariances: frozenset[str]
+    reference: str  # the public implementation the values are checked against, with version
+    metric: bool = False
+    min_n: int = 2
+    options: Mapping[str, object] = field(default_factory=dict)
+    judging_default: bool = True
+    assignment: bool = False
+
+    @property
+    def kind(self) -> str:
+        """"distance" or "similarity"."""
+        return "distance" if self.distance else "similarity"
 
 
-_MEASURES: Mapping[str, _Entry] = MappingProxyType(
-    {
-        "linear_cka": _Entry(linear_cka, True, False),
-        "linear_cka_debiased": _Entry(linear_cka_debiased, True, False),
-        "rbf_cka": _Entry(rbf_cka, True, False),
-        "cca": _Entry(cca, True, False),
-        "cca_squared": _Entry(cca_squared, True, False),
-        "svcca": _Entry(svcca, True, False),
-        "pwcca": _Entry(pwcca, False, False),
-        "linear_regression": _Entry(linear_regression, False, False),
-        "procrustes": _Entry(procrustes, True, False),
-        "procrustes_distance": _Entry(procrustes_distance, True, True),
-        "relu_cka": _Entry(relu_cka, True, False),
-        "relu_procrustes": _Entry(relu_procrustes, True, False),
-        "relu_procrustes_distance": _Entry(relu_procrustes_distance, True, True),
-    }
-)
+def _m(name, fn, family, symmetric, distance, lo, hi, identity, inv, reference, **kw) -> MeasureInfo:
+    return MeasureInfo(name, fn, family, symmetric, distance, (lo, hi), identity, frozenset(inv), reference, **kw)
+
+
+_RESI = "ReSi (mklabunde/resi @ 24ab9e5)"
+_NETREP = "netrep (ahwillia/netrep @ 0186b8a)"
+_PLATONIC = "platonic-rep (minyoungg/platonic-rep @ dcd76ba)"
+_RSATOOLBOX = "rsatoolbox 0.3.2"
+_KORNBLITH = "Kornblith et al.'s CKA notebook"
+
+_ENTRIES = [
+    # ------------------------------------------------------------- measures of the first release
+    _m("linear_cka", linear_cka, "cka", True, False, 0, 1, 1.0, _RIGID, _KORNBLITH),
+    _m("linear_cka_debiased", linear_cka_debiased, "cka", True, False, -INF, 1, 1.0, _RIGID, _KORNBLITH, min_n=4),
+    _m("rbf_cka", rbf_cka, "cka", True, False, 0, 1, 1.0, _RIGID, _KORNBLITH),
+    _m("cca", cca, "cca", True, False, 0, 1, 1.0, _ALL, "Google's svcca cca_core"),
+    _m("cca_squared", cca_squared, "cca", True, False, 0, 1, 1.0, _ALL, _KORNBLITH),
+    _m("svcca", svcca, "cca", True, False, 0, 1, 1.0, _RIGID, "Google's svcca"),
+    _m("pwcca", pwcca, "cca", False, False, 0, 1, 1.0, {"isotropic_scaling", "translation", "permutation"},
+       "Morcos et al. (2018), section 2.2"),
+    _m("linear_regression", linear_regression, "regression", False, False, 0, 1, 1.0, _RIGID, _KORNBLITH),
+    _m("procrustes", procrustes, "procrustes", True, False, 0, 1, 1.0, _RIGID, "Ding et al. (2021) code"),
+    _m("procrustes_distance", procrustes_distance, "procrustes", True, True, 0, math.sqrt(2), 0.0, _RIGID,
+       "Ding et al. (2021) code", metric=True),
+    _m("relu_cka", relu_cka, "relu", True, False, -INF, 1, 1.0, _G_RELU, "Godfrey et al. (2022) code", min_n=4),
+    _m("relu_procrustes", relu_procrustes, "relu", True, False, -1, 1, 1.0, _G_RELU, "Godfrey et al. (2022) code",
+       assignment=True),
+    _m("relu_procrustes_distance", relu_procrustes_distance, "relu", True, True, 0, 2, 0.0, _G_RELU,
+       "Godfrey et al. (2022) code", metric=True, assignment=True),
+    # ------------------------------------------------------------- RSA
+    _m("rsa", rsa, "rsa", True, False, -1, 1, 1.0, {"isotropic_scaling", "permutation"},
+       f"{_RSATOOLBOX} (spearman), {_RESI}", min_n=3),
+    _m("rsa_pearson", rsa, "rsa", True, False, -1, 1, 1.0, {"isotropic_scaling", "permutation"},
+       f"{_RSATOOLBOX} (corr)", min_n=3, options={"compare": "pearson"}),
+    _m("rsa_kendall", rsa, "rsa", True, False, -1, 1, 1.0, {"isotropic_scaling", "permutation"},
+       f"{_RSATOOLBOX} (tau-a)", min_n=3, options={"compare": "kendall_tau_a"}),
+    _m("rsa_euclidean", rsa, "rsa", True, False, -1, 1, 1.0, _RIGID,
+       f"{_RSATOOLBOX} (euclidean, spearman), {_RESI}", min_n=3, options={"rdm": "euclidean"}),
+    # ------------------------------------------------------------- neighbourhoods (k = 10)
+    _m("mutual_knn", mutual_knn, "neighbours", True, False, 0, 1, 1.0, _ROWS, _PLATONIC, min_n=11),
+    _m("jaccard_knn", jaccard_knn, "neighbours", True, False, 0, 1, 1.0, _ROWS, _RESI, min_n=11),
+    _m("cycle_knn", cycle_knn, "neighbours", False, False, 0, 1, None, _ROWS, _PLATONIC, min_n=11),
+    _m("rank_similarity", rank_similarity, "neighbours", True, False, 0, 1, 1.0, _ROWS, _RESI, min_n=11),
+    _m("second_order_cosine", second_order_cosine, "neighbours", True, False, 0, 1, 1.0, _ROWS, _RESI, min_n=11),
+    _m("cknna", cknna, "neighbours", False, False, -INF, 1, 1.0, _ROWS, _PLATONIC, min_n=11),
+    # ------------------------------------------------------------- shape metrics, Bures, CKA distances
+    _m("shape_metric", shape_metric, "shape_metric", True, True, 0, math.pi / 2, 0.0, _NO_SCALE, _NETREP, metric=True),
+    _m("procrustes_angular", procrustes_angular, "shape_metric", True, True, 0, math.pi / 2, 0.0, _RIGID,
+       f"{_NETREP}, {_RESI}", metric=True),
+    _m("permutation_metric", permutation_metric, "shape_metric", True, True, 0, math.pi, 0.0,
+       {"isotropic_scaling", "translation", "permutation"}, _NETREP, metric=True, assignment=True),
+    _m("bures_distance", bures_distance, "bures", True, True, 0, INF, 0.0, _NO_SCALE, f"{_RESI}, {_NETREP}",
+       metric=True),
+    _m("cka_angular", cka_angular, "cka", True, True, 0, math.pi / 2, 0.0, _RIGID, _NETREP, metric=True),
+    _m("cka_euclidean", cka_euclidean, "cka", True, True, 0, math.sqrt(2), 0.0, _RIGID,
+       "closed form sqrt(2 - 2 CKA)", metric=True),
+    # ------------------------------------------------------------- dependence, subspaces, prediction, statistics
+    _m("distance_correlation", distance_correlation, "dependence", True, False, 0, 1, 1.0, _RIGID,
+       f"dcor 0.7, {_RESI}"),
+    _m("eigenspace_overlap", eigenspace_overlap, "subspace", True, False, 0, 1, 1.0,
+       _ALL - {"translation"}, _RESI),
+    _m("gulp", gulp, "subspace", True, True, 0, INF, 0.0, _ALL, f"{_RESI} (squared)", metric=True),
+    _m("linear_predictivity", linear_predictivity, "predictivity", False, False, -INF, 1, None, _NO_SCALE,
+       "scikit-learn 1.9.1 Ridge + KFold", min_n=10),
+    _m("linear_predictivity_r", linear_predictivity, "predictivity", False, False, -1, 1, None,
+       {"translation", "permutation"}, "scikit-learn 1.9.1 Ridge + KFold", min_n=10, options={"score": "pearson"}),
+    _m("magnitude_difference", magnitude_difference, "geometry", True, True, 0, INF, 0.0,
+       {"orthogonal", "permutation"}, _RESI, metric=True),
+    _m("concentricity_difference", concentricity_difference, "geometry", True, True, 0, 2, 0.0, _ROWS, _RESI,
+       metric=True),
+    _m("uniformity_difference", uniformity_difference, "geometry", True, True, 0, INF, 0.0, _NO_SCALE, _RESI,
+       metric=True),
+]
+
+_MEASURES: Mapping[str, MeasureInfo] = MappingProxyType({e.name: e for e in _ENTRIES})
 
 #: Read-only mapping name -> whether the measure is symmetric in (x, y).
 SYMMETRIC: Mapping[str, bool] = MappingProxyType({k: v.symmetric for k, v in _MEASURES.items()})
+
+# ------------------------------------------------------------------ similarity-repository ids
+# (repos, standardized name, our measure, fixed options). "{p}" in a name matches one value of
+# option p ("{topk}" -> k); every id also exists under the repo "stir".
+_OPTION_OF = {"topk": "k", "alpha": "alpha", "lambda": "alpha"}
+_IDS: list[tuple[tuple[str, ...], str, str, dict]] = [
+    (("resi", "platonic", "contrasim"), "cka-kernel=linear-hsic=gretton-score", "linear_cka", {}),
+    (("contrasim",), "cka-kernel=linear-hsic=song-score", "linear_cka_debiased", {}),
+    (("netrep",), "cka-kernel=linear-hsic=gretton-distance=angular", "cka_angular", {}),
+    ((), "cka-kernel=linear-hsic=gretton-distance=euclidean", "cka_euclidean", {}),
+    (("contrasim", "svcca"), "cca-score", "cca", {}),
+    (("contrasim", "svcca"), "cca-squared_score", "cca_squared", {}),
+    (("resi",), "svcca-var=0.99-score", "svcca", {}),
+    (("resi", "svcca", "contrasim"), "pwcca-score", "pwcca", {}),
+    ((), "linear_regression-r2", "linear_regression", {}),
+    (("nn_similarity_index",), "nbs-score", "procrustes", {}),
+    ((), "procrustes-score", "procrustes", {}),
+    (("resi",), "orthogonal_procrustes_centered_and_normalized", "procrustes_distance", {}),
+    (("netrep",), "procrustes-distance=angular", "procrustes_angular", {}),
+    (("resi",), "orthogonal_angular_shape_metric_centered", "procrustes_angular", {}),
+    ((), "nbs-distance=angular", "procrustes_angular", {}),
+    (("resi",), "procrustes-distance=euclidean", "bures_distance", {}),
+    ((), "bures_distance", "bures_distance", {}),
+    (("netrep",), "shape_metric-alpha={alpha}-distance=angular", "shape_metric", {"distance": "angular"}),
+    (("netrep",), "shape_metric-alpha={alpha}-distance=euclidean", "shape_metric", {"distance": "euclidean"}),
+    (("netrep",), "cca-distance=angular", "shape_metric", {"alpha": 0.0}),
+    (("netrep",), "permutation_metric-distance=angular", "permutation_metric", {}),
+    (("netrep",), "permutation_metric-distance=euclidean", "permutation_metric", {"distance": "euclidean"}),
+    (("rsatoolbox", "resi"), "rsa-rdm=correlation-compare=spearman", "rsa", {}),
+    (("rsatoolbox",), "rsa-rdm=correlation-compare=pearson", "rsa_pearson", {}),
+    (("rsatoolbox",), "rsa-rdm=correlation-compare=tau_a", "rsa_kendall", {}),
+    (("rsatoolbox",), "rsa-rdm=correlation-compare=cosine", "rsa", {"compare": "cosine"}),
+    (("rsatoolbox",), "rsa-rdm=squared_euclidean-compare=spearman", "rsa_euclidean", {}),
+    (("resi",), "rsa-rdm=euclidean-compare=spearman", "rsa_euclidean", {}),
+    (("rsatoolbox",), "rsa-rdm=squared_euclidean-compare=pearson", "rsa", {"rdm": "euclidean", "compare": "pearson"}),
+    (("rsatoolbox",), "rsa-rdm=squared_euclidean-compare=tau_a", "rsa",
+     {"rdm": "euclidean", "compare": "kendall_tau_a"}),
+    (("rsatoolbox",), "rsa-rdm=squared_euclidean-compare=cosine", "rsa", {"rdm": "euclidean", "compare": "cosine"}),
+    (("platonic",), "mutual_knn-topk={topk}", "mutual_knn", {}),
+    (("platonic",), "cycle_knn-topk={topk}", "cycle_knn", {}),
+    (("platonic",), "cknna-topk={topk}", "cknna", {}),
+    (("resi",), "jaccard_similarity", "jaccard_knn", {}),
+    (("resi",), "rank_similarity", "rank_similarity", {}),
+    (("resi",), "second_order_cosine_similarity", "second_order_cosine", {}),
+    (("resi",), "distance_correlation", "distance_correlation", {}),
+    (("resi",), "eigenspace_overlap_score", "eigenspace_overlap", {}),
+    (("resi",), "gulp", "gulp", {"squared": True}),
+    ((), "gulp-lambda={lam}", "gulp", {}),
+    ((), "ridge-lambda={alpha}-r2-cv=5folds", "linear_predictivity", {}),
+    ((), "ridge-lambda={alpha}-pearsonr-cv=5folds", "linear_predictivity_r", {}),
+    (("resi",), "magnitude_difference", "magnitude_difference", {}),
+    (("resi",), "concentricity_difference", "concentricity_difference", {}),
+    (("resi",), "uniformity_difference", "uniformity_difference", {}),
+]
+_PARAM = re.compile(r"\{(\w+)\}")
+_EXAMPLE = {"alpha": "0.5", "topk": "10", "lam": "0.1"}
+
+
+def _id_pattern(template: str) -> re.Pattern:
+    parts = _PARAM.split(template)  # literal, param, literal, ...
+    regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[0-9.eE+-]+?)" for i, p in enumerate(parts))
+    return re.compile(regex + "$")
+
+
+_ID_TABLE = [(repos, _id_pattern(t), t, name, opts) for repos, t, name, opts in _IDS]
+
+
+def _parse_value(text: str) -> float | int:
+    value = float(text)
+    return int(value) if value.is_integer() and re.fullmatch(r"[+-]?\d+", text) else value
+
+
+def _resolve_id(name: str) -> tuple[str, dict] | None:
+    """(registered name, options) of a similarity-repository id, or None."""
+    parts = name.split("/")
+    if len(parts) != 3 or parts[0] != "measure":
+        return None
+    _, repo, rest = parts
+    for repos, pattern, _, target, opts in _ID_TABLE:
+        if repo != "stir" and repo not in repos:
+            continue
+        match = pattern.match(rest)
+        if match:
+            options = dict(opts)
+            for param, text in match.groupdict().items():
+                try:
+                    options[_OPTION_OF.get(param, param)] = _parse_value(text)
+                except ValueError:
+                    return None
+            return target, options
+    return None
+
+
+def _ids() -> list[str]:
+    """Every accepted id, parameters shown with an example value."""
+    out = []
+    for repos, _, template, _, _ in _ID_TABLE:
+        concrete = _PARAM.sub(lambda m: _EXAMPLE.get(m.group(1), "1"), template)
+        out.extend(f"measure/{repo}/{concrete}" for repo in (*repos, "stir"))
+    return sorted(out)
 
 
 class UnknownMeasureError(ValueError, KeyError):
@@ -56,28 +285,75 @@ class UnknownMeasureError(ValueError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-def names() -> list[str]:
-    """Sorted names of all registered measures."""
-    return sorted(_MEASURES)
+#: The values of ``names(kind=...)``.
+KINDS = ("all", "similarity", "distance", "metric", "judging", "id")
 
 
-def _entry(name: str) -> _Entry:
-    try:
-        return _MEASURES[name]
-    except (KeyError, TypeError):
-        raise UnknownMeasureError(
-            f"unknown similarity measure {name!r}; valid names: {', '.join(names())}"
-        ) from None
+def names(kind: str = "all", *, family: str | None = None, invariant_to: str | None = None) -> list[str]:
+    """Sorted names of the registered measures, optionally filtered.
+
+    ``kind``: "all" (default), "similarity" (higher is more similar), "distance",
+    "metric" (distances satisfying the triangle inequality), "judging" (the
+    judging experiments' all-measures default) or "id" (the accepted
+    similarity-repository ids, parameters shown with an example value).
+    ``family`` (e.g. "cka", "rsa", "neighbours") and ``invariant_to`` (one of
+    :data:`INVARIANCES`) narrow the registered names further.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"names: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if kind == "id":
+        return _ids()
+    if invariant_to is not None and invariant_to not in INVARIANCES:
+        raise ValueError(f"names: invariant_to must be one of {', '.join(INVARIANCES)}, got {invariant_to!r}")
+    keep = {
+        "all": lambda e: True,
+        "similarity": lambda e: not e.distance,
+        "distance": lambda e: e.distance,
+        "metric": lambda e: e.metric,
+        "judging": lambda e: e.judging_default,
+    }[kind]
+    return sorted(
+        k
+        for k, e in _MEASURES.items()
+        if keep(e) and (family is None or e.family == family) and (invariant_to is None or invariant_to in e.invariances)
+    )
+
+
+def resolve(name: str) -> tuple[MeasureInfo, dict]:
+    """(flags of the registered measure, options the name fixes) for a name or an id; UnknownMeasureError else."""
+    entry = _MEASURES.get(name) if isinstance(name, str) else None
+    if entry is not None:
+        return entry, dict(entry.options)
+    found = _resolve_id(name) if isinstance(name, str) else None
+    if found is not None:
+        target, options = found
+        entry = _MEASURES[target]
+        return entry, {**entry.options, **options}
+    close = difflib.get_close_matches(str(name), [*_MEASURES, *_ids()], n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+    raise UnknownMeasureError(
+        f"unknown similarity measure {name!r}{hint}; valid names: {', '.join(names())} "
+        "(or an id measure/<repo>/<name>, see names(kind='id'))"
+    )
+
+
+def info(name: str) -> MeasureInfo:
+    """The property flags of measure ``name`` (a registered name or an id)."""
+    return resolve(name)[0]
 
 
 def get(name: str, **kwargs: object) -> Measure:
     """The measure called ``name``, with keyword options bound if given.
 
-    ``get("rbf_cka", threshold=0.5)`` returns a ``functools.partial``; unknown
-    names or options raise ValueError listing the valid ones.
+    ``name`` is a registered name or a similarity-repository id
+    (``measure/<repo>/<name>[-<param>=<value>]``). ``get("rbf_cka", threshold=0.5)``
+    returns a ``functools.partial``, as does a name that fixes options (e.g.
+    ``rsa_pearson``, an id); unknown names or options raise ValueError listing
+    the valid ones (with the closest names).
     """
-    fn = _entry(name).fn
-    if not kwargs:
+    entry, fixed = resolve(name)
+    fn = entry.fn
+    if not kwargs and not fixed:
         return fn
     options = [
         p.name for p in inspect.signature(fn).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY
@@ -88,14 +364,14 @@ def get(name: str, **kwargs: object) -> Measure:
             f"{name} does not take option(s) {', '.join(unknown)}; "
             f"valid options: {', '.join(options) if options else '(none)'}"
         )
-    return functools.partial(fn, **kwargs)
+    return functools.partial(fn, **{**fixed, **kwargs})
 
 
 def is_symmetric(name: str) -> bool:
     """Whether measure ``name`` satisfies f(x, y) == f(y, x)."""
-    return _entry(name).symmetric
+    return info(name).symmetric
 
 
 def is_distance(name: str) -> bool:
     """Whether ``name`` is a distance (lower = more similar, 0 for identical) rather than a similarity."""
-    return _entry(name).distance
+    return info(name).distance
