@@ -180,9 +180,12 @@ def compose_evaluate(config_dir: Path, overrides: Sequence[str]) -> Tuple[Evalua
 
 
 def _validate(cfg: EvaluateConfig) -> None:
-    from stir.similarity import names as measures
+    from stir.similarity import info
 
-    check_choice("measure", cfg.measure, measures())
+    try:
+        info(cfg.measure)  # a registered name or a similarity-repository id
+    except ValueError as err:
+        raise ConfigError(f"measure={cfg.measure!r}: {err}") from None
     check_choice("iri", cfg.iri, IRI_KINDS)
     check_choice("split", cfg.split, SPLITS)
     check_choice("zoo.profile", cfg.zoo.profile, ("full", "cpu"))

@@ -36,28 +36,29 @@ VARIANTS: Dict[str, Tuple[str, Dict[str, Any]]] = {"rbf_cka_0.8": ("rbf_cka", {"
 
 
 def measure_names() -> List[str]:
-    """Every name ``layer_matching`` and ``grounding`` accept: the registry's and ``VARIANTS``."""
-    return similarity.names() + sorted(VARIANTS)
+    """The all-measures default of ``layer_matching`` and ``grounding``: the registry's judging
+    measures (``stir.similarity.names(kind="judging")``) and ``VARIANTS``."""
+    return similarity.names(kind="judging") + sorted(VARIANTS)
 
 
 def resolve(measure: str):
-    """(fn, symmetric, distance) of a registered measure or a ``VARIANTS`` name; ValueError lists the names."""
+    """(fn, symmetric, distance) of a registered measure, a similarity-repository id or a ``VARIANTS``
+    name; ``stir.similarity``'s ValueError (with the close matches) for anything else."""
     base, options = VARIANTS.get(measure, (measure, {}))
-    if base not in similarity.names():
-        raise ValueError(f"unknown similarity measure {measure!r}; valid names: {', '.join(measure_names())}")
-    return similarity.get(base, **options), similarity.is_symmetric(base), similarity.is_distance(base)
+    info = similarity.info(base)  # an id resolves too; unknown: UnknownMeasureError naming the close matches
+    return similarity.get(base, **options), info.symmetric, info.distance
 
 
-# The G_ReLU Procrustes measures solve a (d1 x d2) linear assignment (Hungarian, O(d^3) on the CPU):
-# minutes per cell at d = 8192 (a width-8 ResNet's 32x32 maps). Above this width they are skipped (NaN).
+# Measures flagged ``assignment`` (the G_ReLU Procrustes measures, the permutation metric) solve a
+# (d1 x d2) linear assignment (Hungarian, O(d^3) on the CPU): minutes per cell at d = 8192 (a width-8
+# ResNet's 32x32 maps). Above this width they are skipped (NaN).
 MAX_ASSIGNMENT_DIM = 2048
-_ASSIGNMENT = ("relu_procrustes", "relu_procrustes_distance")
 
 
 def skip_reason(measure: str, x: Tensor, y: Tensor) -> Optional[str]:
     """Why ``measure`` is not computed on (x, y) here (too costly), or None."""
     d = max(x.flatten(1).shape[1], y.flatten(1).shape[1])
-    if VARIANTS.get(measure, (measure,))[0] in _ASSIGNMENT and d > MAX_ASSIGNMENT_DIM:
+    if similarity.info(VARIANTS.get(measure, (measure,))[0]).assignment and d > MAX_ASSIGNMENT_DIM:
         return f"{measure}: skipped at d={d} > {MAX_ASSIGNMENT_DIM} (an O(d^3) linear assignment per pair)"
     return None
 
@@ -78,13 +79,26 @@ def measure_value(measure: str, x: Tensor, y: Tensor) -> float:
 
 
 def similarity_grid(reps_a: Sequence[Tensor], reps_b: Sequence[Tensor], measure: str) -> np.ndarray:
-    """G[i, j] = S(reps_a[i], reps_b[j]) for representations (n, d_i) of the same n images: (L_a, L_b)."""
-    resolve(measure)  # unknown name: ValueError listing the measures
-    grid = np.full((len(reps_a), len(reps_b)), math.nan)
-    for i, x in enumerate(reps_a):
-        for j, y in enumerate(reps_b):
-            grid[i, j] = measure_value(measure, x, y)
-    return grid
+    """G[i, j] = S(reps_a[i], reps_b[j]) for representations (n, d_i) of the same n images: (L_a, L_b).
+
+    Through ``stir.similarity.pairwise`` (each representation centred and decomposed once) over
+    reps_a + reps_b; an asymmetric measure is symmetrised as M + M^T. Cells a measure cannot take
+    (undefined: NaN) and, for assignment measures above ``MAX_ASSIGNMENT_DIM``, skipped cells are NaN.
+    """
+    _, symmetric, _ = resolve(measure)  # unknown name: ValueError with the close matches
+    reps = [r for r in (*reps_a, *reps_b)]
+    base, options = VARIANTS.get(measure, (measure, {}))
+    if any(skip_reason(measure, x, y) for x in reps_a for y in reps_b):  # too costly somewhere: cell by cell
+        grid = np.full((len(reps_a), len(reps_b)), math.nan)
+        for i, x in enumerate(reps_a):
+            for j, y in enumerate(reps_b):
+                grid[i, j] = measure_value(measure, x, y)
+        return grid
+    full = similarity.pairwise(base, reps, errors="nan", **options)  # (La + Lb, La + Lb)
+    if not symmetric:
+        full = full + full.T  # S(x, y) + S(y, x), as the paper symmetrises
+    grid = full[: len(reps_a), len(reps_a):].cpu().numpy()
+    return np.where(np.isfinite(grid), grid, math.nan)
 
 
 def best_matches(grid: np.ndarray, distance: bool = False) -> np.ndarray:

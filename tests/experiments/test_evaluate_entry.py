@@ -138,7 +138,8 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
         (["layers.taps=[nosuchtap]"], ValueError, r"unknown tap 'nosuchtap'.*valid taps"),
         (["layers.reduce=max"], ValueError, r"layers.reduce='max' is not a valid choice.*spatial_mean"),
         (["n=100000"], ValueError, r"cannot sample n=100000 images"),
-        (["measure=nosuchmeasure"], ValueError, r"measure='nosuchmeasure' is not a valid choice"),
+        (["measure=nosuchmeasure"], ValueError, r"measure='nosuchmeasure': unknown similarity measure"),
+        (["measure=linear_ckaa"], ValueError, r"did you mean 'linear_cka'"),
     ],
 )
 def test_bad_input_gets_a_clear_error(workspace, cifar10_root, monkeypatch, extra, error, message):
