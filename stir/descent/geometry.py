@@ -2,8 +2,9 @@
 
 A geometry is a small strategy object (the robustness library's AttackerStep idea):
 ``init(origin, generator) -> (x0, state)`` picks the starting point (a random start or the
-origin) and any per-example state; ``step(x, grad, origin, state, index) -> x`` takes one step
-that DECREASES the objective and projects the result. ``index`` (a LongTensor of rows into the
+origin) and any per-example state; ``step(x, grad, origin, state, index, loss) -> x`` takes one step
+that DECREASES the objective and projects the result (``loss``, the (b,) objective at x, is there
+for geometries that adapt to progress: ``HalvingLengthStep``). ``index`` (a LongTensor of rows into the
 full batch) selects the rows of ``origin`` and ``state`` that ``x`` and ``grad`` hold, so the loop
 can drop finished examples. Every step ends with a projection onto the image box [0, 1], done
 after the step and outside autograd (a clamp inside the differentiated path would freeze pixels on
@@ -29,7 +30,8 @@ def _per_example_norm(t: Tensor) -> Tensor:
 class Geometry(Protocol):
     def init(self, origin: Tensor, generator: Optional[torch.Generator]) -> Tuple[Tensor, State]: ...
 
-    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor) -> Tensor: ...
+    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor,
+             loss: Optional[Tensor] = None) -> Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,8 @@ class L2Ball:
         delta = delta * (radius / norm * self.eps)
         return (origin + delta).clamp(0, 1), {}
 
-    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor) -> Tensor:
+    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor,
+             loss: Optional[Tensor] = None) -> Tensor:
         # step_size * (g / ||g||), in this order (torchattacks' rounding), not (step_size * g) / ||g||
         x = x - self.step_size * (grad / (_per_example_norm(grad) + self.norm_offset).clamp_min(_TINY))
         o = origin[index]
@@ -82,7 +85,8 @@ class LinfBall:
         u = torch.rand(origin.shape, generator=generator, device=origin.device, dtype=origin.dtype)
         return (origin + (2 * u - 1) * self.eps).clamp(0, 1), {}
 
-    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor) -> Tensor:
+    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor,
+             loss: Optional[Tensor] = None) -> Tensor:
         o = origin[index]
         x = x - self.step_size * grad.sign()
         return (o + (x - o).clamp(-self.eps, self.eps)).clamp(0, 1)
@@ -101,7 +105,8 @@ class FixedLengthStep:
     def init(self, origin: Tensor, generator: Optional[torch.Generator]) -> Tuple[Tensor, State]:
         return origin.clamp(0, 1), {}
 
-    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor) -> Tensor:
+    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor,
+             loss: Optional[Tensor] = None) -> Tensor:
         return (x - self.step_size * grad / _per_example_norm(grad).clamp_min(_TINY)).clamp(0, 1)
 
 
@@ -179,7 +184,8 @@ class Adam:
         }
         return origin.clamp(0, 1), state
 
-    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor) -> Tensor:
+    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor,
+             loss: Optional[Tensor] = None) -> Tensor:
         b1, b2 = self.betas
         g = grad / _per_example_norm(grad).clamp_min(_TINY) if self.normalize else grad
         t = state["t"][index] + 1  # (b,)
@@ -207,8 +213,48 @@ class ScheduledLengthStep:
     def init(self, origin: Tensor, generator: Optional[torch.Generator]) -> Tuple[Tensor, State]:
         return origin.clamp(0, 1), {"t": torch.zeros(origin.shape[0], dtype=torch.long, device=origin.device)}
 
-    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor) -> Tensor:
+    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor,
+             loss: Optional[Tensor] = None) -> Tensor:
         t = state["t"][index] + 1
         state["t"][index] = t
         s = (self.step_size * self.schedule(t)).to(x.dtype).view(-1, *([1] * (x.dim() - 1)))
         return (x - s * grad / _per_example_norm(grad).clamp_min(_TINY)).clamp(0, 1)
+
+
+@dataclass(frozen=True)
+class HalvingLengthStep:
+    """``FixedLengthStep`` whose length halves per example when its objective stops improving.
+
+        x <- clamp(x - s_i * g / ||g||_2, 0, 1),   s_i <- shrink * s_i after ``patience`` steps
+                                                 without a new best objective for example i
+
+    from s_i = ``step_size``, never below ``min_step``. The continuation of the published inversion
+    (``InversionConfig.continue_steps``): fixed-length steps of 0.5 stall once the residual is of the
+    order of what one step changes; shorter steps go further. State rows: the length ``s`` (B,), the
+    best objective ``best`` (B,) and the steps since it ``stall`` (B,).
+    """
+
+    step_size: float
+    patience: int = 20
+    shrink: float = 0.5
+    min_step: float = 1e-4
+
+    def init(self, origin: Tensor, generator: Optional[torch.Generator]) -> Tuple[Tensor, State]:
+        b = origin.shape[0]
+        state = {"s": torch.full((b,), self.step_size, dtype=origin.dtype, device=origin.device),
+                 "best": torch.full((b,), float("inf"), device=origin.device),
+                 "stall": torch.zeros(b, dtype=torch.long, device=origin.device)}
+        return origin.clamp(0, 1), state
+
+    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor,
+             loss: Optional[Tensor] = None) -> Tensor:
+        if loss is None:
+            raise ValueError("HalvingLengthStep adapts to the objective: the loop must pass loss")
+        improved = loss < state["best"][index]
+        state["best"][index] = torch.where(improved, loss, state["best"][index])
+        stall = torch.where(improved, torch.zeros_like(state["stall"][index]), state["stall"][index] + 1)
+        shrink = stall >= self.patience
+        s = torch.where(shrink, (state["s"][index] * self.shrink).clamp_min(self.min_step), state["s"][index])
+        state["s"][index], state["stall"][index] = s, torch.where(shrink, torch.zeros_like(stall), stall)
+        step = s.view(-1, *([1] * (x.dim() - 1)))
+        return (x - step * (grad / _per_example_norm(grad).clamp_min(_TINY))).clamp(0, 1)

@@ -105,13 +105,13 @@ def descend(
         (grad,) = torch.autograd.grad(loss.sum(), xa)
         with torch.no_grad():
             if stop is None and whole:
-                x = geometry.step(xa.detach(), grad, origin, state, all_rows)  # (B, ...): every row moves
+                x = geometry.step(xa.detach(), grad, origin, state, all_rows, loss=loss_d)  # (B, ...): every row moves
                 steps_taken += 1
                 continue
             done = stop(loss_d, active) if stop is not None else torch.zeros_like(loss_d, dtype=torch.bool)
             move = ~done
             moving = active[move]
-            x[moving] = geometry.step(xa.detach()[move], grad[move], origin, state, moving)
+            x[moving] = geometry.step(xa.detach()[move], grad[move], origin, state, moving, loss=loss_d[move])
             steps_taken[moving] += 1
         active = moving
         if len(active) == 0:

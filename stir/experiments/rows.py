@@ -43,6 +43,9 @@ def _direction_columns(d: DirectionResult, suffix: str, agreement: str) -> Row:
     _stat(row, agreement, d.agreement)
     _stat(row, f"difficulty{suffix}", d.difficulty)
     _stat(row, f"difficulty_fraction{suffix}", d.difficulty_fraction)
+    for name in ("median", "median_censored", "restricted_mean"):
+        if name in d.difficulty_censored:
+            row[f"difficulty_{name}{suffix}"] = d.difficulty_censored[name]
     for kind in ("arbitrary", "adversarial"):
         for metric, value in d.quality.get(kind, {}).items():
             row[f"{kind}_{metric}{suffix}"] = value
@@ -93,6 +96,14 @@ def interval(stat: Optional[Stat], cal: Optional[Calibration]) -> str:
         return "-"
     if cal is not None and math.isfinite(cal.low):
         return f"{stat.mean:.3f} [{cal.low:.3f}, {cal.high:.3f}]"
+    return over_draws(stat)
+
+
+def over_draws(stat: Optional[Stat]) -> str:
+    """'0.512 ± 0.010' (mean ± std over the k draws) for several draws, the value alone for one (a
+    single draw has no spread to show: never '± 0.000'), '-' when not computed."""
+    if stat is None:
+        return "-"
     return mean_std(stat.mean, stat.std) if len(stat.values) > 1 else f"{stat.mean:.3f}"
 
 
@@ -107,6 +118,15 @@ def _iris(d: DirectionResult, kind: str = "arbitrary") -> str:
     return "-" if q is None else f"{q['fraction_iri']:.0%} IRIs, r {q['median_residual']:.3g}"
 
 
+def _difficulty(d: DirectionResult) -> str:
+    """'2.31 (40% reached)' (the Kaplan-Meier median) or '> 20.0 (0% reached)' when it is a lower bound."""
+    c = d.difficulty_censored
+    if not c:
+        return "-"
+    bound = "> " if c["median_censored"] else ""
+    return f"{bound}{c['median']:.2f} ({c['fraction']:.0%} reached)"
+
+
 def _direction_display(d: DirectionResult, head: str) -> Row:
     """The readable cells of one direction, headed ``STIR(m2|m1)`` style by ``head``."""
     cal, adv = d.calibration.get("stir"), d.calibration.get("stir_adv")
@@ -114,8 +134,7 @@ def _direction_display(d: DirectionResult, head: str) -> Row:
         f"STIR{head}": interval(d.stir, cal), f"floor{head}": _reference(cal, "floor"),
         f"ceiling{head}": _reference(cal, "ceiling"), f"normalised{head}": _reference(cal, "normalised"),
         f"X'{head}": _iris(d), f"STIR_adv{head}": interval(d.stir_adv, adv),
-        f"difficulty{head}": mean_std(d.difficulty.mean, d.difficulty.std) if d.difficulty else "-",
-        f"controversial{head}": mean_std(d.difficulty_fraction.mean, d.difficulty_fraction.std) if d.difficulty_fraction else "-",
+        f"difficulty{head}": _difficulty(d),
     }
 
 
@@ -128,7 +147,7 @@ def pair_display(pair: PairResult) -> Row:
         d = pair.get(direction)
         if d is not None:
             row.update(_direction_display(d, f"({direction})"))
-            row[f"agree on {direction.split('|')[1]} IRIs"] = mean_std(d.agreement.mean, d.agreement.std) if d.agreement else "-"
+            row[f"agree on {direction.split('|')[1]} IRIs"] = over_draws(d.agreement)
     row[s.measure] = f"{s.value:.3f}" if math.isfinite(s.value) else "-"
     return row
 

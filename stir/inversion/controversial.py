@@ -17,8 +17,9 @@ are frozen in eval mode; FakeReLU follows ``InversionConfig.fake_relu``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Dict, Optional
 
 import torch
 from torch import Tensor, nn
@@ -41,6 +42,8 @@ class ControversialResult:
         fraction: mean of ``reached``.
         delta: mean of ``distance`` over the reached images (NaN when none was reached).
         max_r2: (n,) the largest r2 seen among iterates with r1 <= tolerance (how far m2 could be pushed).
+        walked: (n,) the largest ||x_t - x||_2 of the walk: how far an image that never became
+            controversial was looked at (its censoring distance, ``censored_difficulty``).
     """
 
     distance: Tensor
@@ -48,6 +51,7 @@ class ControversialResult:
     fraction: float
     delta: float
     max_r2: Tensor
+    walked: Tensor
 
 
 def controversial_perturbation(
@@ -75,6 +79,7 @@ def controversial_perturbation(
 
     distance = torch.full((n,), float("inf"), device=images.device)
     max_r2 = torch.zeros(n, device=images.device)
+    walked = torch.zeros(n, device=images.device)
     with frozen(m1, m2):
         forward = Forward()  # full precision: the distances decide which iterate counts
         objective = InversionObjective(
@@ -89,6 +94,7 @@ def controversial_perturbation(
                 iri = r1.detach() <= inversion.tolerance
                 ok = iri & (r2.detach() >= cfg.m2_threshold)
                 moved = (x.detach() - images[index]).flatten(1).norm(dim=1)
+                walked[index] = torch.maximum(walked[index], moved)
                 rows = index[ok]
                 distance[rows] = torch.minimum(distance[rows], moved[ok])
                 rows = index[iri]
@@ -99,4 +105,52 @@ def controversial_perturbation(
             descend(tracked, images, FixedLengthStep(cfg.step_size), cfg.steps, keep_best=False, x_init=start)
     reached = torch.isfinite(distance)
     delta = distance[reached].mean().item() if reached.any() else float("nan")
-    return ControversialResult(distance, reached, reached.float().mean().item(), delta, max_r2)
+    return ControversialResult(distance, reached, reached.float().mean().item(), delta, max_r2, walked)
+
+
+def censored_difficulty(distance: Tensor, walked: Tensor) -> Dict[str, float]:
+    """Difficulty as a censored measurement: Kaplan-Meier over the walk's distances.
+
+    Each image is an event at ``distance`` (the perturbation that made it controversial) or, when
+    none did (``distance`` inf), censored at ``walked`` (how far it was looked at). S(d) = P(an image
+    is not yet controversial at perturbation d) is the Kaplan-Meier product over event distances
+    d_j: S(d) = prod_{d_j <= d} (1 - events_j / at_risk_j). Returns, over the (n,) images given
+    (several draws pooled):
+
+        fraction         the fraction that became controversial within the walk
+        median           the smallest d with S(d) <= 1/2; when S never gets there, the largest
+                         distance looked at, and ``median_censored`` = 1 (the median lies beyond it)
+        median_censored  1.0 when the median is only a lower bound, else 0.0
+        restricted_mean  the area under S up to the largest distance looked at: a lower bound of the
+                         mean perturbation needed (an image not reached counts its censoring
+                         distance), defined even when no image became controversial
+        max_distance     that largest distance
+
+    A pair that shares more of m1's invariances has a higher S: a larger median and restricted
+    mean, so pairs order by them even when most images never get there (the mean over reached
+    images, eq. 8 read literally, is undefined then).
+    """
+    d = distance.detach().double().cpu()
+    reached = torch.isfinite(d)
+    times = torch.where(reached, d, walked.detach().double().cpu())
+    n = times.numel()
+    order = torch.argsort(times)
+    t, e = times[order], reached[order]
+    survival, s, at_risk = [], 1.0, n
+    for time_i, event in zip(t.tolist(), e.tolist()):
+        if event:
+            s *= 1.0 - 1.0 / at_risk
+        survival.append((time_i, s))
+        at_risk -= 1
+    max_distance = float(t[-1]) if n else math.nan
+    median, censored = max_distance, 1.0
+    for time_i, s_i in survival:
+        if s_i <= 0.5:
+            median, censored = time_i, 0.0
+            break
+    area, previous_t, previous_s = 0.0, 0.0, 1.0
+    for time_i, s_i in survival:
+        area += previous_s * (time_i - previous_t)
+        previous_t, previous_s = time_i, s_i
+    return {"fraction": float(reached.double().mean()) if n else math.nan, "median": median,
+            "median_censored": censored, "restricted_mean": area, "max_distance": max_distance}

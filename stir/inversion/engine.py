@@ -52,7 +52,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from stir.allocator import keep_freed_cpu_memory
-from stir.descent import Adam, Constant, Cosine, FixedLengthStep, InverseTime, Schedule, descend
+from stir.descent import Adam, Constant, Cosine, FixedLengthStep, HalvingLengthStep, InverseTime, Schedule, descend
 from stir.descent.loop import StopRule
 from stir.inversion.batching import resolve_batch_size, working_model
 from stir.inversion.cache import cache_key, entry_path, load_entry, save_entry
@@ -211,14 +211,17 @@ def cached(m1: nn.Module, images: Tensor, tap: str, cfg: InversionConfig, run: E
     key, path = _cache_entry(problem, images.detach(), draw_cfg, run)
     if path is None:
         return None
-    entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.num_steps, cfg.snapshot_steps)
+    entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.total_steps, cfg.snapshot_steps)
     return None if entry is None else _from_entry(problem, images.detach(), entry, draw_cfg)
 
 
 def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig,
          run: Optional[ExecutionConfig]) -> List[InversionResult]:
-    """Each draw from the cache, or all missing draws optimised together by ``solve`` in chunks."""
+    """Each draw from the cache, or all missing draws optimised together in chunks: by ``solve``
+    from their seeds, or with a continuation by ``continue_inversion`` from the published
+    procedure's x' (itself from the cache when there)."""
     run = run or ExecutionConfig()
+    base = _run(problem, draws, replace(cfg, continue_steps=0), run) if cfg.continue_steps else None
     results: List[Optional[InversionResult]] = [None] * len(draws)
     entries: List[Tuple[Optional[str], Optional[Path]]] = []
     for j, images in enumerate(draws):
@@ -227,7 +230,7 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig,
         key, path = _cache_entry(problem, images.detach(), replace(cfg, seed=cfg.seed + j), run)
         entries.append((key, path))
         if path is not None:
-            entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.num_steps, cfg.snapshot_steps)
+            entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.total_steps, cfg.snapshot_steps)
             if entry is not None:
                 log.info("inversion cache hit: %s", path)
                 results[j] = _from_entry(problem, images.detach(), entry, cfg)
@@ -236,16 +239,19 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig,
         images = torch.cat([draws[j].detach() for j in missing])  # (sum n_j, c, h, w)
         if images.device.type == "cpu" and run.keep_cpu_memory:
             keep_freed_cpu_memory()  # no page faults for every step's activations (stir.allocator)
-        # each draw's seeds for its whole batch: independent of chunking and of the other draws
-        seeds = torch.cat([make_seed(cfg.seed_kind, draws[j].detach(), seed_generator(cfg.seed + j)) for j in missing])
         with frozen(*problem.models):  # copies of eval-mode, frozen models, made once for every chunk
             working = Working.of(problem, cfg, run, images.device)
         batch = resolve_batch_size(run, images, _probe(problem, working, images, cfg, run))
         chunks = range(0, images.shape[0], batch)
-        parts = [
-            solve(problem, images[s:s + batch], seeds[s:s + batch], cfg, working, run)
-            for s in tqdm(chunks, desc="inverting", unit="batch", disable=not run.progress)
-        ]
+        if base is None:
+            # each draw's seeds for its whole batch: independent of chunking and of the other draws
+            seeds = torch.cat([make_seed(cfg.seed_kind, draws[j].detach(), seed_generator(cfg.seed + j)) for j in missing])
+            parts = [solve(problem, images[s:s + batch], seeds[s:s + batch], cfg, working, run)
+                     for s in tqdm(chunks, desc="inverting", unit="batch", disable=not run.progress)]
+        else:
+            published = concat_results([base[j] for j in missing], cfg.tolerance)
+            parts = [continue_inversion(problem, images[s:s + batch], slice_result(published, s, s + batch), cfg, working, run)
+                     for s in tqdm(chunks, desc="continuing", unit="batch", disable=not run.progress)]
         joint = concat_results(parts, cfg.tolerance)
         start = 0
         for j in missing:
@@ -359,6 +365,49 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
     elapsed = torch.cat([elapsed, elapsed[-1:].expand(cfg.num_steps + 1 - len(times))])  # flat once all stopped
     return _result(x_prime, residual, m2_distance, images, run.steps, run.evaluations, run.history, elapsed,
                    cfg.tolerance, snapshots, snapshot_residual)
+
+
+def continue_inversion(problem: Problem, images: Tensor, published: InversionResult, cfg: InversionConfig,
+                       working: Optional[Working] = None, run: Optional[ExecutionConfig] = None) -> InversionResult:
+    """The continuation of one batch's published inversion ``published`` (``InversionConfig.continue_steps``).
+
+    From the published x' (its best iterates), ``cfg.continue_steps`` more normalised-gradient steps
+    of a length that halves per image on a stall (``stir.descent.HalvingLengthStep``), the best
+    iterate kept, each image stopped once its residual is within ``stop_fraction * tolerance``
+    (arbitrary IRIs; adversarial ones keep pushing m2 within the bound). The result holds the
+    published record (history, snapshots up to ``cfg.steps``) followed by the continuation's, its
+    final snapshot at ``cfg.total_steps``.
+    """
+    run = run or ExecutionConfig()
+    with frozen(*problem.models):
+        forward = resolve_forward(cfg.model_precision, run.channels_last, images.device)
+        working = working or Working.of(problem, cfg, run, images.device)
+        objective = _objective(problem, working, images, cfg, forward)
+        times: List[float] = []
+        start = time.perf_counter()
+
+        def timed(x: Tensor, index: Tensor) -> Tensor:
+            loss = objective(x, index)
+            times.append(time.perf_counter() - start)
+            return loss
+
+        geometry = HalvingLengthStep(cfg.step_size * cfg.continue_shrink, cfg.continue_patience, cfg.continue_shrink)
+        stop = None if problem.adversarial else _early_stop(objective, cfg)
+        origin = published.x_prime.detach()
+        with fake_relu(*working.models, enabled=cfg.fake_relu_spec):
+            cont = descend(timed, origin, geometry, cfg.continue_steps, keep_best=True, stop=stop, x_init=origin)
+        x_prime = cont.x.clamp(0, 1)
+        residual = relative_distance(problem.m1, problem.tap1, x_prime, images)
+        m2_distance = (relative_distance(problem.m2, problem.second_tap, x_prime, images)
+                       if problem.m2 is not None else None)
+    elapsed = torch.tensor(times, dtype=torch.float64)
+    elapsed = torch.cat([elapsed, elapsed[-1:].expand(cfg.continue_steps + 1 - len(times))])
+    elapsed = torch.cat([published.elapsed, published.elapsed[-1] + elapsed[1:]])
+    history = torch.cat([published.history, cont.history[1:].to(published.history.dtype)])
+    snapshots = {**published.snapshots, cfg.total_steps: x_prime}
+    snapshot_residual = {**published.snapshot_residual, cfg.total_steps: residual}
+    return _result(x_prime, residual, m2_distance, images, published.steps + cont.steps,
+                   published.evaluations + cont.evaluations, history, elapsed, cfg.tolerance, snapshots, snapshot_residual)
 
 
 def _schedule(cfg: InversionConfig) -> Schedule:
@@ -477,7 +526,7 @@ def _from_entry(problem: Problem, images: Tensor, entry: dict, cfg: InversionCon
         with frozen(problem.m2):
             m2_distance = relative_distance(problem.m2, problem.second_tap, x_prime, images)
     snapshots = {t: x.to(device=device, dtype=images.dtype) for t, x in entry["snapshots"].items()}
-    snapshots[cfg.num_steps] = x_prime
+    snapshots[cfg.total_steps] = x_prime
     result = _result(
         x_prime, entry["residual"].to(device), m2_distance, images, entry["steps"].to(device),
         entry["evaluations"], entry["history"].to(device), entry["elapsed"], cfg.tolerance,

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from stir import similarity
 from stir.inversion import ExecutionConfig, InversionResult, invert_adversarial_draws, invert_draws
-from stir.inversion.controversial import controversial_perturbation
+from stir.inversion.controversial import censored_difficulty, controversial_perturbation
 from stir.measure.calibration import Calibration, calibrate, calibration_notes
 from stir.measure.convergence import convergence_record, curve, pool_quality, refuse_failed, summary
 from stir.measure.observe import check_models, measure_value, observe
@@ -108,7 +108,7 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
     runs = _inversions(m_ref, m_tgt, tap_ref, tap_tgt, plan, adversarial=est.adversarial and not self_pair)
     tgt_reps = _target_representations(m_tgt, tap_tgt, plan, tgt_rep)
     kinds = {kind: _Kind() for kind in runs if kind != "ceiling"}
-    difficulty, reached = [], []
+    difficulty, reached, walks = [], [], []
     for j in range(est.k):
         label = f"draw {j} (seed {plan.cfg.seed + j})"
         for kind, collected in kinds.items():
@@ -120,6 +120,7 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
                                               replace(plan.cfg, seed=plan.cfg.seed + j))
             difficulty.append(walk.delta)  # mean ||x_c - x||_2 over the images that became controversial
             reached.append(walk.fraction)
+            walks.append(walk)
             if not walk.reached.any():
                 notes.append(f"difficulty {label}: no image became controversial within {est.difficulty.steps} "
                              f"steps of {est.difficulty.step_size:g} (r1 <= {plan.cfg.tolerance:g} and "
@@ -146,6 +147,8 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
         agreement=Stat.from_values(kinds["arbitrary"].agreement) if est.arbitrary else None,
         difficulty=Stat.from_values(difficulty) if est.adversarial else None,
         difficulty_fraction=Stat.from_values(reached) if est.adversarial else None,
+        difficulty_censored=censored_difficulty(torch.cat([w.distance for w in walks]),
+                                                torch.cat([w.walked for w in walks])) if walks else {},
         quality=quality,
         convergence={kind: convergence_record(c.curves, c.runs, plan.cfg) for kind, c in kinds.items() if c.curves},
         calibration=calibration, notes=notes, settings={**plan.settings, "fake_relu_applied": fake},
