@@ -142,7 +142,8 @@ def _instrumented(entry, cache: bool) -> Iterator[Dict[str, int]]:
     try:
         yield engine
     finally:
-        direction.invert_draws, direction.invert_adversarial_draws = real["invert_draws"], real["invert_adversarial_draws"]
+        direction.invert_draws = real["invert_draws"]
+        direction.invert_adversarial_draws = real["invert_adversarial_draws"]
         matrix.iri_examples, entry.open_context = real["iri_examples"], real["open_context"]
         inversion_engine.descend = real["descend"]
 
@@ -221,9 +222,9 @@ def formula(n_models: int, n: int, k: int, steps: int, pairs: bool = False, cali
 
 
 def table(rows: List[Dict[str, Dict[str, float]]], calibrated: bool = False) -> str:
-    draws = "(k+1)" if calibrated else "k"
+    draws, original = ("(k+1)", "") if calibrated else ("k", " (original)")
     head = (f"| N | n | k | steps | measured, cache (evaluate.py default) | N·n·{draws}·(steps+1) "
-            f"| measured, no cache | N²·n·{draws}·(steps+1){'' if calibrated else ' (original)'} | no cache / cache |")
+            f"| measured, no cache | N²·n·{draws}·(steps+1){original} | no cache / cache |")
     lines = [head, "|" + "---|" * 9]
     for r in rows:
         a, b = r["cache"], r["no_cache"]
