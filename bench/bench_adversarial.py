@@ -23,10 +23,10 @@ import torch
 
 from stir.data import load_dataset, to_float
 from stir.config.schema import DataConfig
-from stir.evaluation.zoo import ZooModel, load_model
 from stir.inversion import InversionConfig, invert, invert_adversarial
 from stir.models import representation
 from stir.similarity import linear_cka
+from stir.zoo.checkpoints import network
 
 log = logging.getLogger("bench_adversarial")
 SOURCE = "/work/shared/data/cifar10-jpg.tar.gz"
@@ -35,7 +35,8 @@ TAP = "penultimate"
 
 
 def model_at(path: str) -> torch.nn.Module:
-    return load_model(ZooModel(name=Path(path).name, run_dir=Path(path), config=None, command=""))
+    """The network of a run folder or checkpoint (architecture from its files), eval mode, on the CPU."""
+    return network(Path(path))
 
 
 def figures(name: str, r, m2, x, baseline_r2=None) -> dict:

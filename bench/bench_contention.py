@@ -41,16 +41,16 @@ CHILD = """
 import sys, time, json, torch
 sys.path.insert(0, {repo!r})
 from bench.bench_cost import images, network
-from stir.inversion import InversionConfig, invert_draws
+from stir.inversion import ExecutionConfig, InversionConfig, invert_draws
 m, x = network(8), images(32)
-cfg = InversionConfig(steps={steps}, record_steps=(), warn_below=0.0)
+cfg, run = InversionConfig(steps={steps}, record_steps=()), ExecutionConfig(warn_below=0.0)
 if {load}:
     while True:
-        invert_draws(m, [x] * 2, "penultimate", cfg)
+        invert_draws(m, [x] * 2, "penultimate", cfg, run=run)
 times = []
 for _ in range(2):
     start = time.perf_counter()
-    invert_draws(m, [x] * 2, "penultimate", cfg)
+    invert_draws(m, [x] * 2, "penultimate", cfg, run=run)
     times.append(time.perf_counter() - start)
 print(json.dumps(times))
 """

@@ -5,19 +5,19 @@
 
 For ResNet18 at widths 8, 16, 32 (random weights with batch norms that are not the identity: cost
 does not depend on training) and n = 128, 256, 512, 1000 CIFAR-sized images, it times
-``invert(model, X, "penultimate", InversionConfig(steps=S))`` (the shipped faithful defaults:
-folded batch norm, channels-last, automatic batch) and reports seconds per step, milliseconds per
-image-step, and the log-log slopes of time against n (per width) and against width (per n).
-Each n x width case runs ``--repeats`` times and the median is kept.
+``invert(model, X, "penultimate", InversionConfig(steps=S), run=ExecutionConfig())`` (the
+shipped faithful defaults: folded batch norm, channels-last, automatic batch) and reports seconds
+per step, milliseconds per image-step, and the log-log slopes of time against n (per width) and
+against width (per n). Each n x width case runs ``--repeats`` times and the median is kept.
 
 Peak memory: in a fresh subprocess, ``invert`` of 1000 images at width 16 for a few steps, with
-the automatic batch (128 on CPU) and with ``batch_size=1000``; the process's peak RSS
-(``ru_maxrss``) and its growth over the RSS it held just before inverting.
+the automatic batch (128 on CPU) and with ``ExecutionConfig(batch_size=1000)``; the process's peak
+RSS (``ru_maxrss``) and its growth over the RSS it held just before inverting.
 
 Presets at full size: the architectures' cost relative to ResNet18 (measured here), the inversions
-each preset runs (``PRESETS``), and from them the model evaluations and the CPU hours on this
-machine at ResNet18 width 64 (extrapolated with the measured width slope). Results:
-``bench/out/bench_cost.json``.
+each preset runs (``PRESETS``, with the calibration ceiling's extra draw per reference), and from
+them the model evaluations and the CPU hours on this machine at ResNet18 width 64 (extrapolated
+with the measured width slope). Results: ``bench/out/bench_cost.json``.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from stir.config.schema import ModelConfig
-from stir.inversion import InversionConfig, invert
+from stir.inversion import ExecutionConfig, InversionConfig, invert
 from stir.models import build
 from stir.models.synthetic import with_trained_batch_norms
 from stir.reporting import to_markdown
@@ -58,9 +58,10 @@ def images(n: int) -> torch.Tensor:
 
 
 def seconds(m: nn.Module, x: torch.Tensor, steps: int, batch_size: Optional[int] = None) -> float:
-    cfg = InversionConfig(steps=steps, record_steps=(), warn_below=0.0, batch_size=batch_size)
+    cfg = InversionConfig(steps=steps, record_steps=())
+    run = ExecutionConfig(batch_size=batch_size, warn_below=0.0)
     start = time.perf_counter()
-    invert(m, x, "penultimate", cfg)
+    invert(m, x, "penultimate", cfg, run=run)
     return time.perf_counter() - start
 
 
@@ -95,7 +96,10 @@ def cost_table(ns: List[int], widths: List[int], steps: int, repeats: int) -> Di
 # shares a reference's arbitrary IRIs across targets), by architecture: {arch: (arbitrary inversions
 # per draw, adversarial inversions per draw)}; taps of layer-wise presets counted as full-depth
 # inversions (an upper bound: an early tap's forward pass stops there). Difficulty walks (200 steps
-# from x, one per adversarial inversion) come with the adversarial ones.
+# from x, one per adversarial inversion) come with the adversarial ones. Every STIR is calibrated
+# (evaluate.py's default, ``stir.measure.calibration``): its ceiling inverts each reference (and tap)
+# once more from an independent seed, cached like the k draws, so each arbitrary inversion counted
+# here runs k + 1 times (``ceiling_draws``); the floor and the interval cost no model evaluations.
 PRESETS = {
     "seeds (3 pairs, iri=both)": {"resnet18": (4, 6)},
     "relative_robustness (3-model matrix)": {"resnet18": (3, 0)},
@@ -105,7 +109,7 @@ PRESETS = {
                                          "vgg19": (4 * 17, 0)},
     "at_methods (12 pairs, all taps)": {"resnet18": (5 * 11, 0), "vgg16": (5 * 15, 0)},
 }
-PAPER = {"n": 1000, "k": 5, "steps": 1000, "difficulty_steps": 200}
+PAPER = {"n": 1000, "k": 5, "steps": 1000, "difficulty_steps": 200, "ceiling_draws": 1}
 # A GPU figure that is NOT measured here (no GPU was lent): ResNet18 width 64 on 32x32 inputs is
 # 0.56 GMAC per forward pass; an input-gradient pass adds about as much again, so one model
 # evaluation is ~2.2 GFLOP. At an ASSUMED sustained 100 TFLOP/s (about a fifth of an H200's dense
@@ -130,10 +134,11 @@ def preset_budget(factors: Dict[str, float], ms_per_image_step: float) -> List[D
     given ResNet18 cost per image-step (width 64, extrapolated from the table)."""
     rows = []
     n, k, steps, walk = PAPER["n"], PAPER["k"], PAPER["steps"], PAPER["difficulty_steps"]
+    k_arb = k + PAPER["ceiling_draws"]  # arbitrary IRIs of a reference: k draws and the ceiling's draw
     for name, archs in PRESETS.items():
-        evaluations = sum(factors[a] * k * n * (arb * (steps + 1) + adv * (steps + 1 + walk + 1))
+        evaluations = sum(factors[a] * n * (k_arb * arb * (steps + 1) + k * adv * (steps + 1 + walk + 1))
                           for a, (arb, adv) in archs.items())
-        rows.append({"preset": name, "inversions": sum(k * (a + b) for a, b in archs.values()),
+        rows.append({"preset": name, "inversions": sum(k_arb * a + k * b for a, b in archs.values()),
                      "resnet18_equivalent_evaluations": f"{evaluations:.3g}",
                      "cpu_hours_here": round(evaluations * ms_per_image_step / 1e3 / 3600, 1),
                      "gpu_minutes_assumed_100_tflops": round(

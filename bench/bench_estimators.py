@@ -33,11 +33,11 @@ import torch
 
 from stir.config.schema import DataConfig
 from stir.data import load_dataset, to_float
-from stir.evaluation.zoo import ZooModel, load_model
 from stir.inversion import InversionConfig, invert
 from stir.models import frozen, representation
 from stir.reporting import to_markdown
 from stir.similarity import linear_cka
+from stir.zoo.checkpoints import network
 
 log = logging.getLogger("bench_estimators")
 SOURCE = "/work/shared/data/cifar10-jpg.tar.gz"
@@ -46,7 +46,8 @@ TAP = "penultimate"
 
 
 def model_at(path: str) -> torch.nn.Module:
-    return load_model(ZooModel(name=Path(path).name, run_dir=Path(path), config=None, command="")).eval()
+    """The network of a run folder or checkpoint (architecture from its files), eval mode, on the CPU."""
+    return network(Path(path))
 
 
 def stir_of(m2: torch.nn.Module, x: torch.Tensor, x_prime: torch.Tensor) -> float:

@@ -5,10 +5,13 @@
 
 What is timed (on ``cuda`` when there is one, else the CPU):
 
-* one STIR pair: ``evaluate_pair`` of two ResNet18s (random weights: the cost does not depend on
-  them) on n images, k draws, arbitrary IRIs, both directions, the published (faithful) inversion;
-  wall seconds and peak device memory (``torch.cuda.max_memory_allocated``; peak RSS on the CPU);
-  the k draws are inverted together, chunked automatically to fit ``--memory-gb`` (16 GiB);
+* one STIR pair: ``stir.measure.evaluate_pair`` of two ResNet18s (random weights: the cost does
+  not depend on them) on n images, k draws, arbitrary IRIs, both directions, the published
+  (faithful) inversion; wall seconds and peak device memory (``torch.cuda.max_memory_allocated``;
+  peak RSS on the CPU); the k draws are inverted together, chunked automatically to fit
+  ``--memory-gb`` (16 GiB). The published STIR alone is timed: the calibration every STIR now
+  carries is off (``CalibrationConfig(permutations=0, resamples=0, ceiling="none")``; its ceiling
+  would add one more inversion per direction, k + 1 instead of k);
 * training throughput: images/s of vanilla and AT (PGD-l2, 10 steps) SGD steps of ResNet18 on
   batches of 128 (bf16 autocast and channels-last on CUDA), after warm-up steps, and the time of a
   100-epoch vanilla run on 50,000 images extrapolated from it.
@@ -23,20 +26,23 @@ import json
 import logging
 import resource
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Dict, Iterator
 
 import torch
 import torch.nn.functional as F
 
 from stir.attacks import pgd_l2
 from stir.config.schema import AttackConfig, ModelConfig
-from stir.evaluation import evaluate_pair
-from stir.inversion import InversionConfig
+from stir.inversion import ExecutionConfig, InversionConfig
+from stir.measure import CalibrationConfig, Estimator, evaluate_pair
 from stir.models import build, channel_stats
 
 log = logging.getLogger("bench_gpu")
 OUT = Path(__file__).resolve().parent / "out"
+# The published STIR alone: no floor permutations, no bootstrap interval, no ceiling draw.
+UNCALIBRATED = CalibrationConfig(permutations=0, resamples=0, ceiling="none")
 
 
 def network(width: int, seed: int, device: torch.device) -> torch.nn.Module:
@@ -61,21 +67,46 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+@contextmanager
+def counted_inversions() -> Iterator[Dict[str, int]]:
+    """Count the inversion draws a measurement computes (``stir.measure.direction.invert_draws``)."""
+    from stir.measure import direction
+
+    real, count = direction.invert_draws, {"draws": 0}
+
+    def invert_draws(*args, **kwargs):
+        runs = real(*args, **kwargs)
+        count["draws"] += sum(not r.from_cache for r in runs)
+        return runs
+
+    direction.invert_draws = invert_draws
+    try:
+        yield count
+    finally:
+        direction.invert_draws = real
+
+
 def time_pair(args, device: torch.device) -> dict:
     m1, m2 = network(args.width, 0, device), network(args.width, 1, device)
     x = smooth_images(args.images, device)
-    cfg = InversionConfig(steps=args.steps, batch_size=args.batch_size, memory_gb=args.memory_gb, warn_below=0.0)
+    cfg = InversionConfig(steps=args.steps)
+    estimator = Estimator(k=args.draws, iri="arbitrary", inversion=cfg, calibration=UNCALIBRATED)
+    run = ExecutionConfig(batch_size=args.batch_size, memory_gb=args.memory_gb, warn_below=0.0)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     sync(device)
-    start = time.perf_counter()
-    result = evaluate_pair(m1, m2, x, "penultimate", k=args.draws, iri="arbitrary", inversion=cfg)
-    sync(device)
-    seconds = time.perf_counter() - start
+    with counted_inversions() as inversions:
+        start = time.perf_counter()
+        result = evaluate_pair(m1, m2, x, "penultimate", "penultimate", estimator, run=run)
+        sync(device)
+        seconds = time.perf_counter() - start
+    stir = {d: result.stat(d, "stir").mean for d in ("m2|m1", "m1|m2")}
     row = {"seconds": seconds, "peak_memory_mib": peak_memory_mib(device),
-           "stir_m2_given_m1": result.stir_m2_given_m1.mean, "stir_m1_given_m2": result.stir_m1_given_m2.mean,
-           "inversions": 2 * args.draws, "images": args.images, "steps": cfg.num_steps, "precision": cfg.model_precision,
-           "memory_gb_allowed": args.memory_gb, "batch_size": args.batch_size or "automatic"}
+           "stir_m2_given_m1": stir["m2|m1"], "stir_m1_given_m2": stir["m1|m2"],
+           "inversions": inversions["draws"], "images": args.images, "steps": cfg.num_steps,
+           "precision": cfg.model_precision,
+           "memory_gb_allowed": args.memory_gb, "batch_size": args.batch_size or "automatic",
+           "calibration": "off (the published STIR alone)"}
     log.info("STIR pair: %.1f s, peak memory %.0f MiB (n=%d, k=%d, %d faithful steps, both directions)",
              seconds, row["peak_memory_mib"], args.images, args.draws, cfg.num_steps)
     return row

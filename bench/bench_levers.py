@@ -16,12 +16,12 @@ each ``--repeats`` times, interleaved; median seconds): every lever is added to 
     plain                    the baseline above
     engine, forward to tap   stir's engine with no lever: one draw at a time, batch = n, BN unfolded, NCHW
     + draws in one call      ``invert_draws``: the k draws as one batch of n k images
-    + automatic batch        ``inversion.batch_size=None``: 128-image chunks on CPU
+    + automatic batch        ``execution.batch_size=None``: 128-image chunks on CPU
     + folded batch norm      ``inversion.fold_batch_norm=True``
-    + channels-last          ``inversion.channels_last=True``
-    + torch.compile          ``inversion.compile=True`` (opt-in), its compilation included
+    + channels-last          ``execution.channels_last=True``
+    + torch.compile          ``execution.compile=True`` (opt-in), its compilation included
     channels-last, 1 thread  the same with ``torch.set_num_threads(1)`` (the threads lever)
-    + kept CPU memory        ``inversion.keep_cpu_memory=True`` (``stir.allocator``): the shipped default
+    + kept CPU memory        ``execution.keep_cpu_memory=True`` (``stir.allocator``): the shipped default
     plain, kept CPU memory   the baseline with that process-wide allocator setting too
     default, bf16 autocast   ``inversion.precision=bf16``: NOT the published estimator (another rounding
                              regime); timed to say what it would buy, its STIR gap measured by ``--bf16``
@@ -60,7 +60,7 @@ from bench.bench_cost import network as random_network  # noqa: E402
 from bench.bench_estimators import SOURCE, TAP, model_at, stir_of  # noqa: E402  (the same models and STIR)
 from stir.config.schema import DataConfig  # noqa: E402
 from stir.data import load_dataset, to_float
-from stir.inversion import InversionConfig, invert, invert_draws, make_seed, seed_generator
+from stir.inversion import ExecutionConfig, InversionConfig, invert, invert_draws, make_seed, seed_generator
 from stir.models import frozen, representation
 from stir.reporting import to_markdown
 
@@ -133,34 +133,36 @@ def seeds_of(x: Tensor, draw: int) -> Tensor:
 
 def speed(m: nn.Module, x: Tensor, draws: int, steps: int, repeats: int, threads: int) -> List[Dict]:
     """Part 1: median seconds of every variant (module docstring), each lever added to the one before."""
-    base = InversionConfig(steps=steps, record_steps=(), warn_below=0.0, keep_cpu_memory=False)
-    none = replace(base, fold_batch_norm=False, channels_last=False, batch_size=x.shape[0])
+    # Each variant is (the estimator's InversionConfig, how it runs: ExecutionConfig); only
+    # fold_batch_norm and precision are the estimator's, every other lever is execution.
+    unfolded, folded = (InversionConfig(steps=steps, record_steps=(), fold_batch_norm=f) for f in (False, True))
+    none = ExecutionConfig(warn_below=0.0, keep_cpu_memory=False, channels_last=False, batch_size=x.shape[0])
     joint = replace(none, batch_size=x.shape[0] * draws)
     auto = replace(none, batch_size=None)
-    fold = replace(auto, fold_batch_norm=True)
-    layout = replace(fold, channels_last=True)
+    layout = replace(auto, channels_last=True)
     compiled = replace(layout, compile=True)  # compiles anew in every call (new working copies): timed with it
     shipped = replace(layout, keep_cpu_memory=True)
 
-    def engine(cfg: InversionConfig) -> Callable[[], List[Tensor]]:
-        return lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, cfg)]
+    def engine(cfg: InversionConfig, run: ExecutionConfig) -> Callable[[], List[Tensor]]:
+        return lambda: [r.x_prime for r in invert_draws(m, [x] * draws, TAP, cfg, run=run)]
 
     plain = lambda: [plain_inversion(m, x, seeds_of(x, j), steps)[steps] for j in range(draws)]  # noqa: E731
     # glibc's allocator setting is process-wide and cannot be undone: every variant without it runs
     # first (phase 1), then the default and, for fairness, the plain baseline with it (phase 2).
     phases = [{
         "plain": plain,
-        "engine, forward to tap": lambda: [invert(m, x, TAP, replace(none, seed=j)).x_prime for j in range(draws)],
-        "+ draws in one call": engine(joint),
-        "+ automatic batch": engine(auto),
-        "+ folded batch norm": engine(fold),
-        "+ channels-last": engine(layout),
-        "+ torch.compile (opt-in)": engine(compiled),
-        "channels-last, 1 thread": engine(layout),
+        "engine, forward to tap": lambda: [invert(m, x, TAP, replace(unfolded, seed=j), run=none).x_prime
+                                           for j in range(draws)],
+        "+ draws in one call": engine(unfolded, joint),
+        "+ automatic batch": engine(unfolded, auto),
+        "+ folded batch norm": engine(folded, auto),
+        "+ channels-last": engine(folded, layout),
+        "+ torch.compile (opt-in)": engine(folded, compiled),
+        "channels-last, 1 thread": engine(folded, layout),
     }, {
-        "+ kept CPU memory (default)": engine(shipped),
+        "+ kept CPU memory (default)": engine(folded, shipped),
         "plain, kept CPU memory": plain,
-        "default, bf16 autocast (another estimator)": engine(replace(shipped, precision="bf16")),
+        "default, bf16 autocast (another estimator)": engine(replace(folded, precision="bf16"), shipped),
     }]
     chain = ["plain", "engine, forward to tap", "+ draws in one call", "+ automatic batch", "+ folded batch norm",
              "+ channels-last", "+ kept CPU memory (default)"]
@@ -211,10 +213,10 @@ def value(m1: nn.Module, m2: nn.Module, x: Tensor, draws: int, steps: int, bf16:
     channels-last memory (its own rounding sensitivity), the shipped default and, with ``bf16``,
     the default under bf16 autocast (another estimator)."""
     record = tuple(s for s in RECORD if s < steps)
-    cfg = InversionConfig(steps=steps, record_steps=record, warn_below=0.0)
+    cfg, run = InversionConfig(steps=steps, record_steps=record), ExecutionConfig(warn_below=0.0)
 
     def engine(c: InversionConfig) -> List[Dict[int, Tensor]]:
-        return [{t: r.snapshots[t] for t in record + (steps,)} for r in invert_draws(m1, [x] * draws, TAP, c)]
+        return [{t: r.snapshots[t] for t in record + (steps,)} for r in invert_draws(m1, [x] * draws, TAP, c, run=run)]
 
     start = time.perf_counter()
     shipped = engine(cfg)

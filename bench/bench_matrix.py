@@ -1,10 +1,11 @@
 """One matrix, N inversions: count the model evaluations an N x N STIR matrix really costs.
 
-    PYTHONPATH=. python bench/bench_matrix.py            # N = 3 and 4, n = 32, k = 2, 20 faithful steps
-    PYTHONPATH=. python bench/bench_matrix.py --quick    # N = 3, n = 8, k = 2, 5 steps (seconds)
+    PYTHONPATH=. python bench/bench_matrix.py               # N = 3 and 4, n = 32, k = 2, 20 faithful steps
+    PYTHONPATH=. python bench/bench_matrix.py --quick       # N = 3, n = 8, k = 2, 5 steps (seconds)
+    PYTHONPATH=. python bench/bench_matrix.py --calibrated  # with evaluate.py's default calibration
 
-Runs ``evaluate.py`` itself, in this process (the real Hydra entry point, ``Session``, the matrix
-experiment, the result store and the inversion cache), on N randomly initialised registered
+Runs ``evaluate.py`` itself, in this process (the real Hydra entry point, ``open_context``, the
+matrix experiment, the result store and the inversion cache), on N randomly initialised registered
 ResNet18s (``stir.models.build``, width 4; zoo entries ``python:bench.bench_matrix:resnet18``, so
 nothing is trained) and n CIFAR-10 training images (``data.source``: the local archive), with
 arbitrary IRIs only (``iri=arbitrary``), the faithful mode and ``inversion.steps`` steps. Every
@@ -13,22 +14,31 @@ the call happens: inside the inversion's descent loop (``stir.descent.descend``)
 (forward + backward of one iterate), inside it without (the last iterate's value), or outside it
 (measurement passes: targets m(X), representations of X and X', residuals, the similarity).
 
+What is counted is the published STIR alone, as the original code computes it: the calibration is
+switched off (``calibration.ceiling=none``, no floor permutations, no bootstrap). With
+``--calibrated`` (``calibrated=True``) evaluate.py's default calibration is on, whose ceiling
+(``calibration.ceiling=independent``) inverts each reference once more, from seed
+``inversion.seed + k``: k + 1 inversions per reference instead of k (floor and interval cost no
+model evaluations).
+
 The same matrix is run twice, in fresh output folders: with the inversion cache (what
-``evaluate.py`` does by default: ``inversion.cache_dir`` = ``out_dir/inversion-cache``) and with
-the cache switched off after ``Session.open`` (every ordered pair re-inverts its reference, as the
-original code does). Counts are per image and iterate; the faithful loop evaluates ``steps + 1``
-iterates (the seed, then one after each step, the best kept; the last without gradient), so one
-inversion of n images costs n (steps + 1) evaluations, n steps of them with a backward pass. The
-engine's own count (``InversionResult.evaluations`` of the inversions the rows computed) is summed
-beside the hooks' as a cross-check. Expected: N n k (steps + 1) with the cache, N^2 n k (steps + 1)
-without (the diagonal, a model against itself, inverts too). The example-IRI grid of the report
-(``iri_grid_images``, here = n, the same images) is counted apart: with the cache it is served
-from the entries the matrix made; without it, it inverts two more references.
+``evaluate.py`` does by default: ``execution.cache_dir`` = ``out_dir/inversion-cache``) and with
+the cache switched off in the context ``open_context`` returns (every ordered pair re-inverts its
+reference, as the original code does). Counts are per image and iterate; the faithful loop
+evaluates ``steps + 1`` iterates (the seed, then one after each step, the best kept; the last
+without gradient), so one inversion of n images costs n (steps + 1) evaluations, n steps of them
+with a backward pass. The engine's own count (``InversionResult.evaluations`` of the inversions
+the rows computed) is summed beside the hooks' as a cross-check. Expected: N n k (steps + 1) with
+the cache, N^2 n k (steps + 1) without (the diagonal, a model against itself, inverts too); k + 1
+for k when calibrated. The example-IRI grid of the report (``iri_grid_images``, here = n, the same
+images) is counted apart: it never inverts (it reads the X' the matrix put in the cache,
+``stir.inversion.cached``; without a cache it is left out), so it costs no inversion evaluations.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -83,74 +93,89 @@ def counts_module():
 
 
 @contextlib.contextmanager
-def _instrumented(cache: bool) -> Iterator[Dict[str, int]]:
+def _instrumented(entry, cache: bool) -> Iterator[Dict[str, int]]:
     """Attribute counts to the matrix rows or the example grid; sum the engine's own
-    ``InversionResult.evaluations``; optionally switch the cache off after ``Session.open``."""
-    from stir.evaluation import direction
-    from stir.evaluation.experiments import matrix
-    from stir.evaluation.session import Session
+    ``InversionResult.evaluations``; optionally switch the cache off in the context that
+    ``entry`` (the loaded evaluate.py module) opens."""
+    from stir.experiments import matrix
     from stir.inversion import engine as inversion_engine
+    from stir.measure import direction
 
     mod = counts_module()
     engine = {"inversions": 0, "cache_hits": 0, "evaluations": 0}
-    real_invert, real_grid, real_open = direction.invert_draws, matrix.measure.iri_grid, Session.open.__func__
-    real_descend = inversion_engine.descend
+    real = {"invert_draws": direction.invert_draws, "invert_adversarial_draws": direction.invert_adversarial_draws,
+            "iri_examples": matrix.iri_examples, "open_context": entry.open_context,
+            "descend": inversion_engine.descend}
 
     def descend(*args, **kwargs):
         mod.DESCENT[0] = True
         try:
-            return real_descend(*args, **kwargs)
+            return real["descend"](*args, **kwargs)
         finally:
             mod.DESCENT[0] = False
 
-    def invert(*args, **kwargs):  # every draw of a direction in one call: count each draw
-        runs = real_invert(*args, **kwargs)
-        for run in runs:
-            engine["cache_hits" if run.from_cache else "inversions"] += 1
-            engine["evaluations"] += 0 if run.from_cache else run.evaluations
-        return runs
+    def counted(name: str):
+        def invert(*args, **kwargs):  # every draw of a direction in one call: count each draw
+            runs = real[name](*args, **kwargs)
+            for run in runs:
+                engine["cache_hits" if run.from_cache else "inversions"] += 1
+                engine["evaluations"] += 0 if run.from_cache else run.evaluations
+            return runs
+        return invert
 
-    def grid(*args, **kwargs):
+    def examples(*args, **kwargs):
         mod.PHASE[0] = "grid"
         try:
-            return real_grid(*args, **kwargs)
+            return real["iri_examples"](*args, **kwargs)
         finally:
             mod.PHASE[0] = "matrix"
 
-    def open_(cls, cfg, repo):
-        session = real_open(cls, cfg, repo)
+    def open_context(*args, **kwargs):
+        ctx = real["open_context"](*args, **kwargs)
         if not cache:  # evaluate.py always sets a cache (out_dir/inversion-cache): undo it here
-            session.cfg.inversion.cache_dir = None
-        return session
+            ctx.run = dataclasses.replace(ctx.run, cache_dir=None)
+        return ctx
 
-    direction.invert_draws, matrix.measure.iri_grid, Session.open = invert, grid, classmethod(open_)
-    inversion_engine.descend = descend
+    direction.invert_draws = counted("invert_draws")
+    direction.invert_adversarial_draws = counted("invert_adversarial_draws")
+    matrix.iri_examples, entry.open_context, inversion_engine.descend = examples, open_context, descend
     try:
         yield engine
     finally:
-        direction.invert_draws, matrix.measure.iri_grid, Session.open = real_invert, real_grid, classmethod(real_open)
-        inversion_engine.descend = real_descend
+        direction.invert_draws = real["invert_draws"]
+        direction.invert_adversarial_draws = real["invert_adversarial_draws"]
+        matrix.iri_examples, entry.open_context = real["iri_examples"], real["open_context"]
+        inversion_engine.descend = real["descend"]
+
+
+# evaluate.py's calibration switched off: the published STIR alone (no ceiling draw, floor or interval)
+UNCALIBRATED = ["calibration.ceiling=none", "calibration.permutations=0", "calibration.resamples=0"]
 
 
 def evaluate_args(workdir: Path, n_models: int, n: int, k: int, steps: int, data: Sequence[str],
-                  verbose: bool = False) -> List[str]:
+                  verbose: bool = False, calibrated: bool = False) -> List[str]:
     names = [f"m{i}" for i in range(n_models)]
     return [
-        f"zoo.file={workdir / 'zoo.yaml'}", f"out_dir={workdir / 'results'}", "experiment.kind=matrix",
-        "experiment.name=bench_matrix", f"experiment.models=[{','.join(names)}]", "iri=arbitrary",
-        f"n={n}", f"k={k}", "inversion.mode=faithful", f"inversion.steps={steps}", "inversion.min_fraction_iri=0",
-        "inversion.warn_below=0", f"iri_grid_images={n}", "device=cpu", "logger.wandb.mode=disabled",
-        f"hydra/job_logging={'stdout' if verbose else 'none'}", *data,
+        f"zoo.file={workdir / 'zoo.yaml'}", f"out_dir={workdir / 'results'}",
+        # the matrix kind through one of its presets, with our models
+        "experiment=relative_robustness", "experiment.name=bench_matrix", f"experiment.models=[{','.join(names)}]",
+        "experiment.description=bench_matrix", "iri=arbitrary",
+        f"n={n}", f"k={k}", "inversion.mode=faithful", f"inversion.steps={steps}", "min_fraction_iri=0",
+        "execution.warn_below=0", f"iri_grid_images={n}", "device=cpu", "logger.wandb.mode=disabled",
+        f"hydra/job_logging={'stdout' if verbose else 'none'}", *([] if calibrated else UNCALIBRATED), *data,
     ]
 
 
 def count_matrix(n_models: int, n: int, k: int, steps: int, *, width: int = 4, cache: bool = True,
-                 data: Sequence[str] = (), workdir: Optional[Path] = None, verbose: bool = False) -> Dict[str, float]:
+                 data: Sequence[str] = (), workdir: Optional[Path] = None, verbose: bool = False,
+                 calibrated: bool = False) -> Dict[str, float]:
     """Run ``evaluate.py`` on an n_models x n_models matrix; what it cost, counted at the models.
 
     ``data``: evaluate.py overrides that say where the images come from (data.source=..., data.root=...).
     ``verbose``: evaluate.py's own log (hydra/job_logging=stdout) instead of none (``none`` leaves logging as it
     is; ``disabled`` would disable every existing logger of the process, other tests' too).
+    ``calibrated``: evaluate.py's default calibration (its ceiling inverts each reference once more)
+    instead of the published STIR alone.
     Returns inversion / measurement evaluations of the matrix rows, those of the example grid, the
     engine's own count, inversions computed and cache hits, cache entries written, and seconds.
     """
@@ -167,10 +192,10 @@ def count_matrix(n_models: int, n: int, k: int, steps: int, *, width: int = 4, c
         entry = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(entry)
         argv = sys.argv
-        sys.argv = ["evaluate.py", *evaluate_args(workdir, n_models, n, k, steps, data, verbose)]
+        sys.argv = ["evaluate.py", *evaluate_args(workdir, n_models, n, k, steps, data, verbose, calibrated)]
         start = time.perf_counter()
         try:
-            with _instrumented(cache) as engine:
+            with _instrumented(entry, cache) as engine:
                 entry.main()
         finally:
             sys.argv = argv
@@ -179,7 +204,7 @@ def count_matrix(n_models: int, n: int, k: int, steps: int, *, width: int = 4, c
         entries = len(list(cache_dir.glob("*.pt"))) if cache_dir.is_dir() else 0
     c = mod.COUNTS
     return {
-        "models": n_models, "n": n, "k": k, "steps": steps, "width": width, "cache": cache,
+        "models": n_models, "n": n, "k": k, "steps": steps, "width": width, "cache": cache, "calibrated": calibrated,
         "inversion_evaluations": c[("matrix", "step")] + c[("matrix", "final")],
         "gradient_evaluations": c[("matrix", "step")], "measurement_evaluations": c[("matrix", "measurement")],
         "grid_inversion_evaluations": c[("grid", "step")] + c[("grid", "final")],
@@ -189,20 +214,24 @@ def count_matrix(n_models: int, n: int, k: int, steps: int, *, width: int = 4, c
     }
 
 
-def formula(n_models: int, n: int, k: int, steps: int, pairs: bool = False) -> int:
-    """N n k (steps + 1): one inversion per reference and draw; ``pairs``: N^2 n k (steps + 1)."""
-    return (n_models ** 2 if pairs else n_models) * n * k * (steps + 1)
+def formula(n_models: int, n: int, k: int, steps: int, pairs: bool = False, calibrated: bool = False) -> int:
+    """N n k (steps + 1): one inversion per reference and draw; ``pairs``: N^2 n k (steps + 1) (every
+    ordered pair inverts its reference); ``calibrated``: k + 1 draws (the ceiling's independent draw)."""
+    draws = k + 1 if calibrated else k
+    return (n_models ** 2 if pairs else n_models) * n * draws * (steps + 1)
 
 
-def table(rows: List[Dict[str, Dict[str, float]]]) -> str:
-    head = ("| N | n | k | steps | measured, cache (evaluate.py default) | N·n·k·(steps+1) "
-            "| measured, no cache | N²·n·k·(steps+1) (original) | no cache / cache |")
+def table(rows: List[Dict[str, Dict[str, float]]], calibrated: bool = False) -> str:
+    draws, original = ("(k+1)", "") if calibrated else ("k", " (original)")
+    head = (f"| N | n | k | steps | measured, cache (evaluate.py default) | N·n·{draws}·(steps+1) "
+            f"| measured, no cache | N²·n·{draws}·(steps+1){original} | no cache / cache |")
     lines = [head, "|" + "---|" * 9]
     for r in rows:
         a, b = r["cache"], r["no_cache"]
         N, n, k, s = a["models"], a["n"], a["k"], a["steps"]
-        lines.append(f"| {N} | {n} | {k} | {s} | {a['inversion_evaluations']:,} | {formula(N, n, k, s):,} "
-                     f"| {b['inversion_evaluations']:,} | {formula(N, n, k, s, pairs=True):,} "
+        lines.append(f"| {N} | {n} | {k} | {s} | {a['inversion_evaluations']:,} "
+                     f"| {formula(N, n, k, s, calibrated=calibrated):,} "
+                     f"| {b['inversion_evaluations']:,} | {formula(N, n, k, s, pairs=True, calibrated=calibrated):,} "
                      f"| {b['inversion_evaluations'] / a['inversion_evaluations']:.2f} |")
     return "\n".join(lines)
 
@@ -220,6 +249,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (tiny nets: 1 is fastest)")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--verbose", action="store_true", help="evaluate.py's own log too")
+    parser.add_argument("--calibrated", action="store_true",
+                        help="evaluate.py's default calibration (one more inversion per reference: the ceiling)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.quick:
@@ -230,7 +261,7 @@ def main() -> None:
         row = {}
         for label, cache in (("cache", True), ("no_cache", False)):
             row[label] = count_matrix(n_models, args.images, args.draws, args.steps, width=args.width,
-                                      cache=cache, data=data, verbose=args.verbose)
+                                      cache=cache, data=data, verbose=args.verbose, calibrated=args.calibrated)
             r = row[label]
             print(f"N={n_models} {label}: {r['inversions']} inversions ({r['cache_hits']} cache hits, "
                   f"{r['cache_entries']} entries), {r['inversion_evaluations']} inversion evaluations "
@@ -238,7 +269,7 @@ def main() -> None:
                   f"{r['grid_inversion_evaluations']} more), {r['measurement_evaluations']} measurement evaluations, "
                   f"{r['seconds']:.1f} s", flush=True)
         rows.append(row)
-    text = table(rows)
+    text = table(rows, args.calibrated)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_matrix.json").write_text(json.dumps(rows, indent=2))
