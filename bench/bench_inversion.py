@@ -181,7 +181,7 @@ class SignStep:
     def init(self, origin, generator):
         return origin.clamp(0, 1), {"t": torch.zeros(origin.shape[0], dtype=torch.long, device=origin.device)}
 
-    def step(self, x, grad, origin, state, index):
+    def step(self, x, grad, origin, state, index, loss=None):
         t = state["t"][index] + 1
         state["t"][index] = t
         return (x - (self.lr * self.schedule(t)).view(-1, 1, 1, 1).to(x.dtype) * grad.sign()).clamp(0, 1)
