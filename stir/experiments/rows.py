@@ -43,9 +43,9 @@ def _direction_columns(d: DirectionResult, suffix: str, agreement: str) -> Row:
     _stat(row, agreement, d.agreement)
     _stat(row, f"difficulty{suffix}", d.difficulty)
     _stat(row, f"difficulty_fraction{suffix}", d.difficulty_fraction)
-    for name in ("median", "median_censored", "restricted_mean"):
-        if name in d.difficulty_censored:
-            row[f"difficulty_{name}{suffix}"] = d.difficulty_censored[name]
+    for reading, km in d.difficulty_censored.items():  # walk (orders pairs) and perturbation (eq. 8's quantity)
+        for name in ("median", "median_censored", "restricted_mean"):
+            row[f"difficulty_{reading}_{name}{suffix}"] = km[name]
     for kind in ("arbitrary", "adversarial"):
         for metric, value in d.quality.get(kind, {}).items():
             row[f"{kind}_{metric}{suffix}"] = value
@@ -119,8 +119,9 @@ def _iris(d: DirectionResult, kind: str = "arbitrary") -> str:
 
 
 def _difficulty(d: DirectionResult) -> str:
-    """'2.31 (40% reached)' (the Kaplan-Meier median) or '> 20.0 (0% reached)' when it is a lower bound."""
-    c = d.difficulty_censored
+    """'2.31 (40% reached)' (the Kaplan-Meier median of the walk reading) or '> 20.0 (0% reached)'
+    when it is a lower bound."""
+    c = d.difficulty_censored.get("walk")
     if not c:
         return "-"
     bound = "> " if c["median_censored"] else ""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -42,8 +42,11 @@ class ControversialResult:
         fraction: mean of ``reached``.
         delta: mean of ``distance`` over the reached images (NaN when none was reached).
         max_r2: (n,) the largest r2 seen among iterates with r1 <= tolerance (how far m2 could be pushed).
-        walked: (n,) the largest ||x_t - x||_2 of the walk: how far an image that never became
-            controversial was looked at (its censoring distance, ``censored_difficulty``).
+        walked: (n,) the largest ||x_t - x||_2 of the walk: how far from x an image that never
+            became controversial was looked at.
+        first_step: (n,) the first step t at which x_t was controversial (inf where none was); t *
+            step_size is how far the walk went to get there.
+        steps, step_size: the walk's budget (an image never reached walked steps * step_size).
     """
 
     distance: Tensor
@@ -52,6 +55,20 @@ class ControversialResult:
     delta: float
     max_r2: Tensor
     walked: Tensor
+    first_step: Tensor
+    steps: int
+    step_size: float
+
+    def censored(self) -> Dict[str, Dict[str, float]]:
+        """Both readings of difficulty as a censored measurement (``censored_difficulty``):
+        "walk": how far the walk went, t * step_size, each image not reached censored at the budget
+        steps * step_size (what orders pairs: every image is looked at for the whole walk);
+        "perturbation": ||x_c - x||_2 (eq. 8's quantity), censored at the largest displacement the
+        walk reached, which stays small where no feasible step raises r2 (a pair that shares m1's
+        invariances keeps x_c near the IRI boundary), so this reading cannot order such pairs."""
+        return {"walk": censored_difficulty(self.first_step * self.step_size,
+                                            torch.full_like(self.walked, self.steps * self.step_size)),
+                "perturbation": censored_difficulty(self.distance, self.walked)}
 
 
 def controversial_perturbation(
@@ -80,6 +97,8 @@ def controversial_perturbation(
     distance = torch.full((n,), float("inf"), device=images.device)
     max_r2 = torch.zeros(n, device=images.device)
     walked = torch.zeros(n, device=images.device)
+    first_step = torch.full((n,), float("inf"), device=images.device)
+    calls = [0]  # the loop evaluates every image at every step: call t is x_t
     with frozen(m1, m2):
         forward = Forward()  # full precision: the distances decide which iterate counts
         objective = InversionObjective(
@@ -95,6 +114,8 @@ def controversial_perturbation(
                 ok = iri & (r2.detach() >= cfg.m2_threshold)
                 moved = (x.detach() - images[index]).flatten(1).norm(dim=1)
                 walked[index] = torch.maximum(walked[index], moved)
+                first_step[index[ok]] = torch.minimum(first_step[index[ok]], torch.full_like(moved[ok], calls[0]))
+                calls[0] += 1
                 rows = index[ok]
                 distance[rows] = torch.minimum(distance[rows], moved[ok])
                 rows = index[iri]
@@ -105,17 +126,29 @@ def controversial_perturbation(
             descend(tracked, images, FixedLengthStep(cfg.step_size), cfg.steps, keep_best=False, x_init=start)
     reached = torch.isfinite(distance)
     delta = distance[reached].mean().item() if reached.any() else float("nan")
-    return ControversialResult(distance, reached, reached.float().mean().item(), delta, max_r2, walked)
+    return ControversialResult(distance, reached, reached.float().mean().item(), delta, max_r2, walked,
+                               first_step, cfg.steps, cfg.step_size)
+
+
+def pooled_censored(walks: Sequence[ControversialResult]) -> Dict[str, Dict[str, float]]:
+    """``ControversialResult.censored`` over the images of several walks (the k draws) pooled."""
+    out = {}
+    for reading, (events, censors) in {
+        "walk": ([w.first_step * w.step_size for w in walks], [torch.full_like(w.walked, w.steps * w.step_size) for w in walks]),
+        "perturbation": ([w.distance for w in walks], [w.walked for w in walks]),
+    }.items():
+        out[reading] = censored_difficulty(torch.cat(events), torch.cat(censors))
+    return out
 
 
 def censored_difficulty(distance: Tensor, walked: Tensor) -> Dict[str, float]:
-    """Difficulty as a censored measurement: Kaplan-Meier over the walk's distances.
+    """Difficulty as a censored measurement: Kaplan-Meier over the distances at which images become
+    controversial.
 
-    Each image is an event at ``distance`` (the perturbation that made it controversial) or, when
-    none did (``distance`` inf), censored at ``walked`` (how far it was looked at). S(d) = P(an image
-    is not yet controversial at perturbation d) is the Kaplan-Meier product over event distances
-    d_j: S(d) = prod_{d_j <= d} (1 - events_j / at_risk_j). Returns, over the (n,) images given
-    (several draws pooled):
+    Each image is an event at ``distance`` (where it became controversial) or, when it never did
+    (``distance`` inf), censored at ``walked`` (how far it was looked at). S(d) = P(an image is not yet
+    controversial at d) is the Kaplan-Meier product over event distances d_j: S(d) = prod_{d_j <= d}
+    (1 - events_j / at_risk_j). Returns, over the (n,) images given (several draws pooled):
 
         fraction         the fraction that became controversial within the walk
         median           the smallest d with S(d) <= 1/2; when S never gets there, the largest

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from stir import similarity
 from stir.inversion import ExecutionConfig, InversionResult, invert_adversarial_draws, invert_draws
-from stir.inversion.controversial import censored_difficulty, controversial_perturbation
+from stir.inversion.controversial import controversial_perturbation, pooled_censored
 from stir.measure.calibration import Calibration, calibrate, calibration_notes
 from stir.measure.convergence import convergence_record, curve, pool_quality, refuse_failed, summary
 from stir.measure.observe import check_models, measure_value, observe
@@ -147,8 +147,7 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
         agreement=Stat.from_values(kinds["arbitrary"].agreement) if est.arbitrary else None,
         difficulty=Stat.from_values(difficulty) if est.adversarial else None,
         difficulty_fraction=Stat.from_values(reached) if est.adversarial else None,
-        difficulty_censored=censored_difficulty(torch.cat([w.distance for w in walks]),
-                                                torch.cat([w.walked for w in walks])) if walks else {},
+        difficulty_censored=pooled_censored(walks) if walks else {},
         quality=quality,
         convergence={kind: convergence_record(c.curves, c.runs, plan.cfg) for kind, c in kinds.items() if c.curves},
         calibration=calibration, notes=notes, settings={**plan.settings, "fake_relu_applied": fake},

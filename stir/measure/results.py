@@ -80,10 +80,12 @@ class DirectionResult:
             ||x_c - x||_2 that made them so, walking from x (paper appendix C, eq. 8;
             ``stir.inversion.controversial``); NaN in a draw where none did.
         difficulty_fraction: the fraction of images that became controversial within the budget.
-        difficulty_censored: difficulty as a censored measurement over the k draws' images pooled
-            (``stir.inversion.controversial.censored_difficulty``): Kaplan-Meier ``median`` (a lower
-            bound when ``median_censored``), ``restricted_mean`` (a lower bound of the mean),
-            ``fraction``, ``max_distance``; empty when not computed.
+        difficulty_censored: difficulty as a censored measurement over the k draws' images pooled,
+            in two readings ("walk": how far the walk went, censored at its budget; "perturbation":
+            ||x_c - x||, censored at the largest displacement reached;
+            ``stir.inversion.controversial.ControversialResult.censored``), each with the Kaplan-Meier
+            ``median`` (a lower bound when ``median_censored``), ``restricted_mean`` (a lower bound of
+            the mean), ``fraction``, ``max_distance``; empty when not computed.
         quality: {"arbitrary" | "adversarial": {"median_residual", "fraction_iri", "fraction_iri_std",
             "median_target_distance", "evaluations", "cached_draws"}}; residuals and target
             distances pooled over the n * k inversions; "median_target_distance" is the engine's
@@ -111,7 +113,7 @@ class DirectionResult:
     agreement: Optional[Stat] = None
     difficulty: Optional[Stat] = None
     difficulty_fraction: Optional[Stat] = None
-    difficulty_censored: Dict[str, float] = field(default_factory=dict)
+    difficulty_censored: Dict[str, Dict[str, float]] = field(default_factory=dict)
     quality: Dict[str, Dict[str, float]] = field(default_factory=dict)
     convergence: Dict[str, Dict[str, List[float]]] = field(default_factory=dict)
     calibration: Dict[str, Calibration] = field(default_factory=dict)

@@ -82,3 +82,18 @@ def test_stitching_takes_models_of_another_source(cifar10_root, tmp_path, monkey
     # at "penultimate" (head:input, read and replaced by pre-hooks) the identity stitch of a model into
     # its seed twin is B's head on A's vector: defined, and measured like any other tap
     assert any(r["tap_front"] == "penultimate" and r["layer"] == "identity" for r in table)
+
+
+def test_a_suite_runs_its_parts_into_one_report(cifar10_root, tmp_path, monkeypatch, factory_weights):
+    matching = "{kind: layer_matching, models: [fa, fb], measures: [linear_cka], stir: false, layers: {taps: [body.2, penultimate]}}"
+    run_entry_point("evaluate", common(cifar10_root, tmp_path, factory_weights) + [
+        "experiment=realnets", "experiment.parts.pairs.pairs=[[fa,fb]]", "experiment.parts.layers.pairs=[[fa,fb]]",
+        "experiment.parts.layers.layers.taps=[body.2,penultimate]", "~experiment.parts.layer_matching",
+        "~experiment.parts.stitching", f"+experiment.parts.matching={matching}"], monkeypatch)
+    out = tmp_path / "results/realnets"
+    (pair,) = rows(out / "pairs-pairs.csv")
+    assert (pair["ref"], pair["target"], pair["tap_ref"]) == ("fa", "fb", "penultimate")
+    assert [r["tap_ref"] for r in rows(out / "layers-pairs.csv")] == ["body.2", "penultimate"]  # the part's own layers
+    assert [r["measure"] for r in rows(out / "matching-layer_matching.csv")] == ["linear_cka"]
+    record = json.loads((out / "record.json").read_text())
+    assert "pairs/stir_m2_given_m1" in record["summary"] and "layers/slope/fa_vs_fb/stir_m2_given_m1" in record["summary"]

@@ -36,6 +36,10 @@ def compose_evaluate(config_dir, overrides) -> Composed:
 
 
 def models_of(experiment) -> list:
+    if experiment.kind == "suite":
+        from stir.experiments.suite import part_configs
+
+        return list(dict.fromkeys(m for part, _ in part_configs(experiment).values() for m in models_of(part)))
     names = [m for pair in getattr(experiment, "pairs", []) for m in pair] + list(getattr(experiment, "models", []))
     names += [m for chain in getattr(experiment, "chains", {}).values() for m in chain]
     names += list(getattr(experiment, "seed_twins", {}).values())

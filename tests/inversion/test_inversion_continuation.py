@@ -1,0 +1,108 @@
+"""The continuation of the published inversion (inversion.continue_steps) and difficulty as a censored
+measurement (Kaplan-Meier), on tiny models."""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from invtest_utils import noise_images
+from stir.descent import HalvingLengthStep, descend
+from stir.inversion import ExecutionConfig, InversionConfig, invert
+from stir.inversion.controversial import censored_difficulty, controversial_perturbation
+
+RUN = ExecutionConfig(warn_below=0.0)
+
+
+def stalling_net() -> nn.Module:
+    """A wide read-out whose published-procedure residual stalls well above 0.02 in 30 steps."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1), nn.ReLU(), nn.Conv2d(8, 8, 3, 2, 1), nn.ReLU(), nn.Flatten(),
+                             nn.Linear(8 * 8 * 8, 64)).eval()
+
+
+def test_the_continuation_starts_where_the_published_procedure_ended_and_goes_further(tmp_path):
+    m, x = stalling_net(), noise_images(6)
+    published = InversionConfig(steps=30, record_steps=(10,))
+    continued = InversionConfig(steps=30, record_steps=(10,), continue_steps=200, continue_patience=5, tolerance=0.02)
+    run = ExecutionConfig(warn_below=0.0, cache_dir=str(tmp_path))
+    a = invert(m, x, "logits", published, run=run)
+    b = invert(m, x, "logits", continued, run=run)
+    assert sorted(b.snapshots) == [10, 30, 230]  # the published budget stays on record
+    assert torch.equal(b.snapshots[30], a.x_prime) and torch.equal(b.snapshot_residual[30], a.residual)
+    assert (b.residual <= a.residual + 1e-7).all()  # the best iterate: never worse than where it started
+    assert b.residual.median() < a.residual.median() / 2 and b.fraction_iri > a.fraction_iri
+    assert b.history.shape == (231, 6) and (b.steps >= 30).all() and b.evaluations > a.evaluations
+    # an image within the bound stops: the continuation spends steps only where the residual is above it
+    reached = b.residual <= 0.9 * 0.02
+    assert (b.steps[reached] < 230).all()
+    # cached on top of the published inversion: both entries, and the published one served again
+    assert len(list(tmp_path.glob("*.pt"))) == 2
+    assert invert(m, x, "logits", published, run=run).from_cache and invert(m, x, "logits", continued, run=run).from_cache
+
+
+def test_the_continuation_is_keyed_and_off_by_default():
+    off = InversionConfig()
+    assert off.continue_steps == 0 and off.total_steps == off.num_steps == 1000 and off.snapshot_steps[-1] == 1000
+    assert "continue_steps" not in off.key_settings(False, "32")  # the published procedure's key, unchanged
+    on = InversionConfig(continue_steps=500)
+    assert on.key_settings(False, "32")["continue_steps"] == 500 and on.snapshot_steps[-2:] == (1000, 1500)
+    with pytest.raises(ValueError, match="continues the published"):
+        InversionConfig(mode="fast", continue_steps=10)
+    with pytest.raises(ValueError, match="steps must be >= 1"):
+        InversionConfig(steps=0)
+
+
+def test_halving_steps_shrink_only_where_the_objective_stalls():
+    target = torch.tensor([[0.3, 0.7], [0.5, 0.5]])
+
+    def objective(x, index):  # distance to a target: a fixed step of 0.4 overshoots and stalls
+        return (x - target[index]).norm(dim=1)
+
+    out = descend(objective, torch.zeros(2, 2), HalvingLengthStep(0.4, patience=2), 60, keep_best=True,
+                  x_init=torch.zeros(2, 2))
+    assert out.loss.max() < 1e-3  # the length halved until the steps fit
+    with pytest.raises(ValueError, match="must pass loss"):
+        HalvingLengthStep(0.1).step(torch.zeros(1, 2), torch.ones(1, 2), torch.zeros(1, 2), HalvingLengthStep(0.1).init(
+            torch.zeros(1, 2), None)[1], torch.arange(1))
+
+
+def test_kaplan_meier_of_reached_and_censored_images():
+    inf = math.inf
+    km = censored_difficulty(torch.tensor([1.0, 2.0, 3.0, inf]), torch.tensor([5.0, 5.0, 5.0, 4.0]))
+    assert km["fraction"] == 0.75 and km["median"] == 2.0 and km["median_censored"] == 0.0
+    assert km["restricted_mean"] == pytest.approx(1 + 0.75 + 0.5 + 0.25)  # the area under S up to 4
+    none = censored_difficulty(torch.tensor([inf, inf]), torch.tensor([5.0, 6.0]))
+    assert none["fraction"] == 0.0 and none["median_censored"] == 1.0 and none["median"] == 6.0
+    assert none["restricted_mean"] == 6.0  # nobody reached: a lower bound, the farthest distance looked at
+
+
+def test_a_pair_that_shares_invariances_is_harder_to_make_controversial():
+    """m2 = a rotation of m1 (shares all its invariances: r2 = r1, never controversial) against an
+    unrelated m2: with the censored estimate the first orders above the second even though none of its
+    images gets there (the mean over reached images is undefined for it)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        m1 = nn.Sequential(nn.Flatten(), nn.Linear(3 * 16 * 16, 8)).eval()
+        unrelated = nn.Sequential(nn.Flatten(), nn.Linear(3 * 16 * 16, 8)).eval()
+        rotation = nn.Linear(8, 8, bias=False)
+        rotation.weight.data.copy_(torch.linalg.qr(torch.randn(8, 8))[0])
+    shares = nn.Sequential(m1, rotation).eval()  # m2(x) = Q m1(x): r2 = r1, the same invariances
+    x = noise_images(8)
+    cfg = InversionConfig(tolerance=0.05)
+    from stir.inversion.config import ControversialConfig
+
+    walk = ControversialConfig(steps=60, step_size=0.1, m2_threshold=0.3)
+    easy = controversial_perturbation(m1, unrelated, x, "logits", "logits", walk, cfg)
+    hard = controversial_perturbation(m1, shares, x, "logits", "logits", walk, cfg)
+    e, h = easy.censored()["walk"], hard.censored()["walk"]
+    assert e["fraction"] > 0 and h["fraction"] == 0.0 and math.isnan(hard.delta)
+    assert h["restricted_mean"] > e["restricted_mean"] and h["median_censored"] == 1.0 and h["median"] > e["median"]
+    assert h["median"] == pytest.approx(walk.steps * walk.step_size)  # looked at for the whole walk
+    # The perturbation reading (eq. 8's ||x_c - x||) cannot order them: the walk of the pair that shares
+    # m1's invariances stays near the IRI boundary, so its censoring distance is small.
+    p = hard.censored()["perturbation"]
+    assert p["median_censored"] == 1.0 and p["median"] < easy.censored()["perturbation"]["median"]
+    assert (easy.walked > 0).all() and (easy.walked <= walk.steps * walk.step_size + 1e-3).all()
+    assert torch.equal(torch.isfinite(easy.first_step), easy.reached)
