@@ -38,6 +38,27 @@ class DescentResult:
     snapshots: Dict[int, Tensor]  # step t -> (B, ...) the best iterates among x_0..x_t (keep_best)
 
 
+def _check_arguments(steps: int, keep_best: bool, snapshots: Sequence[int], final_evaluation: bool) -> None:
+    if not final_evaluation and keep_best:
+        raise ValueError("keep_best compares every iterate, the last one included: it needs final_evaluation=True")
+    if snapshots and not keep_best:
+        raise ValueError("snapshots are copies of the best iterates so far: they need keep_best=True")
+    if any(t < 0 or t > steps for t in snapshots):
+        raise ValueError(f"snapshot steps must lie in [0, {steps}], got {list(snapshots)}")
+
+
+def _record(best_x: Tensor, best_loss: Tensor, xa: Tensor, loss: Tensor, active: Tensor, keep_best: bool) -> None:
+    """Update, in place, the kept iterate (B, ...) and its loss (B,) of the ``active`` rows from this
+    iterate ``xa`` (b_active, ...) and its ``loss`` (b_active,): the best so far, or the last one."""
+    if keep_best:
+        better = loss < best_loss[active]  # strict: the earliest of equal iterates stays, as published
+        rows = active[better]
+        best_loss[rows] = loss[better]
+        best_x[rows] = xa.detach()[better]
+    else:
+        best_loss[active] = loss  # the loss of each row's last evaluated iterate (its x at the end)
+
+
 def descend(
     objective: Objective,
     origin: Tensor,
@@ -62,12 +83,7 @@ def descend(
     (an attack that only wants the last iterate, without keep_best) skips that last forward pass:
     ``loss`` and the last row of ``history`` are then NaN.
     """
-    if not final_evaluation and keep_best:
-        raise ValueError("keep_best compares every iterate, the last one included: it needs final_evaluation=True")
-    if snapshots and not keep_best:
-        raise ValueError("snapshots are copies of the best iterates so far: they need keep_best=True")
-    if any(t < 0 or t > steps for t in snapshots):
-        raise ValueError(f"snapshot steps must lie in [0, {steps}], got {list(snapshots)}")
+    _check_arguments(steps, keep_best, snapshots, final_evaluation)
     wanted, kept = set(snapshots), {}
     start, state = geometry.init(origin, generator)
     x = (start if x_init is None else x_init).detach().clone()
@@ -91,13 +107,7 @@ def descend(
         evaluations += len(active)
         loss_d = loss.detach().float()
         history[t, active] = loss_d
-        if keep_best:
-            better = loss_d < best_loss[active]
-            rows = active[better]
-            best_loss[rows] = loss_d[better]
-            best_x[rows] = xa.detach()[better]
-        else:
-            best_loss[active] = loss_d  # the loss of each row's last evaluated iterate (its x at the end)
+        _record(best_x, best_loss, xa, loss_d, active, keep_best)
         if t in wanted:
             kept[t] = best_x.clone()
         if final:
