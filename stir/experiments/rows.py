@@ -36,6 +36,7 @@ def _direction_columns(d: DirectionResult, suffix: str, agreement: str) -> Row:
     row: Row = {}
     for name in ("stir", "stir_adv"):
         _stat(row, f"{name}{suffix}", getattr(d, name))
+        _stat(row, f"{name}_debiased{suffix}", d.debiased.get(name))
         cal = d.calibration.get(name)
         if cal is not None:
             for column in _CALIBRATION_COLUMNS:
@@ -131,12 +132,14 @@ def _difficulty(d: DirectionResult) -> str:
 def _direction_display(d: DirectionResult, head: str) -> Row:
     """The readable cells of one direction, headed ``STIR(m2|m1)`` style by ``head``."""
     cal, adv = d.calibration.get("stir"), d.calibration.get("stir_adv")
-    return {
+    cells = {
         f"STIR{head}": interval(d.stir, cal), f"floor{head}": _reference(cal, "floor"),
         f"ceiling{head}": _reference(cal, "ceiling"), f"normalised{head}": _reference(cal, "normalised"),
-        f"X'{head}": _iris(d), f"STIR_adv{head}": interval(d.stir_adv, adv),
-        f"difficulty{head}": _difficulty(d),
     }
+    if "stir" in d.debiased:  # linear CKA's debiased estimate of the same value: no floor to read it against
+        cells[f"debiased{head}"] = over_draws(d.debiased["stir"])
+    cells.update({f"X'{head}": _iris(d), f"STIR_adv{head}": interval(d.stir_adv, adv), f"difficulty{head}": _difficulty(d)})
+    return cells
 
 
 def pair_display(pair: PairResult) -> Row:

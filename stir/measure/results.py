@@ -94,6 +94,8 @@ class DirectionResult:
             "fraction_iri"}}: the STIR (STIR_adv) value at each recorded step of the inversion budget,
             measured at the best iterates so far (mean and std over draws), with their residuals.
         calibration: {"stir" | "stir_adv": Calibration}: floor, ceiling, normalised value, interval.
+        debiased: {"stir" | "stir_adv": Stat}: with linear CKA as S_r, the same values with debiased
+            linear CKA (Murphy et al. 2024; chance level about 0 at every n) on the same pairs; empty otherwise.
         notes: reasons for every NaN, and what a reader must know about the values.
         settings: what produced the numbers (the estimator, resolved).
     """
@@ -117,6 +119,7 @@ class DirectionResult:
     quality: Dict[str, Dict[str, float]] = field(default_factory=dict)
     convergence: Dict[str, Dict[str, List[float]]] = field(default_factory=dict)
     calibration: Dict[str, Calibration] = field(default_factory=dict)
+    debiased: Dict[str, Stat] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
     settings: Dict[str, Any] = field(default_factory=dict)
 
@@ -130,6 +133,7 @@ class DirectionResult:
         kwargs = {f.name: d[f.name] for f in fields(cls)}  # KeyError on a missing field: not ours
         kwargs.update({name: _stat_or_none(d[name]) for name in cls.STATS})
         kwargs["calibration"] = {name: Calibration.from_dict(c) for name, c in d["calibration"].items()}
+        kwargs["debiased"] = {name: Stat.from_dict(v) for name, v in d["debiased"].items()}
         return cls(**kwargs)
 
 

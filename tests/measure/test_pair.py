@@ -248,3 +248,26 @@ def test_difficulty_is_the_perturbation_walked_from_x(images):
     assert 0 < r.difficulty_fraction.mean <= 1
     assert 0 < r.difficulty.mean <= walk.steps * walk.step_size  # not a seed distance (~4.4 for 3x8x8 noise)
     assert r.settings["difficulty"]["m2_threshold"] == 0.3
+
+
+def test_linear_cka_stir_comes_with_the_debiased_estimate_of_the_same_pairs(images):
+    from stir import similarity
+    from stir.inversion import invert
+    from stir.measure.results import DirectionResult
+    from stir.models.taps import representations
+
+    m1, m2 = convnet(0), convnet(1)
+    cfg = InversionConfig(mode="faithful", steps=10)
+    r = evaluate_direction(m1, m2, images, "logits", estimator=est(k=2, iri="arbitrary", inversion=cfg))
+    expected = []
+    for j in range(2):  # draw j: seed cfg.seed + j, the same x' the direction measured
+        x_prime = invert(m1, images, "logits", InversionConfig(mode="faithful", steps=10, seed=j)).x_prime
+        a, b = (representations(m2, x, ["logits"])["logits"].detach() for x in (images, x_prime))
+        expected.append(float(similarity.linear_cka_debiased(a, b)))
+    assert r.debiased["stir"].values == pytest.approx(expected, abs=1e-9)
+    assert r.debiased["stir"].mean < r.stir.mean  # linear CKA's upward bias at n = 16
+    assert DirectionResult.from_dict(r.to_dict()).debiased == r.debiased
+    pair = evaluate_pair(m1, m2, images, "logits", estimator=est(k=2, iri="arbitrary", inversion=cfg))
+    assert pair_row(pair)["stir_debiased_m2_given_m1"] == pytest.approx(r.debiased["stir"].mean, abs=1e-12)
+    other = evaluate_direction(m1, m2, images, "logits", estimator=est(k=1, iri="arbitrary", inversion=cfg, measure="rbf_cka"))
+    assert other.debiased == {}  # only linear CKA has a debiased companion
