@@ -418,11 +418,21 @@ def resolve_weights_file(path: str) -> Path:
     return p
 
 
+def read_weights_blob(file: Path) -> Any:
+    """``torch.load(file, weights_only=True)``; a file that does not load is a ValueError naming it."""
+    try:
+        return torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as err:  # a truncated zip, a foreign pickle: say which file and why, in one line
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise ValueError(f"cannot load weights from {file} ({file.stat().st_size} bytes): {type(err).__name__}: "
+                         f"{first}") from err
+
+
 def checkpoint_model(path: str) -> Optional[Dict[str, Any]]:
     """The ModelConfig fields (arch, width) a checkpoint was made with, when it says (weights.pt or config.yaml)."""
     file = resolve_weights_file(path)
     if file.name != "last.ckpt" and file.suffix != ".ckpt":
-        blob = torch.load(file, map_location="cpu", weights_only=True)
+        blob = read_weights_blob(file)
         if isinstance(blob, dict) and isinstance(blob.get("model"), dict):
             return blob["model"]
     config = file.parent / "config.yaml"
@@ -434,10 +444,7 @@ def checkpoint_model(path: str) -> Optional[Dict[str, Any]]:
 def load_state_dict(path: str) -> Dict[str, torch.Tensor]:
     """The network's state dict from a run folder, a weights.pt or a Lightning checkpoint."""
     file = resolve_weights_file(path)
-    try:
-        blob = torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as err:  # a corrupt or foreign file: say which and why
-        raise ValueError(f"cannot load weights from {file}: {err}") from err
+    blob = read_weights_blob(file)
     state = blob.get("state_dict", blob)
     if any(k.startswith("network.") for k in state):  # a LightningModule checkpoint of RobustClassifier
         state = {k[len("network."):]: v for k, v in state.items() if k.startswith("network.")}
