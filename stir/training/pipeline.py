@@ -11,6 +11,7 @@ import lightning as L
 from lightning.pytorch.loggers import WandbLogger
 from torch import nn
 
+from stir import atomic
 from stir.config.schema import TrainConfig
 from stir.data import StirDataModule
 from stir.models import build, channel_stats
@@ -42,6 +43,7 @@ def train(cfg: TrainConfig) -> Path:
         load_init(network, cfg)  # before any folder or lock is made: a wrong checkpoint leaves nothing behind
     if not cfg.retrain and run.finished:
         run.check(cfg)
+        _restore_recipe(cfg, run)
         log.info("%s is finished; skipping (retrain=true trains it again)", run.path)
         return run.path
     data = StirDataModule(cfg.data, shuffle_seed=cfg.seed)
@@ -56,6 +58,17 @@ def train(cfg: TrainConfig) -> Path:
             if state == CORRUPT:
                 run.set_aside_corrupt(why)
         return _train_locked(cfg, run, network, data)
+
+
+def _restore_recipe(cfg: TrainConfig, run: RunFolder) -> None:
+    """Write recipe.json back when it was unreadable (moved aside; the check read config.yaml), where
+    the folder is writable: the recipe just checked equal to ``cfg``'s."""
+    if run.recipe.is_file() or not run.config.is_file():
+        return
+    try:
+        atomic.write_json(run.recipe, {"recipe": recipe_of(cfg)})
+    except OSError as err:
+        log.info("recipe.json of %s not restored (%s); config.yaml serves instead", run.path, err)
 
 
 def _check_folder(cfg: TrainConfig, run: RunFolder) -> None:
