@@ -15,6 +15,7 @@ from stir import atomic
 from stir.config.schema import TrainConfig
 from stir.data import StirDataModule
 from stir.models import build, channel_stats
+from stir.models.finite import first_nonfinite_tensor
 from stir.provenance import library_versions
 from stir.training.runs import (
     CORRUPT, FINISHED, RecipeMismatchError, RunFolder, checkpoint_model, point_epoch, load_state_dict, model_artifact_name, recipe_dir, recipe_group, recipe_of,
@@ -185,6 +186,9 @@ def load_init(network: nn.Module, cfg: TrainConfig) -> None:
             f"init_from={cfg.init_from}: checkpoint is {have}, recipe is {cfg.model.arch}/{cfg.model.width}; "
             f"give model=... model.width=... of the checkpoint, or another init_from ({str(err).splitlines()[0]})"
         ) from None
+    bad = first_nonfinite_tensor(network)
+    if bad is not None:  # training from NaN weights gives NaN weights
+        raise ValueError(f"init_from={cfg.init_from}: the weights are not finite ({bad}); warm-start from another run")
 
 
 def _run_name(path: Path, runs_dir: str) -> str:

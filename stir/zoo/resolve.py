@@ -177,7 +177,8 @@ class Zoo:
             done = "is corrupt" if state != UNFINISHED else f"has not finished ({folder.progress()})"
             fix = "set the bad files aside and finish it" if state != UNFINISHED else "finish it"
             extra = "" if state != UNFINISHED else ", or pass allow_unfinished=true to evaluate its last checkpoint"
-            raise UnfinishedRunError(f"{what}: run folder {folder.path} {done}: {why}; {fix} with `{command}`{extra}")
+            prefix = "" if Path(what) == folder.path else f"{what}: "
+            raise UnfinishedRunError(f"{prefix}run folder {folder.path} {done}: {why}; {fix} with `{command}`{extra}")
         used = resolve_weights_file(str(folder.path if Path(path).is_dir() else path))
         note = (f"evaluated from {used} ({folder.progress()}) of an unfinished run (allow_unfinished=true); "
                 f"`{command}` finishes it")
