@@ -11,7 +11,7 @@ import hydra
 from omegaconf import DictConfig
 
 from stir import experiments
-from stir.cli import one_line_errors
+from stir.cli import EXPECTED_ERRORS, one_line_errors
 from stir.config import ConfigError
 from stir.experiments.config import evaluate_config, register_evaluate_configs
 from stir.experiments.context import open_context
@@ -19,6 +19,7 @@ from stir.models.sources import SourceError
 from stir.reporting import slug
 from stir.reporting.index import record_report, report_dir, report_settings
 from stir.reporting.publish import publish
+from stir.reporting.wandb_log import complete_runs
 from stir.training.runs import RecipeMismatchError
 from stir.zoo import MissingModelError, UnknownModelError
 
@@ -29,7 +30,8 @@ register_evaluate_configs()
 
 @hydra.main(config_path=str(REPO / "configs" / "evaluate"), config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    with one_line_errors(ConfigError, RecipeMismatchError, UnknownModelError, MissingModelError, SourceError):
+    with one_line_errors(ConfigError, RecipeMismatchError, UnknownModelError, MissingModelError, SourceError,
+                         *EXPECTED_ERRORS):
         evaluate(cfg)
 
 
@@ -47,9 +49,14 @@ def evaluate(cfg: DictConfig) -> None:
     out = report_dir(Path(config.out_dir), name, settings)
     logger = config.logger
     if ctx.store.misses == 0 and ctx.store.hits > 0 and not logger.wandb.log_cached:
-        # Nothing new was measured: the report is rewritten, but no second W&B run of the same numbers.
-        log.info("every result came from the store: no new W&B run (logger.wandb.log_cached=true logs one)")
-        logger = logger.without_wandb()
+        # Nothing new was measured: the report is rewritten, but no second W&B run of the same numbers,
+        # unless the report has no complete one (an earlier run was interrupted while logging).
+        if complete_runs(out):
+            log.info("every result came from the store: no new W&B run (logger.wandb.log_cached=true logs one)")
+            logger = logger.without_wandb()
+        elif logger.wandb.mode != "disabled":
+            log.info("every result came from the store, but %s holds no complete W&B run (one was interrupted?): "
+                     "logging one", out)
     wandb_config = {**ctx.config, "models": {label: m.record for label, m in ctx.zoo.resolved().items()}}
     publish(report, out, logger, wandb_config, run_name=f"evaluate/{name}",
             tags=[experiment.kind, config.measure, config.iri])

@@ -8,7 +8,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from stir.cli import one_line_errors
+from stir.cli import EXPECTED_ERRORS, one_line_errors
 from stir.config import ConfigError
 from stir.config.store import register_configs, train_config
 from stir.training.pipeline import train
@@ -20,7 +20,7 @@ register_configs()
 
 @hydra.main(config_path=str(Path(__file__).resolve().parent / "configs"), config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    with one_line_errors(ConfigError, RecipeMismatchError):
+    with one_line_errors(ConfigError, RecipeMismatchError, *EXPECTED_ERRORS):
         config = train_config(cfg)  # typed and validated before any work
         run_dir = train(config)
     log.info("run folder: %s", run_dir)

@@ -73,20 +73,50 @@ def remove_stale_tmp(folder: PathLike) -> int:
     return removed
 
 
+CHUNK = 1 << 24  # bytes per os.write call (16 MiB)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd`` (os.write may write fewer than asked)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view[:CHUNK])
+        view = view[written:]
+
+
+def _naming(err: OSError, path: Path) -> OSError:
+    """``err`` as the same kind of OSError naming ``path`` (a failed write(2) names no file; a failed
+    temp file names its random name): ``[Errno 28] No space left on device: '<path>'``."""
+    if err.errno is None:
+        return err
+    return type(err)(err.errno, err.strerror, str(path))
+
+
 def write_bytes(path: PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temp file in the same folder (fsync, then os.replace).
+
+    Any failure (a full disk, a read-only folder, a kill) leaves the previous file as it was; an
+    OSError is re-raised naming ``path``.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_tmp(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{_host()}-{os.getpid()}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o666 & ~current_umask())  # what open(path, "w") would give
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_tmp(path.parent)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{_host()}-{os.getpid()}.", suffix=".tmp")
+    except OSError as err:
+        raise _naming(err, path) from err
+    try:
+        try:
+            os.fchmod(fd, 0o666 & ~current_umask())  # what open(path, "w") would give
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise _naming(err, path) from err
         raise
 
 
@@ -102,3 +132,18 @@ def torch_save(obj: Any, path: PathLike) -> None:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     write_bytes(path, buffer.getvalue())
+
+
+def move_aside(path: PathLike) -> Path:
+    """Rename a file that cannot be trusted to ``<name>.corrupt`` (``.corrupt-2``, ... when taken) beside it.
+
+    Nothing is deleted: the file stays for a post-mortem, and the name it blocked is free again.
+    """
+    path = Path(path)
+    aside = path.with_name(f"{path.name}.corrupt")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.name}.corrupt-{n}")
+    os.replace(path, aside)
+    return aside

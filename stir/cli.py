@@ -9,6 +9,11 @@ from typing import Iterator, Tuple, Type
 
 log = logging.getLogger("stir")
 
+# What every entry point expects to fail on besides its own errors: a file that cannot be read or
+# written (OSError, whose message names the file: stir.atomic names it on every write) and the input
+# checks (ValueError and its kinds: ConfigError, SourceError, WeightsMismatch, DataSourceError, ...).
+EXPECTED_ERRORS: Tuple[Type[BaseException], ...] = (OSError, ValueError)
+
 
 @contextmanager
 def one_line_errors(*errors: Type[BaseException]) -> Iterator[None]:

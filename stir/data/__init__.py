@@ -10,7 +10,7 @@ Public API:
 from stir.data.augment import augment_batch, crop_flip, sample_crop_flip, to_float
 from stir.data.cache import cache_file, cached_dataset
 from stir.data.datamodule import StirDataModule
-from stir.data.dataset import DataNotFoundError, Dataset
+from stir.data.dataset import DataNotFoundError, DataSourceError, Dataset
 from stir.data.load import load_dataset
 from stir.data.sources import CIFAR10_CLASSES, cifar_spec, load_cifar, read_cifar_python, read_image_source
 from stir.data.splits import sample_indices, split_indices
@@ -18,6 +18,7 @@ from stir.data.splits import sample_indices, split_indices
 __all__ = [
     "CIFAR10_CLASSES",
     "DataNotFoundError",
+    "DataSourceError",
     "Dataset",
     "StirDataModule",
     "augment_batch",

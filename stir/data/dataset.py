@@ -11,6 +11,11 @@ class DataNotFoundError(FileNotFoundError):
     """The images are not on disk and cannot be fetched: the message says where we looked and what to set."""
 
 
+class DataSourceError(ValueError):
+    """A data source is there but cannot be read (a damaged archive, an image that does not decode):
+    the message names the file and the fix."""
+
+
 @dataclass(frozen=True, eq=False)  # eq=False: comparing tensors with == is elementwise, not a bool
 class Dataset:
     """A whole image-classification data set held in memory.

@@ -16,6 +16,7 @@ import os
 import pickle
 import tarfile
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable, Sequence, Union
@@ -25,7 +26,7 @@ import torch
 from PIL import Image
 from tqdm.auto import tqdm
 
-from stir.data.dataset import DataNotFoundError, Dataset
+from stir.data.dataset import DataNotFoundError, DataSourceError, Dataset
 
 log = logging.getLogger(__name__)
 
@@ -226,21 +227,27 @@ def _scan_tar(path: Path) -> list[_Entry]:
     """
     entries: list[_Entry] = []
     prefixes: set[str] = set()
-    with tarfile.open(path, mode="r:*") as tar:
-        for member in tqdm(tar, desc=f"reading {path.name}", unit=" files", disable=None, mininterval=1.0):
-            if not member.isfile():
-                continue
-            parts = PurePosixPath(member.name).parts
-            if parts and parts[0] in (".", "/"):
-                parts = parts[1:]
-            if len(parts) < 3 or parts[-3] not in SPLITS or not _is_image_name(parts[-1]):
-                continue
-            if any(p.startswith(".") or p == "__MACOSX" for p in parts[:-1]):
-                continue
-            prefixes.add("/".join(parts[:-3]))
-            f = tar.extractfile(member)
-            assert f is not None  # a regular file always has contents
-            entries.append((parts[-3], parts[-2], parts[-1], f.read()))
+    try:
+        with tarfile.open(path, mode="r:*") as tar:
+            for member in tqdm(tar, desc=f"reading {path.name}", unit=" files", disable=None, mininterval=1.0):
+                if not member.isfile():
+                    continue
+                parts = PurePosixPath(member.name).parts
+                if parts and parts[0] in (".", "/"):
+                    parts = parts[1:]
+                if len(parts) < 3 or parts[-3] not in SPLITS or not _is_image_name(parts[-1]):
+                    continue
+                if any(p.startswith(".") or p == "__MACOSX" for p in parts[:-1]):
+                    continue
+                prefixes.add("/".join(parts[:-3]))
+                f = tar.extractfile(member)
+                assert f is not None  # a regular file always has contents
+                entries.append((parts[-3], parts[-2], parts[-1], f.read()))
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as err:  # truncated, not gzip, unreadable
+        raise DataSourceError(
+            f"data.source={str(path)!r}: the archive cannot be read past its first {len(entries)} images "
+            f"({type(err).__name__}: {err}); it is truncated or damaged: copy it again from its original, or "
+            "re-create it (tar czf NAME.tar.gz train test)") from err
     if len(prefixes) > 1:
         raise ValueError(f"{path} holds several image trees ({', '.join(sorted(prefixes))}); expected one "
                          "train/<class>/*, test/<class>/* tree")
@@ -252,6 +259,17 @@ def _decode(payload: Union[Path, bytes]) -> np.ndarray:
     with Image.open(payload if isinstance(payload, Path) else io.BytesIO(payload)) as im:
         # convert() copies even an RGB image; skipping it saves ~40% of the decode time of a JPEG.
         return np.asarray(im if im.mode == "RGB" else im.convert("RGB"))
+
+
+def _decode_entry(entry: _Entry, source: Path) -> np.ndarray:
+    """``_decode`` of one scanned image; an image that does not decode is named, with the fix."""
+    split, cls, name, payload = entry
+    try:
+        return _decode(payload)
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:  # PIL's ways of failing
+        raise DataSourceError(
+            f"data.source={str(source)!r}: image {split}/{cls}/{name} does not decode ({type(err).__name__}: {err}); "
+            "replace it with a good copy or delete it") from err
 
 
 def _assemble(entries: list[_Entry], source: Path) -> Dataset:
@@ -275,12 +293,11 @@ def _assemble(entries: list[_Entry], source: Path) -> Dataset:
     ordered = by_split["train"] + by_split["test"]
     log.info("decoding %d images (%d classes) from %s", len(ordered), len(classes), source)
     start = time.perf_counter()
-    first = _decode(ordered[0][3])
+    first = _decode_entry(ordered[0], source)
     pixels = np.empty((len(ordered), *first.shape), dtype=np.uint8)  # (N, H, W, 3)
-    for i, (split, cls, name, payload) in enumerate(
-        tqdm(ordered, desc=f"decoding {source.name}", unit=" img", disable=None, mininterval=1.0)
-    ):
-        image = first if i == 0 else _decode(payload)
+    for i, entry in enumerate(tqdm(ordered, desc=f"decoding {source.name}", unit=" img", disable=None, mininterval=1.0)):
+        split, cls, name, _ = entry
+        image = first if i == 0 else _decode_entry(entry, source)
         if image.shape != first.shape:
             raise ValueError(f"{source}: {split}/{cls}/{name} is {image.shape[1]}x{image.shape[0]}, but "
                              f"{ordered[0][0]}/{ordered[0][1]}/{ordered[0][2]} is {first.shape[1]}x{first.shape[0]}")

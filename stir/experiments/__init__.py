@@ -42,10 +42,23 @@ def estimator_notes(ctx: Context) -> list:
     return notes
 
 
+def model_notes(ctx: Context) -> list:
+    """What the report must say about its models: those evaluated from an unfinished run
+    (allow_unfinished=true) and those that are not finite (allow_nonfinite=true), in label order."""
+    notes = []
+    for label, model in sorted(ctx.zoo.resolved().items()):
+        if "unfinished" in model.record:
+            notes.append(f"model {label}: {model.record['unfinished']}")
+        if "nonfinite" in model.record:
+            notes.append(f"model {label} is not finite ({model.record['nonfinite']}): every number of it is NaN "
+                         "(allow_nonfinite=true)")
+    return notes
+
+
 def run(ctx: Context, experiment: Any) -> Report:
-    """Run the experiment (its kind's runner) and return its report, the estimator's notes first."""
+    """Run the experiment (its kind's runner) and return its report, the estimator's and the models' notes first."""
     report = get(experiment.kind).run(ctx, experiment)
-    report.notes = estimator_notes(ctx) + report.notes
+    report.notes = estimator_notes(ctx) + model_notes(ctx) + report.notes
     return report
 
 
@@ -62,4 +75,4 @@ def run_shard(ctx: Context, experiment: Any, shard: int, shards: int) -> int:
     return len(units)
 
 
-__all__ = ["Context", "estimator_notes", "kinds", "run", "run_shard"]
+__all__ = ["Context", "estimator_notes", "kinds", "model_notes", "run", "run_shard"]

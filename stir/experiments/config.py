@@ -97,6 +97,11 @@ class EvaluateConfig:
     weights2: Optional[str] = None  # the same for target
     zoo: ZooConfig = field(default_factory=ZooConfig)
     train_missing: bool = False  # train zoo models that have no finished run first
+    # A model with a NaN or Inf in a weight, buffer or output is refused; true: measured, every number of it NaN.
+    allow_nonfinite: bool = False
+    # An unfinished run folder is refused (with the command that finishes it); true: its last checkpoint is
+    # evaluated, and the record and notes say so.
+    allow_unfinished: bool = False
     download_weights: bool = False  # let RobustBench / torchvision / timm download weights that are not on disk
     robustbench: RobustBenchConfig = field(default_factory=RobustBenchConfig)
     # The images X of a model with no training data of its own (every source but the zoo): the data

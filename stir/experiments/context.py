@@ -17,6 +17,7 @@ import torch
 from omegaconf import OmegaConf
 from torch import Tensor
 
+from stir.config.validate import ConfigError
 from stir.data import StirDataModule, to_float
 from stir.experiments.config import EvaluateConfig, ExperimentConfig, LayersConfig
 from stir.inversion import ExecutionConfig
@@ -29,6 +30,9 @@ from stir.store import ResultStore
 from stir.zoo import Model, Recipes, Zoo
 
 log = logging.getLogger(__name__)
+
+# The kinds whose every number comes from stir.measure (NaN for a model that is not finite).
+NONFINITE_KINDS = ("pair", "pairs", "matrix", "incremental")
 
 
 def pick_device(name: str) -> torch.device:
@@ -71,13 +75,22 @@ class Context:
         for role in ("ref", "target"):
             given, tap, weights = self.roles[role]
             if name == given:
-                return self.zoo.model(name, tap, weights)
-        return self.zoo.model(name)
+                return self._admit(self.zoo.model(name, tap, weights))
+        return self._admit(self.zoo.model(name))
 
     def role(self, role: str) -> Model:
         """The model of ``ref`` or ``target`` with its own options (a pair of one factory with two
         weights files is two models)."""
-        return self.zoo.model(*self.roles[role])
+        return self._admit(self.zoo.model(*self.roles[role]))
+
+    def _admit(self, model: Model) -> Model:
+        """A model that is not finite (allow_nonfinite=true) only where every number goes through
+        ``stir.measure``, which makes them all NaN; the other kinds would compute on NaN tensors."""
+        kind = self.config.get("experiment", {}).get("kind")
+        if "nonfinite" in model.record and kind not in NONFINITE_KINDS:
+            raise ConfigError(f"model {model.label} is not finite ({model.record['nonfinite']}); experiment kind "
+                              f"{kind!r} cannot report it (allow_nonfinite=true is for kinds {', '.join(NONFINITE_KINDS)})")
+        return model
 
     def labelled_images(self, model: Model, split: Optional[str] = None, n: Optional[int] = None,
                         offset: int = 0) -> Tuple[Tensor, Tensor]:
@@ -156,7 +169,8 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
     device = pick_device(cfg.device)
     zoo = Zoo(recipes, data=cfg.data, local_source=cfg.zoo.data_source, data_overrides=data_overrides,
               robustbench=dataclasses.asdict(cfg.robustbench), download=cfg.download_weights,
-              weights_root=cfg.zoo.weights_root, train_missing=cfg.train_missing, device=device)
+              weights_root=cfg.zoo.weights_root, train_missing=cfg.train_missing, device=device,
+              allow_nonfinite=cfg.allow_nonfinite, allow_unfinished=cfg.allow_unfinished)
     config = {**{k: v for k, v in OmegaConf.to_container(OmegaConf.structured(cfg)).items() if k != "experiment"},
               "experiment": dataclasses.asdict(experiment)}
     return Context(

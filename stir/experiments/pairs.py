@@ -92,10 +92,10 @@ def run(ctx: Context, cfg: ExperimentConfig) -> Report:
 def convergence_figure(ctx: Context, pair: PairResult) -> Figure:
     """STIR and m1's residual along the inversion budget, both directions and IRI kinds."""
     steps, stir, residual, errors = {}, {}, {}, {}
-    for direction, d in pair.directions.items():
+    for direction, d in rows.ordered(pair.directions, DIRECTIONS):
         m1, m2 = (pair.ref, pair.target)
         base = NAMES[direction].format(m1=m1, m2=m2)
-        for kind, record in d.convergence.items():
+        for kind, record in rows.ordered(d.convergence, rows.KINDS):  # fixed order: fresh or from the store
             name = base if kind == "arbitrary" else base.replace("STIR", "STIR_adv", 1)
             steps[name], stir[name], errors[name] = record["steps"], record["stir"], record["stir_std"]
             residual[name] = record["median_residual"]

@@ -13,7 +13,7 @@ the dashboard line up: a direction "m2|m1" is the slug ``m2_given_m1`` (IRIs of 
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from stir.measure.calibration import Calibration
 from stir.measure.results import DIRECTIONS, SLUGS, DirectionResult, PairResult, Stat
@@ -23,6 +23,18 @@ from stir.reporting.tables import mean_std
 # The agreement of direction "m2|m1" is measured on m1's IRIs: its column says whose.
 AGREEMENT = {"m2|m1": "agreement_on_m1_iris", "m1|m2": "agreement_on_m2_iris"}
 _CALIBRATION_COLUMNS = ("floor", "ceiling", "normalised", "low", "high")
+# Column and row order comes from these lists, never from the order of a result's dicts: a result
+# read back from the store (JSON with sorted keys) then gives the same files as a fresh one.
+KINDS = ("arbitrary", "adversarial")
+READINGS = ("walk", "perturbation")
+QUALITY = ("median_residual", "fraction_iri", "fraction_iri_std", "evaluations", "median_target_distance",
+           "cached_draws")
+
+
+def ordered(mapping: Dict[str, Any], first: Sequence[str]) -> List[Tuple[str, Any]]:
+    """The items of ``mapping``: the keys of ``first`` in that order, then any others sorted."""
+    return [(k, mapping[k]) for k in first if k in mapping] + sorted(((k, v) for k, v in mapping.items() if k not in first),
+                                                                   key=lambda item: item[0])
 
 
 def _stat(row: Row, name: str, stat: Optional[Stat]) -> None:
@@ -44,11 +56,11 @@ def _direction_columns(d: DirectionResult, suffix: str, agreement: str) -> Row:
     _stat(row, agreement, d.agreement)
     _stat(row, f"difficulty{suffix}", d.difficulty)
     _stat(row, f"difficulty_fraction{suffix}", d.difficulty_fraction)
-    for reading, km in d.difficulty_censored.items():  # walk (orders pairs) and perturbation (eq. 8's quantity)
+    for reading, km in ordered(d.difficulty_censored, READINGS):  # walk (orders pairs) and perturbation (eq. 8's quantity)
         for name in ("median", "median_censored", "restricted_mean"):
             row[f"difficulty_{reading}_{name}{suffix}"] = km[name]
-    for kind in ("arbitrary", "adversarial"):
-        for metric, value in d.quality.get(kind, {}).items():
+    for kind in KINDS:
+        for metric, value in ordered(d.quality.get(kind, {}), QUALITY):
             row[f"{kind}_{metric}{suffix}"] = value
     return row
 
@@ -187,7 +199,7 @@ def pair_summary(pair: PairResult) -> Dict[str, float]:
 def convergence_rows(d: DirectionResult, direction: str = "m2|m1") -> List[Row]:
     """One row per (IRI kind, recorded step) of a direction: STIR there, its std, residual, IRIs."""
     rows = []
-    for kind, record in d.convergence.items():
+    for kind, record in ordered(d.convergence, KINDS):
         for i, step in enumerate(record["steps"]):
             rows.append({
                 "m1 (ref)": d.ref, "m2 (target)": d.target, "tap_ref": d.tap_ref, "tap_target": d.tap_target,
@@ -201,7 +213,7 @@ def convergence_rows(d: DirectionResult, direction: str = "m2|m1") -> List[Row]:
 def pair_convergence_rows(pair: PairResult) -> List[Row]:
     """``convergence_rows`` of both directions of a pair, under the pair's m1 / m2 names."""
     rows = []
-    for direction, d in pair.directions.items():
+    for direction, d in ordered(pair.directions, DIRECTIONS):
         for row in convergence_rows(d, direction):
             rows.append({**row, "m1 (ref)": pair.ref, "m2 (target)": pair.target, "tap_ref": pair.similarity.tap_ref,
                          "tap_target": pair.similarity.tap_target})

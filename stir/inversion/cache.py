@@ -103,7 +103,11 @@ def load_entry(path: Path, key: str, n: int, image_shape: Tuple[int, ...], steps
 
 
 def save_entry(path: Path, key: str, entry: Dict[str, Any]) -> None:
-    """Write ``entry`` (CPU tensors and ints) atomically under ``path``."""
+    """Write ``entry`` (CPU tensors and ints) atomically under ``path``.
+
+    The cache saves work, it holds no result: a write that fails (a full disk, a read-only folder)
+    is logged with the path and the inversion's result used as it is (the next run inverts again).
+    """
     def cpu(v: Any) -> Any:
         if isinstance(v, dict):
             return {k: cpu(x) for k, x in v.items()}
@@ -111,4 +115,8 @@ def save_entry(path: Path, key: str, entry: Dict[str, Any]) -> None:
 
     payload = {name: cpu(v) for name, v in entry.items()}
     payload["key"] = key
-    torch_save(payload, path)
+    try:
+        torch_save(payload, path)
+    except OSError as err:
+        log.warning("could not write inversion cache entry (%s); continuing without it: the next run inverts "
+                    "these images again", err)

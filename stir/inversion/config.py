@@ -121,6 +121,9 @@ class InversionConfig:
         if self.continue_steps and self.mode != "faithful":
             raise ValueError("inversion.continue_steps continues the published (faithful) procedure: use "
                              "inversion.mode=faithful, or more inversion.steps in fast mode")
+        if self.step_size <= 0 or self.lr <= 0:
+            raise ValueError(f"inversion.step_size and inversion.lr must be > 0 (a step of length 0 leaves x' at its "
+                             f"noise seed, like steps=0), got {self.step_size}, {self.lr}")
         if self.adversarial_weight <= 0:
             raise ValueError(f"inversion.adversarial_weight must be > 0, got {self.adversarial_weight}")
         if self.decay_steps <= 0:

@@ -27,6 +27,7 @@ from stir.measure.convergence import convergence_record, curve, pool_quality, re
 from stir.measure.observe import check_models, measure_value, observe
 from stir.measure.plan import DEFAULT_TAP, DIRECTION, Estimator, Images, Plan, direction_parts, make_plan
 from stir.measure.results import DirectionResult, Stat
+from stir.measure.undefined import nonfinite_models, undefined_direction
 from stir.models.fake_relu import describe
 from stir.models.identity import content_identity
 from stir.store import ResultStore
@@ -71,6 +72,9 @@ def evaluate_direction(
     tap_tgt = tap_tgt or tap_ref
     plan = make_plan(images, estimator, run)
     ids = tuple(ids) if ids is not None else (content_identity(m_ref), content_identity(m_tgt))
+    broken = nonfinite_models(plan, [(names[0], m_ref), (names[1], m_tgt)])
+    if broken is not None:  # no number from a model that is not finite (stir.measure.undefined)
+        return undefined_direction(plan, names, ids, (tap_ref, tap_tgt), broken)
 
     def compute() -> DirectionResult:
         check_models(plan.images, [(names[0], m_ref, tap_ref), (names[1], m_tgt, tap_tgt)])

@@ -39,7 +39,9 @@ Units of work (and of the results store): one *direction* "target given referenc
 measurement runs without gradient with both models frozen in eval mode (``stir.models.frozen``);
 the inversions manage their own gradients. Devices and dtypes follow the images; models must
 already live there. Undefined values (e.g. a constant representation) are NaN with a reason in
-``notes``; every other error propagates.
+``notes``; every other error propagates. A model that is not finite (a NaN or infinity in a weight,
+a buffer or its outputs) gives NaN for every number, agreement and difficulty included, with the
+reason (``stir.measure.undefined``).
 """
 from __future__ import annotations
 
@@ -56,6 +58,7 @@ from stir.measure.plan import (
 )
 from stir.measure.results import DIRECTIONS, DirectionResult, PairResult, SimilarityResult
 from stir.measure.similarity import measure_similarity
+from stir.measure.undefined import nonfinite_models, undefined_direction, undefined_similarity
 from stir.models.identity import content_identity
 from stir.store import ResultStore
 
@@ -92,6 +95,11 @@ def evaluate_pair(
     plan = make_plan(images, estimator, run)
     ids = tuple(ids) if ids is not None else (content_identity(m1), content_identity(m2))
     models, taps = (m1, m2), (tap1, tap2)
+    broken = nonfinite_models(plan, [(names[0], m1), (names[1], m2)])
+    if broken is not None:  # no number from a model that is not finite (stir.measure.undefined)
+        return PairResult(similarity=undefined_similarity(plan, names, ids, taps, broken), directions={
+            d: undefined_direction(plan, (names[ROLES[d][0]], names[ROLES[d][1]]), (ids[ROLES[d][0]], ids[ROLES[d][1]]),
+                                   (taps[ROLES[d][0]], taps[ROLES[d][1]]), broken) for d in directions})
     reps = {}
 
     def representations():  # (n, d_i) of both models on X, once, for whatever is computed

@@ -11,6 +11,7 @@ from stir.inversion import ExecutionConfig
 from stir.measure.observe import check_models, measure_value, observe
 from stir.measure.plan import DEFAULT_TAP, SIMILARITY, Estimator, Images, Plan, make_plan, similarity_parts
 from stir.measure.results import SimilarityResult
+from stir.measure.undefined import nonfinite_models, undefined_similarity
 from stir.models.identity import content_identity
 from stir.store import ResultStore
 
@@ -36,6 +37,9 @@ def evaluate_similarity(
     tap2 = tap2 or tap1
     plan = make_plan(images, Estimator(measure=measure, k=1, iri="arbitrary"), run)
     ids = tuple(ids) if ids is not None else (content_identity(m1), content_identity(m2))
+    broken = nonfinite_models(plan, [(names[0], m1), (names[1], m2)])
+    if broken is not None:  # no number from a model that is not finite (stir.measure.undefined)
+        return undefined_similarity(plan, names, ids, (tap1, tap2), broken)
 
     def compute() -> SimilarityResult:
         check_models(plan.images, [(names[0], m1, tap1), (names[1], m2, tap2)])

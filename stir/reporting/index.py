@@ -9,6 +9,10 @@ changes its numbers (``report_settings``), and:
   that name from an older version is left alone);
 - ``<out_dir>/index.json`` lists every report folder with its name, settings and time, and
   ``<out_dir>/index.md`` shows, per name, only the settings in which its folders differ.
+
+An index.json that cannot be read (a truncated file) is moved aside (``index.json.corrupt``) and
+rebuilt from the report folders' ``record.json`` files (``rebuild_index``), so one damaged file
+never blocks the evaluations that follow.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict
@@ -27,8 +32,9 @@ from stir import atomic
 log = logging.getLogger(__name__)
 
 # Settings that do not change a report's numbers: where it runs, logs and writes, how it is split.
+# allow_nonfinite / allow_unfinished only admit models; what the models are is in the record.
 _RUNTIME = ("execution", "logger", "device", "out_dir", "shard", "shards", "train_missing", "iri_grid_images",
-            "experiment.description", "experiment.compute")
+            "experiment.description", "experiment.compute", "allow_nonfinite", "allow_unfinished")
 
 
 def _flatten(d: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
@@ -62,12 +68,51 @@ def record_report(root: Path, name: str, folder: Path, settings: Dict[str, Any])
     root.mkdir(parents=True, exist_ok=True)
     with FileLock(str(root / ".index.lock")):
         index_file = root / "index.json"
-        index = json.loads(index_file.read_text()) if index_file.is_file() else {}
+        index = _read_index(root)
         index[folder.name] = {"name": name, "settings": settings,
                               "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         atomic.write_json(index_file, index)
         atomic.write_text(root / "index.md", _markdown(index))
         _point(root / name, folder)
+
+
+def _read_index(root: Path) -> Dict[str, Dict[str, Any]]:
+    """index.json, or (when it does not parse) the index rebuilt from the report folders."""
+    index_file = root / "index.json"
+    if not index_file.is_file():
+        return {}
+    try:
+        index = json.loads(index_file.read_text())
+        if not isinstance(index, dict) or not all(isinstance(e, dict) and {"name", "settings"} <= set(e)
+                                                   for e in index.values()):
+            raise ValueError("not an index of report folders")
+        return index
+    except (ValueError, UnicodeDecodeError) as err:
+        aside = atomic.move_aside(index_file)
+        index = rebuild_index(root)
+        log.warning("%s is unreadable (%s: %s); moved to %s and rebuilt from %d report folder(s)", index_file,
+                    type(err).__name__, err, aside.name, len(index))
+        return index
+
+
+def rebuild_index(root: Path) -> Dict[str, Dict[str, Any]]:
+    """The index of every report folder under ``root`` (``<name>-<8 hex digits>/record.json``), from its
+    record: the name, the settings (``report_settings`` of its config), the record's time."""
+    index: Dict[str, Dict[str, Any]] = {}
+    for folder in sorted(p for p in Path(root).iterdir() if p.is_dir() and not p.is_symlink()):
+        match = re.fullmatch(r"(.+)-[0-9a-f]{8}", folder.name)
+        record_file = folder / "record.json"
+        if match is None or not record_file.is_file():
+            continue
+        try:
+            config = json.loads(record_file.read_text())["config"]
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+            log.warning("report folder %s has an unreadable record.json (%s); left out of the index", folder, err)
+            continue
+        settings = report_settings({k: v for k, v in config.items() if k != "models"})
+        updated = datetime.fromtimestamp(record_file.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+        index[folder.name] = {"name": match.group(1), "settings": settings, "updated": updated}
+    return index
 
 
 def _point(link: Path, folder: Path) -> None:

@@ -12,6 +12,10 @@ wandb 0.31 writes there (asserted by the tests):
   becomes a sub-folder);
 - ``files/requirements.txt`` and ``logs/debug*.log``.
 
+Once a run is finished its folder name is added to ``<directory>/wandb/complete.json``
+(``complete_runs``): a run interrupted while logging never gets there, so a rerun can tell that the
+report has no complete W&B run yet and log one.
+
 The run is created with ``reinit="create_new"`` so a W&B run already active in the process (e.g. a
 training logger) is neither finished nor written to, and ``wandb.run`` is left as it was. When
 this call had to start wandb's background service it also shuts it down again, restoring
@@ -21,6 +25,7 @@ process is left as found. wandb is imported lazily: importing stir.reporting sta
 
 from __future__ import annotations
 
+import json
 import logging
 import numbers
 import os
@@ -28,13 +33,31 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Union
 
-__all__ = ["log_report", "WANDB_MODES"]
+from stir.atomic import write_json
+
+__all__ = ["complete_runs", "log_report", "WANDB_MODES"]
 
 log = logging.getLogger(__name__)
 
 PathLike = Union[str, os.PathLike]
 WANDB_MODES = ("offline", "online", "disabled")
 _SERVICE_ENV = "WANDB_SERVICE"  # wandb.env.SERVICE; set while wandb's service process runs
+
+
+COMPLETE = "complete.json"  # <directory>/wandb/complete.json: the runs logged to the end, oldest first
+
+
+def complete_runs(directory: PathLike) -> list[str]:
+    """The W&B runs of a report folder that were logged to the end (every table, figure and summary
+    value, then finished), by their folder names; an interrupted run (Ctrl-C during logging leaves
+    one with its config and no tables) is not among them. Empty when there is none or the list is
+    unreadable."""
+    path = Path(directory) / "wandb" / COMPLETE
+    try:
+        runs = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    return [str(r) for r in runs] if isinstance(runs, list) else []
 
 
 def _scalar(value: Any) -> Any:
@@ -130,6 +153,7 @@ def log_report(*, project: str, run_name: str, directory: PathLike, mode: str,
         if starts_service and os.environ.get(_SERVICE_ENV):
             wandb.teardown()  # stops the service, unregisters its atexit hook, clears the env var
             sys.exit, sys.excepthook = saved_exit, saved_excepthook
+    write_json(directory / "wandb" / COMPLETE, [*complete_runs(directory), run_dir.name])  # only once finished
     log.info("W&B %s run %r written to %s (%d tables, %d images, %d summary values)",
              mode, run_name, run_dir, len(table_data), len(image_paths), len(summary))
     return run_dir

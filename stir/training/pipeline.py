@@ -8,16 +8,17 @@ from pathlib import Path
 from typing import Any, Dict, Iterator
 
 import lightning as L
-import torch
 from lightning.pytorch.loggers import WandbLogger
 from torch import nn
 
+from stir import atomic
 from stir.config.schema import TrainConfig
 from stir.data import StirDataModule
 from stir.models import build, channel_stats
+from stir.models.finite import first_nonfinite_tensor
 from stir.provenance import library_versions
 from stir.training.runs import (
-    RunFolder, checkpoint_model, load_state_dict, model_artifact_name, recipe_dir, recipe_group, recipe_of,
+    CORRUPT, FINISHED, RecipeMismatchError, RunFolder, checkpoint_model, point_epoch, load_state_dict, model_artifact_name, recipe_dir, recipe_group, recipe_of,
     weights_identity,
 )
 from stir.training.system import RobustClassifier
@@ -30,28 +31,65 @@ def train(cfg: TrainConfig) -> Path:
     """Train ``cfg``'s recipe (or finish it) and return its run folder.
 
     A folder holding another recipe is refused (RecipeMismatchError naming the keys) before
-    anything is skipped; a second process on the same folder waits for the first, then reuses it.
+    anything is skipped; a finished one (``RunFolder.verify``) is reused without writing anything,
+    so a read-only runs_dir serves its finished runs. Otherwise the data source is opened and
+    decoded (or its cache checked) before any folder, recipe or log is written, so a bad source
+    leaves nothing behind; a corrupt folder is set aside and resumed; a second process on the
+    same folder waits for the first, then reuses it.
     """
     run = RunFolder(recipe_dir(cfg))
     L.seed_everything(cfg.seed, workers=True)
     network = build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name))
     if cfg.init_from:  # a model update: start from earlier weights, train on this recipe's data
         load_init(network, cfg)  # before any folder or lock is made: a wrong checkpoint leaves nothing behind
+    if not cfg.retrain and run.finished:
+        run.check(cfg)
+        _restore_recipe(cfg, run)
+        log.info("%s is finished; skipping (retrain=true trains it again)", run.path)
+        return run.path
+    data = StirDataModule(cfg.data, shuffle_seed=cfg.seed)
+    data.prepare_data()  # the source read and decoded (or its cache loaded) before anything is written
     with run.lock():
         if not cfg.retrain:
-            run.check(cfg)
-            if run.finished:
+            _check_folder(cfg, run)
+            state, why = run.verify()
+            if state == FINISHED:  # another process finished it while this one waited
                 log.info("%s is finished; skipping (retrain=true trains it again)", run.path)
                 return run.path
-        return _train_locked(cfg, run, network)
+            if state == CORRUPT:
+                run.set_aside_corrupt(why)
+        return _train_locked(cfg, run, network, data)
 
 
-def _train_locked(cfg: TrainConfig, run: RunFolder, network: nn.Module) -> Path:
+def _restore_recipe(cfg: TrainConfig, run: RunFolder) -> None:
+    """Write recipe.json back when it was unreadable (moved aside; the check read config.yaml), where
+    the folder is writable: the recipe just checked equal to ``cfg``'s."""
+    if run.recipe.is_file() or not run.config.is_file():
+        return
+    try:
+        atomic.write_json(run.recipe, {"recipe": recipe_of(cfg)})
+    except OSError as err:
+        log.info("recipe.json of %s not restored (%s); config.yaml serves instead", run.path, err)
+
+
+def _check_folder(cfg: TrainConfig, run: RunFolder) -> None:
+    """Refuse a folder of another recipe, unless nothing was trained in it yet (then it is moved aside)."""
+    try:
+        run.check(cfg)
+    except RecipeMismatchError:
+        if run.holds_training():
+            raise
+        log.warning("%s was made for another recipe but holds no training (no checkpoint, no weights); moving it "
+                    "aside", run.path)
+        run.archive()
+
+
+def _train_locked(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataModule) -> Path:
     if cfg.retrain:
         run.archive()
     run.prepare(cfg)
     with _log_to(run.path / "train.log"):
-        return _fit(cfg, run, network)
+        return _fit(cfg, run, network, data)
 
 
 @contextmanager
@@ -68,9 +106,7 @@ def _log_to(path: Path) -> Iterator[None]:
         handler.close()
 
 
-def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module) -> Path:
-
-    data = StirDataModule(cfg.data, shuffle_seed=cfg.seed)
+def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataModule) -> Path:
     system = RobustClassifier(
         network, cfg.loss, cfg.attack, cfg.eval_attack, cfg.optim, augment=cfg.data.augment,
         robust_val_every=cfg.trainer.robust_val_every_n_epochs, robust_val_size=cfg.trainer.robust_val_size,
@@ -85,7 +121,7 @@ def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module) -> Path:
     log.info("%s: %s width %d, %.2fM parameters, %s", run.path, cfg.model.arch, cfg.model.width,
              sum(p.numel() for p in network.parameters()) / 1e6, cfg.loss.name)
     resume = run.resume_point()
-    resumed_from = torch.load(resume, map_location="cpu", weights_only=False)["epoch"] + 1 if resume else None
+    resumed_from = point_epoch(resume) + 1 if resume else None
     trainer.fit(system, datamodule=data, ckpt_path=resume)
     (test_metrics,) = trainer.test(system, datamodule=data)
 
@@ -150,6 +186,9 @@ def load_init(network: nn.Module, cfg: TrainConfig) -> None:
             f"init_from={cfg.init_from}: checkpoint is {have}, recipe is {cfg.model.arch}/{cfg.model.width}; "
             f"give model=... model.width=... of the checkpoint, or another init_from ({str(err).splitlines()[0]})"
         ) from None
+    bad = first_nonfinite_tensor(network)
+    if bad is not None:  # training from NaN weights gives NaN weights
+        raise ValueError(f"init_from={cfg.init_from}: the weights are not finite ({bad}); warm-start from another run")
 
 
 def _run_name(path: Path, runs_dir: str) -> str:

@@ -5,13 +5,20 @@
         recipe.json     the recipe: every key that changes the trained weights (data.source by content)
         last.ckpt       Lightning checkpoint of the last finished epoch (resume point)
         weights.pt      the network's weights and what it takes to rebuild it (after training)
-        metrics.json    clean / robust test accuracy + provenance; its presence marks the run finished
+        metrics.json    clean / robust test accuracy + provenance, with the sha256 of weights.pt
         csv/version_k/  CSV log of attempt k (never overwritten by a resumed attempt)
         wandb/          the offline W&B run(s)
 
+Every file is written atomically (``stir.atomic``: a temp file in this folder, renamed). A run is
+finished only if it checks out (``RunFolder.verify``): metrics.json parses and weights.pt has the
+sha256 it records. A folder whose metrics.json or weights.pt fails that check is corrupt: the
+rerun moves the failing files aside (``<name>.corrupt``) and resumes. A ``last.ckpt`` that does not
+load is moved aside the same way and the run resumes from the previous good checkpoint, or
+restarts, saying which; an unreadable ``recipe.json`` is rebuilt from ``config.yaml``.
+
 Re-running the same command resumes from ``last.ckpt`` or skips a finished run; a different recipe
 in an existing folder (finished or not) is refused with the keys that differ, before anything is
-skipped or trained. One process at a time works on a folder: ``RunFolder.lock`` (a file lock
+skipped or trained (a folder in which nothing was trained yet is moved aside instead). One process at a time works on a folder: ``RunFolder.lock`` (a file lock
 ``<folder>.lock`` beside it) makes a second process wait, then find the run finished and reuse it.
 """
 from __future__ import annotations
@@ -24,7 +31,7 @@ import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import torch
 from filelock import FileLock, Timeout
@@ -95,6 +102,24 @@ class RecipeMismatchError(ValueError):
     """A run folder holds another recipe than the one asked for."""
 
 
+FINISHED, UNFINISHED, CORRUPT = "finished", "unfinished", "corrupt"
+
+
+def _hydra_value(value: Any) -> str:
+    """A config value as a Hydra command-line override value (None -> null, lists as [a,b])."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_hydra_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        plain = value and all(c.isalnum() or c in "_/.-+" for c in value) and not value[0].isdigit() \
+            and value.lower() not in ("true", "false", "null", "none", "yes", "no", "on", "off")
+        return value if plain else "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return repr(value)
+
+
 def source_identity(source: str) -> Dict[str, Any]:
     """What a local data source is, independent of where it lies.
 
@@ -163,7 +188,73 @@ class RunFolder:
 
     @property
     def finished(self) -> bool:
-        return self.metrics.is_file() and self.weights.is_file()
+        """metrics.json parses and weights.pt has the sha256 it records (``verify``)."""
+        return self.verify()[0] == FINISHED
+
+    def verify(self) -> Tuple[str, str]:
+        """(state, why) of the folder's end products, reading nothing but its files:
+
+        ``finished``: metrics.json is a JSON object and weights.pt has the ``weights_sha256`` it
+        records (a metrics.json without that field: weights.pt loads); ``unfinished``: no
+        metrics.json (a run to resume, or none yet); ``corrupt``: metrics.json or weights.pt is
+        there but fails a check (``why`` says which and how).
+        """
+        if not self.metrics.is_file():
+            return UNFINISHED, f"{self.path} has no metrics.json"
+        try:
+            metrics = json.loads(self.metrics.read_text())
+            if not isinstance(metrics, dict):
+                raise ValueError(f"holds a {type(metrics).__name__}, not an object")
+        except (ValueError, UnicodeDecodeError) as err:
+            return CORRUPT, f"{self.metrics} is unreadable ({type(err).__name__}: {err})"
+        if not self.weights.is_file():
+            return CORRUPT, f"{self.metrics} has no weights.pt beside it"
+        recorded = metrics.get("weights_sha256")
+        if recorded is not None:
+            actual = file_sha256(self.weights)
+            if actual != recorded:
+                return CORRUPT, (f"{self.weights} ({self.weights.stat().st_size} bytes) has sha256 {actual[:12]}..., "
+                                 f"not the {str(recorded)[:12]}... that metrics.json records")
+        else:  # written before the sha256 was recorded: it must at least load
+            try:
+                torch.load(self.weights, map_location="cpu", weights_only=True)
+            except Exception as err:  # noqa: BLE001 - any failure to load means corrupt
+                return CORRUPT, f"{self.weights} does not load ({type(err).__name__}: {err})"
+        return FINISHED, f"{self.path} is finished"
+
+    def set_aside_corrupt(self, why: str) -> None:
+        """Move a corrupt folder's metrics.json and weights.pt aside (``<name>.corrupt``): it becomes
+        unfinished, and the run resumes from its last checkpoint."""
+        moved = [f"{f.name} -> {atomic.move_aside(f).name}" for f in (self.metrics, self.weights) if f.is_file()]
+        log.warning("run folder %s is corrupt: %s; moved %s aside and resuming the run", self.path, why,
+                    ", ".join(moved))
+
+    def finish_command(self) -> str:
+        """The train.py command that finishes (resumes) this folder: ``run_dir=`` and every key of its
+        config.yaml that differs from train.py's defaults."""
+        import shlex
+
+        overrides = [f"run_dir={_hydra_value(str(self.path))}"]
+        if self.config.is_file():
+            given = _flatten(OmegaConf.to_container(OmegaConf.load(self.config)))
+            default = _flatten(dataclasses.asdict(DEFAULT))
+            overrides += [f"{k}={_hydra_value(v)}" for k, v in given.items()
+                          if k not in ("run_dir", "runs_dir", "retrain") and default.get(k, object()) != v]
+        return "python train.py " + " ".join(shlex.quote(o) for o in overrides)
+
+    def progress(self) -> str:
+        """'last.ckpt at epoch 3 of 10' (what an unfinished folder holds), or 'no checkpoint yet'."""
+        point = self.resume_point(quiet=True)
+        if point is None:
+            return "no checkpoint yet"
+        epochs = None
+        if self.config.is_file():
+            epochs = OmegaConf.load(self.config).get("trainer", {}).get("max_epochs")
+        return f"{Path(point).name} at epoch {point_epoch(point) + 1}" + (f" of {epochs}" if epochs else "")
+
+    def holds_training(self) -> bool:
+        """Anything training made: a checkpoint, weights or metrics (a folder without them lost nothing)."""
+        return bool(self._checkpoints()) or self.weights.is_file() or self.metrics.is_file()
 
     def archive(self) -> Optional[Path]:
         """Move an existing folder aside (retrain=true): nothing written before is lost."""
@@ -197,13 +288,30 @@ class RunFolder:
             lock.release()
 
     def stored_recipe(self) -> Optional[Dict[str, Any]]:
-        """The recipe this folder was made for (None for a folder without a config)."""
+        """The recipe this folder was made for (None for a folder without a config).
+
+        An unreadable recipe.json (a truncated file) is moved aside and the recipe rebuilt from
+        config.yaml; with neither readable the folder cannot be checked and is refused.
+        """
         if self.recipe.is_file():
-            return json.loads(self.recipe.read_text())["recipe"]
+            try:
+                return json.loads(self.recipe.read_text())["recipe"]
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+                aside = _set_aside(self.recipe) if _is_global_zero() else "(left in place: not rank 0)"
+                log.warning("run folder %s: recipe.json is unreadable (%s: %s); moved to %s, taking the recipe "
+                            "from config.yaml", self.path, type(err).__name__, err, aside)
         if not self.config.is_file():
             return None
         # A folder written before recipe.json existed: its config.yaml, data.source by content if still there.
-        stored = OmegaConf.to_container(OmegaConf.load(self.config))
+        try:
+            stored = OmegaConf.to_container(OmegaConf.load(self.config))
+            if not isinstance(stored, dict):
+                raise ValueError(f"holds a {type(stored).__name__}, not a mapping")
+        except Exception as err:  # noqa: BLE001 - yaml, omegaconf and decoding errors alike
+            raise RecipeMismatchError(
+                f"run folder {self.path}: cannot tell its recipe (recipe.json missing or unreadable, config.yaml "
+                f"unreadable: {type(err).__name__}: {err}); pass retrain=true to replace it (the old folder is kept "
+                "beside it) or run_dir=PATH to train elsewhere") from None
         recipe = _recipe(stored)
         source = stored.get("data", {}).get("source")
         if source is not None:
@@ -236,14 +344,39 @@ class RunFolder:
         atomic.write_json(self.recipe, {"recipe": recipe})
         atomic.write_text(self.config, OmegaConf.to_yaml(OmegaConf.create(dataclasses.asdict(cfg))))
 
-    def resume_point(self) -> Optional[str]:
-        """The newest checkpoint: last.ckpt (every epoch) or hpc_ckpt_*.ckpt (Lightning's SLURM requeue, mid-epoch)."""
+    def _checkpoints(self) -> list:
+        """last.ckpt (every epoch) and hpc_ckpt_*.ckpt (Lightning's SLURM requeue, mid-epoch), newest first."""
         found = [p for p in (self.last_ckpt, *self.path.glob("hpc_ckpt_*.ckpt")) if p.is_file()]
-        if not found:
-            return None
-        newest = max(found, key=lambda p: p.stat().st_mtime_ns)
-        log.info("resuming from %s", newest)
-        return str(newest)
+        return sorted(found, key=lambda p: p.stat().st_mtime_ns, reverse=True)
+
+    def resume_point(self, quiet: bool = False) -> Optional[str]:
+        """The newest checkpoint that loads (``_checkpoints``), or None: train from the start.
+
+        A checkpoint that does not load (truncated by a full disk or a kill before writes were
+        atomic) is moved aside (``<name>.corrupt``), saying whether the run resumes from an older
+        checkpoint or restarts. ``quiet``: look only (no log line, nothing moved).
+        """
+        rejected = []
+        for point in self._checkpoints():
+            try:
+                point_epoch(point)
+            except Exception as err:  # noqa: BLE001 - torch's zip errors, pickle errors, a missing key
+                if quiet:
+                    continue
+                aside = atomic.move_aside(point)
+                rejected.append(point.name)
+                log.warning("checkpoint %s does not load (%s: %s); moved to %s", point, type(err).__name__,
+                            str(err).splitlines()[0] if str(err) else "", aside.name)
+                continue
+            if not quiet:
+                if rejected:
+                    log.warning("resuming from the previous good checkpoint %s (instead of %s)", point,
+                                ", ".join(rejected))
+                log.info("resuming from %s", point)
+            return str(point)
+        if rejected:
+            log.warning("no earlier checkpoint in %s: training restarts from epoch 0", self.path)
+        return None
 
     def finish(self, network: nn.Module, cfg: TrainConfig, metrics: Dict[str, Any], record: Dict[str, Any]) -> None:
         """Write the weights, then metrics.json (last: its presence marks the run finished)."""
@@ -253,6 +386,19 @@ class RunFolder:
             self.weights,
         )
         atomic.write_json(self.metrics, {**metrics, **record, "weights_sha256": file_sha256(self.weights)})
+
+
+def _set_aside(path: Path) -> str:
+    """``atomic.move_aside`` where the folder allows it: the new name, or why the file stayed."""
+    try:
+        return atomic.move_aside(path).name
+    except OSError as err:
+        return f"(left in place: {err})"
+
+
+def point_epoch(path) -> int:
+    """The epoch a Lightning checkpoint was written at (loading it whole, as resuming does)."""
+    return int(torch.load(path, map_location="cpu", weights_only=False)["epoch"])
 
 
 def weights_identity(path: str) -> str:
@@ -272,11 +418,21 @@ def resolve_weights_file(path: str) -> Path:
     return p
 
 
+def read_weights_blob(file: Path) -> Any:
+    """``torch.load(file, weights_only=True)``; a file that does not load is a ValueError naming it."""
+    try:
+        return torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as err:  # a truncated zip, a foreign pickle: say which file and why, in one line
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise ValueError(f"cannot load weights from {file} ({file.stat().st_size} bytes): {type(err).__name__}: "
+                         f"{first}") from err
+
+
 def checkpoint_model(path: str) -> Optional[Dict[str, Any]]:
     """The ModelConfig fields (arch, width) a checkpoint was made with, when it says (weights.pt or config.yaml)."""
     file = resolve_weights_file(path)
     if file.name != "last.ckpt" and file.suffix != ".ckpt":
-        blob = torch.load(file, map_location="cpu", weights_only=True)
+        blob = read_weights_blob(file)
         if isinstance(blob, dict) and isinstance(blob.get("model"), dict):
             return blob["model"]
     config = file.parent / "config.yaml"
@@ -288,10 +444,7 @@ def checkpoint_model(path: str) -> Optional[Dict[str, Any]]:
 def load_state_dict(path: str) -> Dict[str, torch.Tensor]:
     """The network's state dict from a run folder, a weights.pt or a Lightning checkpoint."""
     file = resolve_weights_file(path)
-    try:
-        blob = torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as err:  # a corrupt or foreign file: say which and why
-        raise ValueError(f"cannot load weights from {file}: {err}") from err
+    blob = read_weights_blob(file)
     state = blob.get("state_dict", blob)
     if any(k.startswith("network.") for k in state):  # a LightningModule checkpoint of RobustClassifier
         state = {k[len("network."):]: v for k, v in state.items() if k.startswith("network.")}

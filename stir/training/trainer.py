@@ -1,17 +1,81 @@
 """Build the Lightning Trainer and its loggers (CSV always, W&B offline by default) for a run folder."""
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import logging
 import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import lightning as L
+from lightning.fabric.loggers.logger import rank_zero_experiment
+from lightning.fabric.plugins import TorchCheckpointIO
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
+from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 
+from stir import atomic
 from stir.config.schema import LoggerConfig, TrainerConfig
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Checkpoints written to a temp file in the checkpoint's own folder, fsynced, then renamed over the old one.
+
+    Lightning's own save stages the file in the system temp folder and moves it into place, which is
+    a copy whenever the run folder is on another filesystem (the usual case on clusters): a full disk
+    or a kill during that copy truncates ``last.ckpt``, the only resume point. Here any failure leaves
+    the previous checkpoint as it was (``stir.atomic.write_bytes``) and names the file.
+    """
+
+    def save_checkpoint(self, checkpoint: Dict[str, Any], path, storage_options: Optional[Any] = None) -> None:
+        if storage_options is not None:
+            raise TypeError(f"{type(self).__name__} takes no storage_options, got {storage_options!r}")
+        atomic.torch_save(checkpoint, path)
+
+
+class _AtomicExperimentWriter(ExperimentWriter):
+    """Lightning's CSV writer, each save rewriting ``metrics.csv`` whole through ``stir.atomic``.
+
+    Lightning appends to the file in place and rewrites it in place when a new column appears: a
+    kill or a full disk then truncates the log of every epoch so far. Here the file is always the
+    previous complete one or the new complete one (``hparams.yaml`` too).
+    """
+
+    def save(self) -> None:
+        if not self.metrics:
+            return
+        self._record_new_keys()
+        path = Path(self.metrics_file_path)
+        rows = list(csv.DictReader(io.StringIO(path.read_bytes().decode("utf-8"), newline=""))) if path.is_file() else []
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, fieldnames=self.metrics_keys)
+        writer.writeheader()
+        writer.writerows(rows + self.metrics)
+        atomic.write_text(path, text.getvalue())
+        self.metrics = []
+
+    def log_hparams(self, params: Dict[str, Any]) -> None:
+        from lightning.pytorch.core.saving import save_hparams_to_yaml
+
+        self.hparams.update(params)
+        staged = Path(self.log_dir) / f".{self.NAME_HPARAMS_FILE}.staged"
+        save_hparams_to_yaml(str(staged), self.hparams)  # Lightning's YAML, then renamed into place
+        atomic.write_bytes(Path(self.log_dir) / self.NAME_HPARAMS_FILE, staged.read_bytes())
+        staged.unlink()
+
+
+class AtomicCSVLogger(CSVLogger):
+    """``CSVLogger`` whose files are written atomically (``_AtomicExperimentWriter``)."""
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> ExperimentWriter:
+        if self._experiment is None:
+            self._fs.makedirs(self.root_dir, exist_ok=True)
+            self._experiment = _AtomicExperimentWriter(log_dir=self.log_dir)
+        return self._experiment
 
 
 def build_loggers(cfg: LoggerConfig, run_dir: Path, run_name: str, config: Optional[Dict[str, Any]] = None,
@@ -24,7 +88,7 @@ def build_loggers(cfg: LoggerConfig, run_dir: Path, run_name: str, config: Optio
     """
     loggers: List[Logger] = []
     if cfg.csv:
-        loggers.append(CSVLogger(save_dir=str(run_dir), name="csv"))
+        loggers.append(AtomicCSVLogger(save_dir=str(run_dir), name="csv"))
     if cfg.wandb.mode != "disabled":
         run_id = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:16]
         wandb_logger = WandbLogger(
@@ -73,7 +137,8 @@ def quiet_lightning() -> None:
 
 
 def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L.Trainer:
-    """A Trainer that checkpoints every epoch to ``run_dir/last.ckpt`` (written atomically by Lightning).
+    """A Trainer that checkpoints every epoch to ``run_dir/last.ckpt``, written atomically in ``run_dir``
+    (``AtomicCheckpointIO``; Lightning's SLURM requeue checkpoints too).
 
     ``inference_mode=False``: robust validation and testing run attacks, which need gradients.
     """
@@ -101,6 +166,7 @@ def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L
         enable_progress_bar=cfg.enable_progress_bar,
         logger=loggers or False,
         callbacks=callbacks,
+        plugins=[AtomicCheckpointIO()],
         default_root_dir=str(run_dir),
         inference_mode=False,
         num_sanity_val_steps=0,

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
-import torch
 from omegaconf import OmegaConf
 from torch import nn
 
 from stir.config.schema import DataConfig, ModelConfig, TrainConfig
 from stir.models import build, channel_stats
-from stir.training.runs import load_state_dict, resolve_weights_file
+from stir.models.weights import load_state
+from stir.training.runs import load_state_dict, read_weights_blob, resolve_weights_file
 
 log = logging.getLogger(__name__)
 
@@ -41,25 +41,33 @@ def label_of(path: Path, parts: int = 2) -> str:
 
 
 def network(path: Path, train: Optional[TrainConfig] = None) -> nn.Module:
-    """The network of a run folder or checkpoint, its weights loaded, in eval mode on the CPU."""
+    """The network of a run folder or checkpoint, its weights loaded, in eval mode on the CPU.
+
+    Weights that do not fit the architecture raise ``stir.models.weights.WeightsMismatch``: one line
+    naming the file, the architecture and the first mismatching key.
+    """
     if train is not None:
+        model = train.model
         net = build(train.model, train.data.num_classes, *channel_stats(train.data.name))
     else:
-        net = _build_from_files(Path(path))
-    net.load_state_dict(load_state_dict(str(path)))
+        model, net = _build_from_files(Path(path))
+    load_state(net, load_state_dict(str(path)), source=str(resolve_weights_file(str(path))),
+               arch=f"{model.arch} (width {model.width})")
     return net.eval()
 
 
-def _build_from_files(path: Path) -> nn.Module:
+def _build_from_files(path: Path) -> Tuple[ModelConfig, nn.Module]:
     """A bare weights.pt carries its architecture; a bare Lightning .ckpt needs its run's config.yaml."""
     file = resolve_weights_file(str(path))
-    blob = torch.load(file, map_location="cpu", weights_only=True)
+    blob = read_weights_blob(file)
     if "model" in blob and "num_classes" in blob:
-        return build(ModelConfig(**blob["model"]), blob["num_classes"], *channel_stats(blob.get("data", "cifar10")))
+        model = ModelConfig(**blob["model"])
+        return model, build(model, blob["num_classes"], *channel_stats(blob.get("data", "cifar10")))
     config = file.parent / "config.yaml"
     if config.is_file():
         cfg = OmegaConf.to_container(OmegaConf.load(config))
-        return build(ModelConfig(**cfg["model"]), cfg["data"]["num_classes"], *channel_stats(cfg["data"]["name"]))
+        model = ModelConfig(**cfg["model"])
+        return model, build(model, cfg["data"]["num_classes"], *channel_stats(cfg["data"]["name"]))
     raise ValueError(f"{file}: cannot tell its architecture (no weights.pt metadata, no config.yaml beside it)")
 
 
@@ -82,7 +90,7 @@ def data_of(path: Path, local_source: Optional[str], data_overrides: Dict[str, A
 
 def _recorded_data(path: Path) -> Dict[str, Any]:
     """The data set name and class count a weights.pt records (empty for other checkpoints)."""
-    blob = torch.load(resolve_weights_file(str(path)), map_location="cpu", weights_only=True)
+    blob = read_weights_blob(resolve_weights_file(str(path)))
     if isinstance(blob, dict) and "num_classes" in blob and "data" in blob:
         return {"name": blob["data"], "num_classes": blob["num_classes"]}
     return {}

@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 
 from stir.config.schema import TrainConfig
 from stir.config.store import compose_train
-from stir.training.runs import RecipeMismatchError, RunFolder, recipe_dir
+from stir.training.runs import CORRUPT, FINISHED, RecipeMismatchError, RunFolder, recipe_dir
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,9 @@ class Recipes:
     def train_config(self, name: str) -> TrainConfig:
         return compose_train(self.config_dir, self.overrides(name))
 
-    def resolve(self, name: str, must_exist: bool = False) -> Run:
+    def resolve(self, name: str, must_exist: bool = False, allow_unfinished: bool = False) -> Run:
+        """The run folder of a zoo name; ``must_exist``: it must hold a finished run (``RunFolder.verify``),
+        or, with ``allow_unfinished``, at least a checkpoint."""
         recipe = self._recipe(name)
         if recipe.init_from is not None:
             parent = self.resolve(recipe.init_from)
@@ -128,9 +130,15 @@ class Recipes:
         command = "python train.py " + " ".join(shlex.quote(o) for o in self.overrides(name))
         model = Run(name=name, run_dir=run_dir, config=cfg, command=command)
         folder = RunFolder(run_dir)
-        if must_exist and not folder.finished:
+        state, why = folder.verify() if must_exist else (FINISHED, "")
+        if state == CORRUPT:
+            raise MissingModelError(f"zoo model {name!r}: its run folder is corrupt: {why}; set the bad files aside "
+                                    f"and finish it with `{command}`")
+        if state != FINISHED and not (allow_unfinished and folder.resume_point(quiet=True)):
+            partly = (f" (it holds an unfinished run: {folder.progress()}; allow_unfinished=true evaluates that "
+                      "checkpoint)") if folder.resume_point(quiet=True) else ""
             raise MissingModelError(
-                f"zoo model {name!r} is not trained: no finished run in {run_dir}. Train it with\n    {command}\n"
+                f"zoo model {name!r} is not trained: no finished run in {run_dir}{partly}. Train it with\n    {command}\n"
                 f"or pass train_missing=true to train missing models first"
             )
         try:  # the folder must hold this recipe, or evaluation would measure another model
@@ -139,8 +147,9 @@ class Recipes:
             raise RecipeMismatchError(f"zoo model {name!r} (`{command}`): {err}") from None
         return model
 
-    def ensure(self, name: str, train_missing: bool) -> Run:
-        """Resolve a name to a finished run, training it (and its warm-start parents) if allowed."""
+    def ensure(self, name: str, train_missing: bool, allow_unfinished: bool = False) -> Run:
+        """Resolve a name to a finished run, training it (and its warm-start parents) if allowed
+        (``allow_unfinished``: an unfinished one with a checkpoint will do)."""
         if train_missing:
             recipe = self._recipe(name)
             if recipe.init_from is not None:
@@ -152,7 +161,7 @@ class Recipes:
                 log.info("training missing zoo model %s: %s", name, model.command)
                 train(model.config)
             return model
-        return self.resolve(name, must_exist=True)
+        return self.resolve(name, must_exist=True, allow_unfinished=allow_unfinished)
 
     def _recipe(self, name: str) -> Recipe:
         if name not in self.recipes:

@@ -8,6 +8,13 @@ checkpoint file. ``tap`` and ``weights`` (evaluate.py's tap1/weights1, tap2/weig
 models of other sources; a zoo model is read at other taps with ``layers.taps`` and other weights
 are named by their path.
 
+Every model is checked when it is loaded: its weights and buffers finite, its outputs on a probe
+batch finite (``stir.models.finite``); one that is not is refused (``NonFiniteModelError`` naming the
+model and its first bad tensor) unless ``allow_nonfinite``, and then its record says why and every
+number measured on it is NaN (``stir.measure.undefined``). A run folder of this project that has not
+finished (``stir.training.runs.RunFolder.verify``) is refused with the command that finishes it
+(``UnfinishedRunError``) unless ``allow_unfinished``; its record then names the checkpoint used.
+
 Labels are unique within one ``Zoo``: a second model that would get a label already given to
 another is told apart (more of its path, or a ``-2`` suffix), so tables, legends and file names
 never mix two models. Two checkpoints of one factory are two models.
@@ -25,8 +32,10 @@ import torch
 from stir.config.schema import DataConfig
 from stir.config.validate import ConfigError
 from stir.models import sources
+from stir.models.finite import PROBE_SHAPE, nonfinite_reason, probe_images
 from stir.models.identity import content_identity
 from stir.models.sources import RobustBenchOptions, SourceError, SourceOptions
+from stir.training.runs import FINISHED, UNFINISHED, RunFolder, resolve_weights_file
 from stir.zoo import checkpoints
 from stir.zoo.model import Model
 from stir.zoo.recipes import Recipes, UnknownModelError, close_matches
@@ -35,6 +44,14 @@ log = logging.getLogger(__name__)
 
 ZOO_PREFIX = sources.ZOO + ":"
 Request = Tuple[str, Optional[str], Optional[str]]  # (name, tap, weights)
+
+
+class NonFiniteModelError(ValueError):
+    """A model has a NaN or an infinity in a weight, a buffer or its outputs."""
+
+
+class UnfinishedRunError(ValueError):
+    """A run folder (or its checkpoint) named for evaluation holds a training that has not finished, or a corrupt one."""
 
 
 class Zoo:
@@ -49,12 +66,15 @@ class Zoo:
         robustbench: RobustBench's coordinates.  download: let libraries download missing weights.
         weights_root: the folder of the real networks (``realnet:`` sources; None: their default).
         train_missing: train zoo models that have no finished run.  device: where models live.
+        allow_nonfinite: measure models that are not finite (every number of theirs NaN) instead of refusing them.
+        allow_unfinished: evaluate an unfinished run from its last checkpoint instead of refusing it.
     """
 
     def __init__(self, recipes: Recipes, *, data: DataConfig, local_source: Optional[str] = None,
                  data_overrides: Optional[Mapping[str, Any]] = None, robustbench: Optional[Mapping[str, Any]] = None,
                  download: bool = False, weights_root: Optional[str] = None, train_missing: bool = False,
-                 device: torch.device = torch.device("cpu")):
+                 device: torch.device = torch.device("cpu"), allow_nonfinite: bool = False,
+                 allow_unfinished: bool = False):
         self.recipes = recipes
         self.data = dataclasses.replace(data, source=data.source or local_source)
         self.local_source = local_source
@@ -62,6 +82,7 @@ class Zoo:
         self.robustbench = dict(robustbench or {})
         self.download, self.train_missing, self.device = download, train_missing, device
         self.weights_root = weights_root
+        self.allow_nonfinite, self.allow_unfinished = allow_nonfinite, allow_unfinished
         self._models: Dict[Request, Model] = {}
         self._labels: Dict[str, Request] = {}
 
@@ -72,8 +93,23 @@ class Zoo:
             model = self._resolve(name, tap, weights)
             model.module = model.module.to(self.device)
             model.label = self._unique(model.label, request, name)
+            self._check_finite(model, name)
             self._models[request] = model
         return self._models[request]
+
+    def _check_finite(self, model: Model, name: str) -> None:
+        """Refuse a model whose tensors or probe outputs are not finite, or (allow_nonfinite) record why."""
+        reason = nonfinite_reason(model.module, probe_images(self.device, (2, *PROBE_SHAPE[1:])))
+        if reason is None:
+            return
+        if not self.allow_nonfinite:
+            raise NonFiniteModelError(
+                f"model {model.label} ({name}) is not finite: {reason}; retrain or replace it, or pass "
+                "allow_nonfinite=true to report every number of it as NaN")
+        log.warning("model %s is not finite (%s): every number measured on it is NaN (allow_nonfinite=true)",
+                    model.label, reason)
+        model.record["nonfinite"] = reason
+        model.metrics = {k: float("nan") for k in model.metrics}  # its run's accuracy is not this module's
 
     def resolved(self) -> Dict[str, Model]:
         """Every model resolved so far, by label."""
@@ -107,21 +143,47 @@ class Zoo:
     def _zoo(self, name: str) -> Model:
         from stir.training.runs import model_artifact_name, recipe_of
 
-        run = self.recipes.ensure(name, train_missing=self.train_missing)
+        run = self.recipes.ensure(name, train_missing=self.train_missing, allow_unfinished=self.allow_unfinished)
+        unfinished = self._unfinished(run.run_dir, f"zoo model {name!r}", run.command)
         module = checkpoints.network(run.run_dir, run.config)
         identity = content_identity(module)
         record = {"source": "zoo", "command": run.command, "run_dir": str(run.run_dir), "sha256": identity,
-                  "artifact": f"{model_artifact_name(recipe_of(run.config))}:latest"}
+                  "artifact": f"{model_artifact_name(recipe_of(run.config))}:latest", **unfinished}
         return Model(label=name, module=module, identity=identity, record=record, data=run.config.data,
                      train=run.config, metrics=_metrics(run.run_dir))
 
     def _checkpoint(self, path: Path) -> Model:
+        unfinished = self._unfinished(path, str(path), None)
         module = checkpoints.network(path)
         identity = content_identity(module)
         data = checkpoints.data_of(path, self.local_source, self.data_overrides)
-        record = {"source": "checkpoint", "path": str(path.resolve()), "sha256": identity}
+        record = {"source": "checkpoint", "path": str(path.resolve()), "sha256": identity, **unfinished}
         return Model(label=checkpoints.label_of(path), module=module, identity=identity, record=record, data=data,
                      metrics=_metrics(checkpoints.run_folder_of(path)))
+
+    def _unfinished(self, path: Path, what: str, command: Optional[str]) -> Dict[str, str]:
+        """{} for a finished run folder (or a file outside one); else refuse it (UnfinishedRunError with
+        the command that finishes it) or, with allow_unfinished, {"unfinished": what is evaluated}."""
+        folder = RunFolder(checkpoints.run_folder_of(Path(path)))
+        if not (folder.config.is_file() or folder.recipe.is_file()):
+            return {}  # not a run folder of this project: a bare weights file is what it is
+        if Path(path).is_file() and Path(path).name not in checkpoints.WEIGHT_FILES:
+            return {}  # a checkpoint file chosen by name (epoch=3.ckpt): the user's pick
+        state, why = folder.verify()
+        if state == FINISHED:
+            return {}
+        command = command or folder.finish_command()
+        if state != UNFINISHED or not self.allow_unfinished:
+            done = "is corrupt" if state != UNFINISHED else f"has not finished ({folder.progress()})"
+            fix = "set the bad files aside and finish it" if state != UNFINISHED else "finish it"
+            extra = "" if state != UNFINISHED else ", or pass allow_unfinished=true to evaluate its last checkpoint"
+            prefix = "" if Path(what) == folder.path else f"{what}: "
+            raise UnfinishedRunError(f"{prefix}run folder {folder.path} {done}: {why}; {fix} with `{command}`{extra}")
+        used = resolve_weights_file(str(folder.path if Path(path).is_dir() else path))
+        note = (f"evaluated from {used} ({folder.progress()}) of an unfinished run (allow_unfinished=true); "
+                f"`{command}` finishes it")
+        log.warning("%s: %s", what, note)
+        return {"unfinished": note}
 
     def _sourced(self, spec: str, options: Dict[str, Any], label: Optional[str]) -> Model:
         log.info("model %s: %s", label or spec, spec)
@@ -174,8 +236,13 @@ def _source_label(spec: str, weights: Optional[str]) -> str:
 
 
 def _metrics(run_dir: Path) -> Dict[str, float]:
-    """Clean / robust test accuracy from a run's metrics.json (empty when there is none)."""
+    """Clean / robust test accuracy from a run's metrics.json (empty when there is none or it is unreadable)."""
     f = Path(run_dir) / "metrics.json"
     if not f.is_file():
         return {}
-    return {k: v for k, v in json.loads(f.read_text()).items() if k.startswith("test/")}
+    try:
+        metrics = json.loads(f.read_text())
+        return {k: float(v) for k, v in metrics.items() if k.startswith("test/")}
+    except (ValueError, TypeError, AttributeError) as err:
+        log.warning("%s is unreadable (%s: %s): no test accuracy for this model", f, type(err).__name__, err)
+        return {}

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from stir.reporting import log_report, plot_bars
+from stir.reporting.wandb_log import complete_runs
 
 ROWS = [{"model": "resnet18", "stir": 0.81, "cka": None}, {"model": "vgg16", "stir": float("nan"), "cka": np.float32(0.5)}]
 
@@ -61,6 +62,7 @@ def test_offline_run_artefacts(tmp_path, png):
                         config={}, tables={}, images={}, summary={"x": 1.0})
     assert second != run_dir and second.is_dir()
     assert wandb.run is None
+    assert complete_runs(tmp_path / "wb") == [run_dir.name, second.name]  # both logged to the end
 
 
 def test_disabled_and_bad_input_start_nothing(tmp_path, png):

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from stir.models.identity import content_identity
 from stir.models.normalize import Normalize
 from stir.models.taps import LOGITS, TapPoint, find_penultimate, representation, tap_point
+from stir.models.weights import first_mismatch
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +172,8 @@ def import_object(path: str, what: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as err:
         raise SourceError(f"{what} {path!r}: cannot import module {module_name!r} ({err}); is it on PYTHONPATH?") from err
+    except Exception as err:  # the module itself fails on import: its error in one line
+        raise SourceError(f"{what} {path!r}: importing module {module_name!r} raised {type(err).__name__}: {err}") from err
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -183,10 +186,13 @@ def load_weights_file(net: nn.Module, path: str, spec: str) -> Path:
     """Load a state-dict file (a plain state dict or {'state_dict': ...}; DataParallel's 'module.'
     prefixes removed) into ``net`` strictly; SourceError naming the file otherwise."""
     file, state = read_state_dict(path, spec)
+    problem = first_mismatch(net.state_dict(), state)  # one line, not torch's list of every key
+    if problem is not None:
+        raise SourceError(f"{spec}: the weights in {file} do not fit the architecture ({type(net).__name__}): {problem}")
     try:
         net.load_state_dict(state)
     except RuntimeError as err:
-        raise SourceError(f"{spec}: the weights in {file} do not fit the architecture: {err}") from err
+        raise SourceError(f"{spec}: the weights in {file} do not fit the architecture: {str(err).splitlines()[0]}") from err
     return file
 
 

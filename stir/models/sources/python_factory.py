@@ -16,7 +16,11 @@ def load(name: str, options: SourceOptions) -> LoadedModel:
     factory = import_object(name, what="model factory")
     if not callable(factory):
         raise SourceError(f"{spec}: {name!r} is not callable")
-    net = factory(**dict(options.kwargs))
+    try:
+        net = factory(**dict(options.kwargs))
+    except Exception as err:  # the user's factory: its failure in one line (HYDRA_FULL_ERROR=1 for the traceback)
+        raise SourceError(f"{spec}: the factory raised {type(err).__name__}: {err} (called with kwargs "
+                          f"{dict(options.kwargs)})") from err
     if not isinstance(net, nn.Module):
         raise SourceError(f"{spec}: the factory returned a {type(net).__name__}, not an nn.Module")
     record = {"source": "python", "factory": name, "kwargs": dict(options.kwargs), "weights": None}
