@@ -85,3 +85,58 @@ def _trial_compose(command: Command, overrides: List[str]) -> None:
                 messages.append(first)
             e = e.__cause__ or (e.__context__ if not e.__suppress_context__ else None)
         raise ConfigError(": ".join(messages) or type(err).__name__) from err
+
+
+def install_check(project: Callable[[], None] = lambda: None) -> int:
+    """``python -m stir``: the set-up works (torch, torchvision with its compiled operators, Lightning,
+    Hydra, stir itself); one line either way, exit status 2 with the fix when it does not.
+
+    A torchvision built for another torch (pip falling back to mismatched wheels when the CPU index
+    was unreachable) imports with ``operator torchvision::nms does not exist``, or later when a
+    data transform first needs it. ``project`` imports the rest of the project (``python -m stir``:
+    the application and everything below it).
+    """
+    from importlib import metadata
+
+    def fail(message: str) -> int:
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+
+    def first_line(err: BaseException) -> str:
+        return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+    try:
+        import torch
+    except Exception as err:  # a broken wheel raises more than ImportError
+        return fail(f"torch cannot be imported ({first_line(err)}): pip install torch torchvision, then pip install -e .")
+    try:
+        import torchvision
+
+        _torchvision_ops()
+    except Exception as err:
+        try:
+            version = metadata.version("torchvision")
+        except metadata.PackageNotFoundError:
+            version = "(not installed)"
+        return fail(f"torchvision {version} does not work with torch {torch.__version__} ({first_line(err)}): install "
+                    "both from one index, e.g. pip install --force-reinstall torch torchvision (the default index), "
+                    "then pip install -e .")
+    try:
+        import hydra
+        import lightning
+
+        project()
+    except Exception as err:
+        return fail(f"the project does not import ({first_line(err)}): pip install -e \".[dev]\" in this environment")
+    device = f"cuda ({torch.cuda.device_count()} device(s))" if torch.cuda.is_available() else "cpu"
+    print(f"stir ok: torch {torch.__version__} on {device}, torchvision {torchvision.__version__}, "
+          f"lightning {lightning.__version__}, hydra {hydra.__version__}")
+    return 0
+
+
+def _torchvision_ops() -> None:
+    """Touch torchvision's compiled operators (missing when it was built for another torch)."""
+    import torch
+    import torchvision  # noqa: F401  (registers torch.ops.torchvision)
+
+    torch.ops.torchvision.nms

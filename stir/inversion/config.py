@@ -204,6 +204,18 @@ class InversionConfig:
         return settings
 
 
+def iri_shortfall(kind: str, fraction: float, count: int, median: float, cfg: InversionConfig) -> str:
+    """The one message for X' of which too few are IRIs: the engine's log line and the report's note say
+    the same, with the same fix. ``kind``: arbitrary | adversarial; ``count``: X' in all (every draw)."""
+    if cfg.mode == "faithful" and not cfg.continue_steps:
+        fix = ("the published procedure often ends above it; inversion.continue_steps=1000 continues it toward the "
+               "tolerance (docs/estimator.md#the-continuation)")
+    else:
+        fix = "more inversion.steps or inversion.continue_steps bring them closer (docs/estimator.md#the-continuation)"
+    return (f"{kind} IRIs: only {fraction:.0%} of {count} X' are within the tolerance {cfg.tolerance:g} "
+            f"(median residual {median:.3g}); {fix}")
+
+
 @dataclass
 class ExecutionConfig:
     """How an inversion (and every measurement pass) runs: nothing here changes a reported number.
@@ -225,7 +237,9 @@ class ExecutionConfig:
     keep_cpu_memory: bool = True
     channels_last: bool = True  # the working copy and its inputs in channels-last memory format (rounding only)
     cache_dir: Optional[str] = None  # on-disk cache of finished inversions; None: no cache
-    progress: bool = False  # tqdm bar over batches
+    # Progress of every inversion and walk: a bar on a terminal (images x steps, median residual, ETA), a log
+    # line every few percent otherwise (stir.progress); false: silent.
+    progress: bool = True
     warn_below: float = 0.9  # log a warning when the fraction of IRIs of an inversion is below this
     # Images per no-gradient measurement pass (representations, predictions); None: batch_size, or 1000
     # when that is automatic.

@@ -3,15 +3,19 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import lightning as L
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback, LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
 
 from stir.config.schema import LoggerConfig, TrainerConfig
+from stir.progress import on_terminal
+
+log = logging.getLogger(__name__)
 
 
 def build_loggers(cfg: LoggerConfig, run_dir: Path, run_name: str, config: Optional[Dict[str, Any]] = None,
@@ -72,10 +76,30 @@ def quiet_lightning() -> None:
         warnings.filterwarnings("ignore", message=pattern)
 
 
+class EpochLines(Callback):
+    """One log line per finished epoch (where Lightning's bar would only fill a log file with redraws)."""
+
+    def __init__(self) -> None:
+        self.started = 0.0
+
+    def on_train_epoch_start(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        self.started = time.monotonic()
+
+    def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        if not trainer.is_global_zero:
+            return
+        keys = ("train/epoch_loss", "train/epoch_acc", "train/epoch_adv_acc", "val/acc", "val/robust_acc")
+        shown = ", ".join(f"{k} {float(trainer.callback_metrics[k]):.4g}" for k in keys if k in trainer.callback_metrics)
+        log.info("epoch %d of %d: %s (%.0f s)", trainer.current_epoch + 1, trainer.max_epochs, shown or "-",
+                 time.monotonic() - self.started)
+
+
 def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L.Trainer:
     """A Trainer that checkpoints every epoch to ``run_dir/last.ckpt`` (written atomically by Lightning).
 
     ``inference_mode=False``: robust validation and testing run attacks, which need gradients.
+    Progress: Lightning's bar on a terminal (``trainer.enable_progress_bar``); elsewhere a log line per
+    epoch instead of the bar's redraws.
     """
     # monitor=None + save_top_k=1 keeps exactly one checkpoint, the latest, under a fixed name.
     # (save_last with save_top_k=0 writes last.ckpt only when training ends: nothing to resume from.)
@@ -84,7 +108,8 @@ def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L
         enable_version_counter=False,
     )
     quiet_lightning()
-    callbacks = [checkpoint]
+    bar = cfg.enable_progress_bar and on_terminal()
+    callbacks: List[Callback] = [checkpoint] + ([] if bar or not cfg.enable_progress_bar else [EpochLines()])
     if loggers:
         callbacks.append(LearningRateMonitor(logging_interval="epoch"))
     return L.Trainer(
@@ -98,7 +123,7 @@ def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L
         deterministic=cfg.deterministic,
         limit_train_batches=cfg.limit_train_batches,
         log_every_n_steps=cfg.log_every_n_steps,
-        enable_progress_bar=cfg.enable_progress_bar,
+        enable_progress_bar=bar,
         logger=loggers or False,
         callbacks=callbacks,
         default_root_dir=str(run_dir),

@@ -131,6 +131,6 @@ def test_a_preset_without_a_cpu_variant_keeps_its_own_settings():
     full = compose_evaluate(CONFIGS / "evaluate", ["experiment=seeds"])
     assert seeds.iri == "both" and seeds.layers.taps == "penultimate" and (seeds.n, seeds.k) == (100, 2)
     assert seeds.inversion.mode == "faithful" and seeds.inversion.num_steps == 150  # fewer steps, said in the report
-    assert full.inversion.mode == "faithful" and full.inversion.num_steps == 1000 and full.inversion.use_fake_relu
+    assert full.inversion.mode == "faithful" and full.inversion.num_steps == 1000 and full.inversion.fake_relu_spec == "published"
     full = compose_evaluate(CONFIGS / "evaluate", ["experiment=seeds"])
     assert (full.n, full.k, full.zoo.profile) == (1000, 5, "full")
