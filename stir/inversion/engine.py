@@ -26,7 +26,7 @@ restored exactly afterwards. The optimisation runs through ``stir.descent.descen
 * fast mode (opt-in, a different estimator): per-image ``Adam`` (lr 0.2, betas (0.9, 0.99)) with the inverse-time
   schedule lr / (1 + (t - 1) / 20), the best iterate per image, per-image early stopping once
   r1 <= stop_fraction * tolerance, from the seed projected onto [0, 1]; on CUDA the models run
-  under bf16 autocast with channels-last inputs. Why this method: bench/README.md.
+  under bf16 autocast with channels-last inputs. Why this method: docs/benchmarks/inversion.md.
 
 Both modes differentiate working copies of the models (batch norm folded into the convolutions,
 channels-last memory, optionally compiled: ``stir.inversion.batching``), equal to the models up to
