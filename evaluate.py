@@ -2,17 +2,20 @@
 
 Directional STIR, STIR_adv, plain similarity, prediction agreement and controversial-stimulus
 difficulty between zoo models (configs/zoo.yaml), run folders, checkpoints or models of other
-sources; every STIR with its floor, ceiling and interval. See README.md and docs/.
+sources; every STIR with its floor, ceiling and interval. See README.md and docs/evaluation.md;
+``python evaluate.py --help`` lists every group, preset, key and the page that explains it.
 """
 import logging
+import sys
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
 from stir import experiments
-from stir.cli import EXPECTED_ERRORS, one_line_errors
+from stir.cli import EXPECTED_ERRORS, check_command_line, one_line_errors
 from stir.config import ConfigError
+from stir.experiments.commands import evaluate_command
 from stir.experiments.config import evaluate_config, register_evaluate_configs
 from stir.experiments.context import open_context
 from stir.models.sources import SourceError
@@ -28,8 +31,13 @@ log = logging.getLogger("evaluate")
 register_evaluate_configs()
 
 
+def main() -> None:
+    check_command_line(sys.argv[1:], evaluate_command(REPO / "configs" / "evaluate"))  # --help; typos: one line
+    run()
+
+
 @hydra.main(config_path=str(REPO / "configs" / "evaluate"), config_name="evaluate", version_base="1.3")
-def main(cfg: DictConfig) -> None:
+def run(cfg: DictConfig) -> None:
     with one_line_errors(ConfigError, RecipeMismatchError, UnknownModelError, MissingModelError, SourceError,
                          *EXPECTED_ERRORS):
         evaluate(cfg)

@@ -1,25 +1,34 @@
 """python train.py [data=cifar10|cifar100] [model=resnet18|...] [loss=vanilla|at|trades|mart] [key=value ...]
 
-Trains one recipe into its run folder (runs/<data>/<arch>/<loss>/seed<seed>/); see README.md.
+Trains one recipe into its run folder (runs/<data>/<arch>/<loss>/seed<seed>/); see README.md and
+docs/training.md; ``python train.py --help`` lists every group, key and the page that explains it.
 """
 import logging
+import sys
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
-from stir.cli import EXPECTED_ERRORS, one_line_errors
+from stir.cli import EXPECTED_ERRORS, check_command_line, one_line_errors
 from stir.config import ConfigError
+from stir.config.commands import train_command
 from stir.config.store import register_configs, train_config
 from stir.training.pipeline import train
 from stir.training.runs import RecipeMismatchError
 
+CONFIGS = Path(__file__).resolve().parent / "configs"
 log = logging.getLogger("train")
 register_configs()
 
 
-@hydra.main(config_path=str(Path(__file__).resolve().parent / "configs"), config_name="train", version_base="1.3")
-def main(cfg: DictConfig) -> None:
+def main() -> None:
+    check_command_line(sys.argv[1:], train_command(CONFIGS))  # --help; a mistyped key: one line, exit 2
+    run()
+
+
+@hydra.main(config_path=str(CONFIGS), config_name="train", version_base="1.3")
+def run(cfg: DictConfig) -> None:
     with one_line_errors(ConfigError, RecipeMismatchError, *EXPECTED_ERRORS):
         config = train_config(cfg)  # typed and validated before any work
         run_dir = train(config)

@@ -72,7 +72,7 @@ def main() -> None:
     g = torch.Generator().manual_seed(0)
     x = to_float(data.test_images[torch.randperm(len(data.test_images), generator=g)[: args.images]])
     m1, m2 = model_at(args.m1), model_at(args.m2)
-    cfg = InversionConfig(mode="fast", steps=args.steps)  # the figures in bench/README.md were measured in fast mode
+    cfg = InversionConfig(mode="fast", steps=args.steps)  # the figures of docs/benchmarks/adversarial.md were measured in fast mode
 
     start = time.perf_counter()
     arbitrary = invert(m1, x, TAP, cfg, m2=m2)

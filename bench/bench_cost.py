@@ -1,6 +1,6 @@
 """How the cost of a faithful inversion grows with the number of images and the network's width.
 
-    python bench/bench_cost.py [--threads 1] [--steps 20]      # the table of bench/README.md, ~10 min
+    python bench/bench_cost.py [--threads 1] [--steps 20]      # the table of docs/benchmarks/cost.md, ~10 min
     python bench/bench_cost.py --quick                           # n 64/128, widths 4/8, 5 steps: ~20 s
 
 For ResNet18 at widths 8, 16, 32 (random weights with batch norms that are not the identity: cost

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's dashboard PNG from local data only (no network, no W&B): a synthetic CIFAR-10 in the
+# docs/dashboard.png (docs/evaluation.md, "Dashboard") from local data only (no network, no W&B): a synthetic CIFAR-10 in the
 # official layout, tiny zoo models (width 4, a few epochs), a pair, a matrix and an incremental chain,
 # then `python -m stir.reporting.dashboard png`. About 40 minutes on 2 busy CPU cores.
 #   bash bench/dashboard_demo.sh /tmp/stir-demo docs/dashboard.png

@@ -70,7 +70,7 @@ def table() -> str:
         inv = "".join(SHORT[k] for k in sim.INVARIANCES if k in e.invariances) or "-"
         opts = ", ".join(f"{k}={v}" for k, v in e.options.items())
         label = f"`{name}`" + (f" ({opts})" if opts else "")
-        o, ref, ratio = timings.get(name, ("see bench/README.md", "-", "-"))
+        o, ref, ratio = timings.get(name, ("see docs/benchmarks/similarity.md", "-", "-"))
         rows.append(f"| {label} | {e.family} | {e.kind} | [{_num(e.range[0])}, {_num(e.range[1])}] | "
                     f"{'-' if e.identity is None else _num(e.identity)} | {'yes' if e.symmetric else 'no'} | "
                     f"{'yes' if e.metric else 'no'} | {inv} | {e.reference} | {o} | {ref} | {ratio} |")

@@ -1,11 +1,14 @@
-"""What the entry points share: a mistake in the command prints one line, not a traceback."""
+"""What the entry points share: a mistake in the command prints one line, not a traceback; the
+command line is checked against the schema before Hydra reads it (``check_command_line``)."""
 from __future__ import annotations
 
 import logging
 import os
 import sys
 from contextlib import contextmanager
-from typing import Iterator, Tuple, Type
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, List, Mapping, Sequence, Tuple, Type
 
 log = logging.getLogger("stir")
 
@@ -30,3 +33,115 @@ def one_line_errors(*errors: Type[BaseException]) -> Iterator[None]:
         print(f"error: {err}", file=sys.stderr)
         print("(HYDRA_FULL_ERROR=1 shows where it was raised)", file=sys.stderr)
         sys.exit(2)
+
+
+@dataclass(frozen=True)
+class Command:
+    """What an entry point's command line is checked against before Hydra composes it.
+
+    ``tree``: (the parsed command line) -> the schema tree (``stir.config.argv.schema_tree``), so that
+    a field typed by a choice (evaluate.py's ``experiment``) gets the chosen one's fields;
+    ``groups``: {group: choices}; ``moved``: old key -> where it is now; ``help``: the ``--help`` text.
+    """
+
+    config_dir: Path
+    config_name: str
+    tree: Callable[[Any], Mapping[str, Any]]
+    groups: Mapping[str, Sequence[str]]
+    help: Callable[[], str]
+    moved: Mapping[str, str] = field(default_factory=dict)
+
+
+def check_command_line(argv: Sequence[str], command: Command) -> None:
+    """``--help`` from the schema; an unknown key, preset or value as one line and exit 2, before Hydra.
+
+    Keys and group choices are checked against the schema (close matches, moved keys: ``stir.config.argv``);
+    then the overrides are composed once, so that a value of the wrong type is one line too. A sweep
+    (``-m``) is composed by Hydra itself; ``--config-name`` and the like skip the check.
+    """
+    from stir.config import ConfigError
+    from stir.config.argv import check_overrides, parse
+
+    line = parse(argv)
+    if line.other_config:
+        return
+    if line.wants_help:
+        print(command.help(), end="")
+        sys.exit(0)
+    with one_line_errors(ConfigError):
+        check_overrides(line, command.tree(line), command.groups, command.moved)
+        if not line.multirun and not line.introspection:
+            _trial_compose(command, [o.raw for o in line.overrides if not o.key.startswith("hydra")])
+
+
+def _trial_compose(command: Command, overrides: List[str]) -> None:
+    """Compose the config as Hydra will; its error (a value of the wrong type ...) as one ConfigError."""
+    from stir.config import ConfigError
+    from stir.config.store import compose
+
+    try:
+        compose(command.config_dir, command.config_name, overrides)
+    except Exception as err:  # Hydra's and OmegaConf's composition errors, whatever their class
+        messages, e = [], err
+        while e is not None:
+            text = str(e).strip()
+            first = text.splitlines()[0].strip() if text else ""
+            if first and first not in messages:
+                messages.append(first)
+            e = e.__cause__ or (e.__context__ if not e.__suppress_context__ else None)
+        raise ConfigError(": ".join(messages) or type(err).__name__) from err
+
+
+def install_check(project: Callable[[], None] = lambda: None) -> int:
+    """``python -m stir``: the set-up works (torch, torchvision with its compiled operators, Lightning,
+    Hydra, stir itself); one line either way, exit status 2 with the fix when it does not.
+
+    A torchvision built for another torch (pip falling back to mismatched wheels when the CPU index
+    was unreachable) imports with ``operator torchvision::nms does not exist``, or later when a
+    data transform first needs it. ``project`` imports the rest of the project (``python -m stir``:
+    the application and everything below it).
+    """
+    from importlib import metadata
+
+    def fail(message: str) -> int:
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+
+    def first_line(err: BaseException) -> str:
+        return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+    try:
+        import torch
+    except Exception as err:  # a broken wheel raises more than ImportError
+        return fail(f"torch cannot be imported ({first_line(err)}): pip install torch torchvision, then pip install -e .")
+    try:
+        import torchvision
+
+        _torchvision_ops()
+    except Exception as err:
+        try:
+            version = metadata.version("torchvision")
+        except metadata.PackageNotFoundError:
+            version = "(not installed)"
+        return fail(f"torchvision {version} does not work with torch {torch.__version__} ({first_line(err)}): install "
+                    "both from one index, e.g. pip install --force-reinstall torch torchvision (the default index), "
+                    "then pip install -e .")
+    try:
+        import hydra
+        import lightning
+
+        project()
+    except Exception as err:
+        return fail(f"the project does not import ({first_line(err)}): pip install -e \".[dev]\" in this environment")
+    device = f"cuda ({torch.cuda.device_count()} device(s))" if torch.cuda.is_available() else "cpu"
+    print(f"stir ok: torch {torch.__version__} on {device}, torchvision {torchvision.__version__}, "
+          f"lightning {lightning.__version__}, hydra {hydra.__version__}")
+    return 0
+
+
+def _torchvision_ops() -> None:
+    """Touch torchvision's compiled operators (missing when it was built for another torch)."""
+    import torch
+    import torchvision  # noqa: F401  (registers torch.ops.torchvision)
+
+    torch.ops.torchvision.nms

@@ -60,3 +60,18 @@ def tiny_train_args(data_root: Path, runs_dir: Path, *extra: str) -> list:
         "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "logger.wandb.mode=disabled",
         f"runs_dir={runs_dir}", *extra,
     ]
+
+
+def refused(name: str, args, monkeypatch, capsys) -> str:
+    """Run ``python <name>.py *args`` in this process as a user would (no HYDRA_FULL_ERROR); assert that it
+    refuses the command with exit status 2, and return its one-line message (without ``error: ``)."""
+    module = load_entry_point(name)
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *args])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        module.main()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert done.value.code == 2, err
+    assert err and err[0].startswith("error: ") and len(err) == 2, err  # the message, then how to see the traceback
+    return err[0][len("error: "):]

@@ -77,12 +77,14 @@ def logits_and_features() -> nn.Module:
 def robustbench_or_skip():
     """RobustBench's (model_dicts, BenchmarkDataset, ThreatModel, load_model), or skip the test."""
     from stir.models.sources import SourceError
-    from stir.models.sources.robustbench import _import
+    from stir.models.sources.robustbench import _import, installed
 
+    if not installed():
+        pytest.skip('the optional robustbench extra is not installed (pip install -e ".[robustbench]")')
     try:
         return _import()
     except SourceError as err:
-        pytest.skip(f"the robustbench extra is not installed or importable: {err}")
+        pytest.skip(f"the robustbench extra is installed but cannot be imported: {err}")
 
 
 RB_NAME = "Sehwag2021Proxy_R18"  # a ResNet-18 of RobustBench's CIFAR-10 L2 zoo

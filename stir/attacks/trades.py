@@ -5,7 +5,7 @@
 run as PGD-l2 minimising -KL with normalized-gradient steps of length ``cfg.alpha``. The clean
 distribution p(x) is a constant of the attack (computed once, without gradient).
 
-Start (as the official TRADES code): x_0 = clip_[0,1](x + 0.001 * N(0, I)), drawn from
+Start (as the official TRADES code): ``x_0 = clip_[0,1](x + 0.001 * N(0, I))``, drawn from
 ``generator``; the tiny Gaussian start is needed because KL(p(x) || p(x)) has zero gradient at
 x' = x. ``cfg.random_start`` is therefore not used: the ball geometry is ``L2Ball(eps, alpha,
 random_start=False)``, which only projects, and the start is passed as ``x_init``. (The start is

@@ -135,8 +135,8 @@ class TrainConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
-    seed: int = 0
-    runs_dir: str = "runs"
+    seed: int = 0  # initialisation, batch order, augmentation and the attacks' random starts
+    runs_dir: str = "runs"  # where run folders go
     run_dir: Optional[str] = None  # None: runs_dir/<data>/<arch>[_w<width>]/<loss>[...]/seed<seed>
     init_from: Optional[str] = None  # warm start (a model update) from a checkpoint or run folder
     retrain: bool = False  # train again even if the run folder holds a finished run

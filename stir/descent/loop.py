@@ -71,6 +71,7 @@ def descend(
     x_init: Optional[Tensor] = None,
     snapshots: Sequence[int] = (),
     final_evaluation: bool = True,
+    on_step: Optional[Callable[[int, Tensor], None]] = None,
 ) -> DescentResult:
     """Minimise ``objective`` per example from ``origin`` (B, ...) under ``geometry``.
 
@@ -81,7 +82,9 @@ def descend(
     (the returned ``x`` when t = steps); needs ``keep_best``. An example stopped early keeps its
     best iterate, so its snapshots after the stop equal its final x. ``final_evaluation=False``
     (an attack that only wants the last iterate, without keep_best) skips that last forward pass:
-    ``loss`` and the last row of ``history`` are then NaN.
+    ``loss`` and the last row of ``history`` are then NaN. ``on_step(t, loss)``, when given, is called
+    after step t (1 <= t <= steps) with the (b_active,) objective of the iterate that step started from
+    (progress reporting: ``stir.progress``).
     """
     _check_arguments(steps, keep_best, snapshots, final_evaluation)
     wanted, kept = set(snapshots), {}
@@ -117,12 +120,16 @@ def descend(
             if stop is None and whole:
                 x = geometry.step(xa.detach(), grad, origin, state, all_rows, loss=loss_d)  # (B, ...): every row moves
                 steps_taken += 1
+                if on_step is not None:
+                    on_step(t + 1, loss_d)
                 continue
             done = stop(loss_d, active) if stop is not None else torch.zeros_like(loss_d, dtype=torch.bool)
             move = ~done
             moving = active[move]
             x[moving] = geometry.step(xa.detach()[move], grad[move], origin, state, moving, loss=loss_d[move])
             steps_taken[moving] += 1
+        if on_step is not None:
+            on_step(t + 1, loss_d)
         active = moving
         if len(active) == 0:
             break

@@ -19,11 +19,15 @@ column j the target, entry = STIR(m_j | m_i).
 """
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, Sequence, Tuple
 
 from stir.experiments.context import Context
-from stir.experiments.registry import get, kinds
+from stir.experiments.registry import Unit, get, kinds
+from stir.progress import Progress
 from stir.reporting import Report
+
+log = logging.getLogger(__name__)
 
 
 def estimator_notes(ctx: Context) -> list:
@@ -56,10 +60,32 @@ def model_notes(ctx: Context) -> list:
 
 
 def run(ctx: Context, experiment: Any) -> Report:
-    """Run the experiment (its kind's runner) and return its report, the estimator's and the models' notes first."""
-    report = get(experiment.kind).run(ctx, experiment)
+    """Run the experiment (its kind's runner) and return its report, the estimator's and the models' notes first.
+
+    An experiment of several units measures them one by one first, under a progress bar (unit i of N,
+    what it measures: ``stir.progress``), into the store; the runner then assembles the report from
+    the store, as after a sharded run.
+    """
+    kind = get(experiment.kind)
+    units = kind.units(ctx, experiment)
+    if len(units) > 1:
+        measure_units(list(enumerate(units, 1)), len(units), experiment.name, ctx.run.progress)
+    report = kind.run(ctx, experiment)
     report.notes = estimator_notes(ctx) + model_notes(ctx) + report.notes
     return report
+
+
+def measure_units(numbered: Sequence[Tuple[int, Unit]], of: int, name: str, progress: bool) -> None:
+    """Call each (i, unit), saying which (unit i of N: what it measures) on the bar or in the log."""
+    with Progress(len(numbered), name, "unit", enabled=progress) as bar:
+        for i, unit in numbered:
+            line = f"{name}: unit {i} of {of}: {unit.what}"
+            if progress:
+                bar.describe(line)
+            else:
+                log.info("%s", line)
+            unit()
+            bar.update(1)
 
 
 def run_shard(ctx: Context, experiment: Any, shard: int, shards: int) -> int:
@@ -69,10 +95,10 @@ def run_shard(ctx: Context, experiment: Any, shard: int, shards: int) -> int:
     lock), so they may run at the same time on different devices; a run without shards then
     assembles the report from the store without recomputing anything.
     """
-    units = get(experiment.kind).units(ctx, experiment)[shard::shards]
-    for unit in units:
-        unit()
-    return len(units)
+    every = list(enumerate(get(experiment.kind).units(ctx, experiment), 1))
+    mine = every[shard::shards]
+    measure_units(mine, len(every), f"{experiment.name} (shard {shard} of {shards})", ctx.run.progress)
+    return len(mine)
 
 
 __all__ = ["Context", "estimator_notes", "kinds", "model_notes", "run", "run_shard"]

@@ -89,8 +89,8 @@ class EvaluateConfig:
 
     # The models: m1 (ref, whose IRIs are made) and m2 (target): zoo names, run folders, checkpoints,
     # or models of other sources (robustbench:NAME, torchvision:ARCH, timm:ARCH, python:module:factory).
-    ref: str = "at"
-    target: str = "vanilla"
+    ref: str = "at"  # m1: the model whose IRIs are made (a zoo name, run folder, checkpoint or source string)
+    target: str = "vanilla"  # m2: the model the IRIs are shown to
     tap1: Optional[str] = None  # what ref's `penultimate` reads (models of other sources): a module name, NAME:input, python:module:function
     tap2: Optional[str] = None  # the same for target
     weights1: Optional[str] = None  # ref's weights (models of other sources): a state-dict file or the library's pretrained tag
@@ -131,8 +131,8 @@ class EvaluateConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:1 ...
     # Several processes (e.g. one per GPU) share an experiment: process `shard` of `shards` computes
     # every shards-th unit (pair, matrix row, link) into the shared store; a run without them assembles.
-    shard: int = 0
-    shards: int = 1
+    shard: int = 0  # this process's share: units shard, shard + shards, ...
+    shards: int = 1  # how many processes share the experiment (1: one process, which also writes the report)
     # The output.
     out_dir: str = "results"  # out_dir/store (results), out_dir/inversion-cache, out_dir/<report>-<hash>/
     logger: LoggerConfig = field(default_factory=LoggerConfig)

@@ -173,6 +173,8 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
               allow_nonfinite=cfg.allow_nonfinite, allow_unfinished=cfg.allow_unfinished)
     config = {**{k: v for k, v in OmegaConf.to_container(OmegaConf.structured(cfg)).items() if k != "experiment"},
               "experiment": dataclasses.asdict(experiment)}
+    # The budget as run, not null: records, report settings and index.md show 1000 for the default run.
+    config["inversion"]["steps"] = cfg.inversion.num_steps
     return Context(
         zoo=zoo, store=ResultStore(Path(cfg.out_dir) / "store"), estimator=cfg.estimator(), run=cfg.run(),
         layers=cfg.layers, images_spec=ImagesSpec(cfg.n, cfg.split, cfg.image_seed, cfg.resample_images),

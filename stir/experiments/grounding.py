@@ -29,7 +29,7 @@ from stir.config.validate import ConfigError, check_choice
 from stir.experiments.config import ExperimentConfig
 from stir.experiments.context import Context
 from stir.experiments.judging import digest, flat_representations, taps_of
-from stir.experiments.registry import Kind, register
+from stir.experiments.registry import Kind, Unit, register
 from stir.judging.grounding import GroundingTest, Point, depth_test, dissimilarity, pc_deletion_test
 from stir.judging.layer_matching import MAX_ASSIGNMENT_DIM, check_measures, check_seed_models
 from stir.models import frozen
@@ -252,10 +252,10 @@ def run(ctx: Context, cfg: GroundingConfig) -> Report:
     return report
 
 
-def units(ctx: Context, cfg: GroundingConfig) -> List[Callable[[], Any]]:
-    out: List[Callable[[], Any]] = [partial(seed_tests, ctx, cfg)]
+def units(ctx: Context, cfg: GroundingConfig) -> List[Unit]:
+    out = [Unit("grounding: the depth and PC-deletion tests of every measure", partial(seed_tests, ctx, cfg))]
     if cfg.robustness_models:
-        out.append(partial(robustness_tests, ctx, cfg))
+        out.append(Unit("grounding: the robustness tests", partial(robustness_tests, ctx, cfg)))
     return out
 
 

@@ -18,7 +18,7 @@ from stir.config.validate import ConfigError, check_choice
 from stir.experiments import rows
 from stir.experiments.config import ExperimentConfig
 from stir.experiments.context import Context
-from stir.experiments.registry import Kind, register
+from stir.experiments.registry import Kind, Unit, register
 from stir.reporting import Figure, Report, Table, plot_incremental
 from stir.reporting.plots import interval_errors
 
@@ -77,14 +77,15 @@ def run(ctx: Context, cfg: IncrementalConfig) -> Report:
     report.tables["incremental"] = Table(numeric, display=display, notes=notes)
     report.tables["convergence"] = Table(convergence)
     report.figures["incremental"] = Figure(plot_incremental, dict(
-        sizes=sizes, series=series, errors=errors,
-        title=f"{title}; bars: {ctx.estimator.calibration.confidence:.0%} bootstrap interval"))
+        sizes=sizes, series=series, errors=errors, title=title,
+        error_note=f"bars: {ctx.estimator.calibration.confidence:.0%} interval over images and draws "
+                   f"({ctx.estimator.calibration.interval})"))
     return report
 
 
-def units(ctx: Context, cfg: IncrementalConfig) -> List[Callable[[], Any]]:
-    return [partial(lambda a, b: ctx.pair(ctx.model(a), ctx.model(b)), a, b)
-            for chain in chains(cfg).values() for a, b in links(chain)]
+def units(ctx: Context, cfg: IncrementalConfig) -> List[Unit]:
+    return [Unit(f"link {a} -> {b} of chain {name}", partial(lambda a, b: ctx.pair(ctx.model(a), ctx.model(b)), a, b))
+            for name, chain in chains(cfg).items() for a, b in links(chain)]
 
 
 register(Kind("incremental", IncrementalConfig, run, units, _check))

@@ -22,7 +22,7 @@ from stir.config.validate import ConfigError
 from stir.experiments.config import ExperimentConfig
 from stir.experiments.context import Context
 from stir.experiments.judging import RANDOM_INIT, digest, random_init, taps_of
-from stir.experiments.registry import Kind, register
+from stir.experiments.registry import Kind, Unit, register
 from stir.invariance import GEEDResult, get_transforms, measure_geed, pool
 from stir.invariance.geed import DISTANCES
 from stir.reporting import Figure, Report, Table, plot_layerwise
@@ -152,7 +152,8 @@ def _plot(report: Report, ctx: Context, cfg: InvarianceConfig, result: GEEDResul
     if series:
         report.figures[name] = Figure(plot_layerwise, dict(
             depths=depths, series=series, title=f"{title}, euclidean / ||f(x)||, n={ctx.images_spec.n}",
-            errors=errors, xlabel="relative depth (tap)", ylabel=f"{kind} G-EED"))
+            errors=errors, xlabel="relative depth (tap)", ylabel=f"{kind} G-EED",
+            error_note="bars: half the 95% interval over images and seeds"))
 
 
 def _last_spatial(result: GEEDResult) -> str:
@@ -161,8 +162,9 @@ def _last_spatial(result: GEEDResult) -> str:
     return max(rows, key=lambda r: r.depth).tap if rows else ""
 
 
-def units(ctx: Context, cfg: InvarianceConfig) -> List[Callable[[], Any]]:
-    return [partial(measure_model, ctx, cfg, name) for name in _names(cfg)]
+def units(ctx: Context, cfg: InvarianceConfig) -> List[Unit]:
+    return [Unit(f"G-EED of {name} at every tap and transformation", partial(measure_model, ctx, cfg, name))
+            for name in _names(cfg)]
 
 
 register(Kind("invariance", InvarianceConfig, run, units, _check))

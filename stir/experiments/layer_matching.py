@@ -20,7 +20,7 @@ from torch import Tensor
 from stir.experiments.config import ExperimentConfig
 from stir.experiments.context import Context
 from stir.experiments.judging import digest, flat_representations, taps_of
-from stir.experiments.registry import Kind, register
+from stir.experiments.registry import Kind, Unit, register
 from stir.judging.layer_matching import (
     KORNBLITH_TABLE2, MAX_ASSIGNMENT_DIM, LayerMatchingResult, check_measures, check_seed_models, layer_matching,
 )
@@ -134,10 +134,12 @@ def run(ctx: Context, cfg: LayerMatchingConfig) -> Report:
     return report
 
 
-def units(ctx: Context, cfg: LayerMatchingConfig) -> List[Callable[[], Any]]:
-    out: List[Callable[[], Any]] = [partial(measure_all, ctx, cfg)]
+def units(ctx: Context, cfg: LayerMatchingConfig) -> List[Unit]:
+    out = [Unit(f"layer matching: {len(cfg.measures)} measures between every layer of {', '.join(cfg.models)}",
+                partial(measure_all, ctx, cfg))]
     if cfg.stir:
-        out += [partial(stir_row, ctx, cfg, ctx.model(name)) for name in check_seed_models(cfg.models)]
+        out += [Unit(f"layer matching: STIR from every layer of {name}", partial(stir_row, ctx, cfg, ctx.model(name)))
+                for name in check_seed_models(cfg.models)]
     return out
 
 

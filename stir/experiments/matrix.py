@@ -21,7 +21,7 @@ from stir.experiments import rows
 from stir.experiments.config import ExperimentConfig
 from stir.experiments.context import Context
 from stir.experiments.examples import iri_examples
-from stir.experiments.registry import Kind, register
+from stir.experiments.registry import Kind, Unit, register
 from stir.measure import DirectionResult, SimilarityResult
 from stir.reporting import Figure, Report, Table, plot_matrix_pair
 from stir.zoo import Model
@@ -115,8 +115,9 @@ def run(ctx: Context, cfg: MatrixConfig) -> Report:
     return report
 
 
-def units(ctx: Context, cfg: MatrixConfig) -> List[Callable[[], Any]]:
-    return [partial(measure_row, ctx, cfg, i) for i in range(len(cfg.models))]
+def units(ctx: Context, cfg: MatrixConfig) -> List[Unit]:
+    return [Unit(f"matrix row {name}: STIR(every model | {name}) from {name}'s IRIs", partial(measure_row, ctx, cfg, i))
+            for i, name in enumerate(cfg.models)]
 
 
 register(Kind("matrix", MatrixConfig, run, units, _check))

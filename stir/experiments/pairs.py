@@ -13,7 +13,7 @@ from stir.experiments import rows
 from stir.experiments.config import ExperimentConfig
 from stir.experiments.context import Context
 from stir.experiments.examples import iri_examples
-from stir.experiments.registry import Kind, register
+from stir.experiments.registry import Kind, Unit, register
 from stir.measure import DIRECTIONS, LayerwiseResult, PairResult
 from stir.reporting import Figure, Report, Table, plot_convergence, plot_layerwise
 from stir.reporting.plots import interval_errors
@@ -101,7 +101,8 @@ def convergence_figure(ctx: Context, pair: PairResult) -> Figure:
             residual[name] = record["median_residual"]
     cfg = ctx.estimator.inversion
     return Figure(plot_convergence, dict(steps=steps, stir=stir, residual=residual, errors=errors,
-                                         tolerance=cfg.tolerance,
+                                         tolerance=cfg.tolerance, error_note=f"bars: ± 1 std over the k={ctx.estimator.k} "
+                                                                             "seed draws",
                                          title=f"STIR along the inversion budget ({cfg.mode} mode): {pair.ref} vs {pair.target}"))
 
 
@@ -124,14 +125,16 @@ def _layers_figure(ctx: Context, m1: Model, m2: Model, result: LayerwiseResult, 
             report.summary[f"slope/{m1.label}_vs_{m2.label}/stir_{rows.SLUGS[direction]}"] = slope
     return Figure(plot_layerwise, dict(
         depths=result.depths, series=series, fits=fits, errors=errors,
-        title=f"Layer-wise STIR ({ctx.estimator.measure}): {m1.label} vs {m2.label}; bars: "
-              f"{ctx.estimator.calibration.confidence:.0%} bootstrap interval"))
+        title=f"Layer-wise STIR ({ctx.estimator.measure}): {m1.label} vs {m2.label}",
+        error_note=f"bars: {ctx.estimator.calibration.confidence:.0%} interval over images and draws "
+                   f"({ctx.estimator.calibration.interval})"))
 
 
-def units(ctx: Context, cfg: ExperimentConfig) -> List[Callable[[], Any]]:
+def units(ctx: Context, cfg: ExperimentConfig) -> List[Unit]:
     """One unit per pair (all its taps: they share nothing with other pairs)."""
-    one = ctx.layerwise if _layerwise(ctx) else ctx.pair
-    return [partial(one, m1, m2) for m1, m2 in models(ctx, cfg)]
+    one, what = (ctx.layerwise, "layer-wise STIR") if _layerwise(ctx) else (ctx.pair, "STIR")
+    return [Unit(f"{what} of {m1.label} (m1) vs {m2.label} (m2), both directions", partial(one, m1, m2))
+            for m1, m2 in models(ctx, cfg)]
 
 
 register(Kind("pair", PairConfig, run, units))

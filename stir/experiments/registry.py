@@ -13,7 +13,21 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List
 
 Runner = Callable[[Any, Any], Any]  # (Context, kind config) -> Report
-Units = Callable[[Any, Any], List[Callable[[], Any]]]  # (Context, kind config) -> independent measurements
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One independent measurement of an experiment: what it measures (for progress and logs) and the
+    call that measures it into the store."""
+
+    what: str
+    call: Callable[[], Any]
+
+    def __call__(self) -> Any:
+        return self.call()
+
+
+Units = Callable[[Any, Any], List[Unit]]  # (Context, kind config) -> independent measurements
 
 
 def _no_check(cfg: Any) -> None:

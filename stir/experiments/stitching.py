@@ -28,7 +28,7 @@ from stir.config.validate import ConfigError
 from stir.data import StirDataModule
 from stir.experiments.config import ExperimentConfig
 from stir.experiments.context import Context
-from stir.experiments.registry import Kind, register
+from stir.experiments.registry import Kind, Unit, register
 from stir.experiments.rows import interval
 from stir.measure import DirectionResult, Stat
 from stir.models.depth import layer_pairs
@@ -150,7 +150,7 @@ def direction(data: _Data, front: Model, back: Model) -> List[Row]:
                 STORE_KIND, stitch_parts(ids, (tap_a, tap_b), kind, seed, settings, splits["identity"]),
                 partial(stitch, front.module, back.module, tap_a, tap_b, kind, splits["train"], splits["test"],
                         seed=seed, settings=settings, acc_b=data.accuracy(back), names=(front.label, back.label),
-                        eval_batch_size=cfg.eval_batch_size),
+                        eval_batch_size=cfg.eval_batch_size, progress=ctx.run.progress),
                 StitchResult.from_dict, record) for seed in seeds_of(kind, cfg.seeds)]
             rows.append(Row(front.label, back.label, tap_a, tap_b, depth, kind, runs, stir))
     return rows
@@ -226,17 +226,20 @@ def _figures(ctx: Context, cfg: StitchingConfig, report: Report, rows: List[Row]
     title = f"{ref} vs {target}"
     report.figures[f"stitching_gap_{ref}_vs_{target}"] = Figure(plot_layerwise, dict(
         depths=depths, series=gaps, errors=gap_err, ylabel="accuracy gap",
-        title=f"Stitching: accuracy gap (B alone - stitched), {title}; mean and spread over stitching seeds"))
+        title=f"Stitching: accuracy gap (B alone - stitched), {title}",
+        error_note=f"mean over the stitching seeds {list(cfg.seeds)}; bars: ± 1 std over them"))
     report.figures[f"stitching_stir_{ref}_vs_{target}"] = Figure(plot_layerwise, dict(
         depths=stir_depths, series=stirs, errors=stir_err,
-        title=f"STIR ({ctx.estimator.measure}) at the same taps, {title}; bars: "
-              f"{ctx.estimator.calibration.confidence:.0%} bootstrap interval"))
+        title=f"STIR ({ctx.estimator.measure}) at the same taps, {title}",
+        error_note=f"bars: {ctx.estimator.calibration.confidence:.0%} interval over images and draws "
+                   f"({ctx.estimator.calibration.interval})"))
 
 
-def units(ctx: Context, cfg: StitchingConfig) -> List[Callable[[], Any]]:
+def units(ctx: Context, cfg: StitchingConfig) -> List[Unit]:
     """One unit per direction of each pair (every tap, kind, seed and the STIR of that direction)."""
     data = _Data(ctx, cfg)
-    return [partial(direction, data, front, back) for front, back in _directions(ctx, cfg)]
+    return [Unit(f"stitching {front.label} {ARROW} {back.label} at every tap ({', '.join(cfg.kinds)}) and STIR there",
+                 partial(direction, data, front, back)) for front, back in _directions(ctx, cfg)]
 
 
 register(Kind("stitching", StitchingConfig, run, units, _check))

@@ -19,7 +19,7 @@ from stir.config.store import to_dataclass
 from stir.config.validate import ConfigError
 from stir.experiments.config import ExperimentConfig, LayersConfig
 from stir.experiments.context import Context
-from stir.experiments.registry import Kind, get, register
+from stir.experiments.registry import Kind, Unit, get, register
 from stir.reporting import Report
 
 OWN = ("layers", "iri")  # settings a part may set for itself
@@ -79,11 +79,11 @@ def run(ctx: Context, cfg: SuiteConfig) -> Report:
     return report
 
 
-def units(ctx: Context, cfg: SuiteConfig) -> List[Callable[[], Any]]:
+def units(ctx: Context, cfg: SuiteConfig) -> List[Unit]:
     """Every part's units, part by part."""
-    out: List[Callable[[], Any]] = []
-    for part, own in part_configs(cfg).values():
-        out += get(part.kind).units(_context(ctx, own), part)
+    out: List[Unit] = []
+    for name, (part, own) in part_configs(cfg).items():
+        out += [Unit(f"{name}: {u.what}", u.call) for u in get(part.kind).units(_context(ctx, own), part)]
     return out
 
 

@@ -5,7 +5,7 @@ batch size only trades memory for speed. ``batch_size = None`` (the default) pic
 
 * CPU: at most ``CPU_BATCH`` (128) images, in even chunks (200 rows: two of 100). Per-image cost of an input-gradient step of a ResNet18 on this
   project's 2-core CPU is flat from 64 to 256 images and 1.6x higher at 640 (the activations leave
-  the cache): bench/README.md, "Faithful inversion at engineering speed".
+  the cache): docs/benchmarks/levers.md.
 * CUDA: as many as fit in ``memory_gb`` (default: the device's free memory), from the memory one
   forward + input-gradient pass of a probe batch takes (``batch_for_memory``), so that the k seed
   draws of a direction (n x k images) run as one batch when they fit and in equal chunks otherwise.

@@ -12,7 +12,7 @@ Two modes share every field that is not about the optimiser:
   the best iterate per image, per-image early stopping once the relative residual meets
   ``tolerance``, bf16 autocast and channels-last on CUDA. It finds other IRIs than the published
   procedure and gives other STIR values on the same models and images, even stopped at the same
-  residual (README, "Fast vs faithful"); use it only labelled as such.
+  residual (docs/estimator.md, "Fast mode"); use it only labelled as such.
 
 Adversarial IRIs have three objectives (``adversarial_objective``, see ``stir.inversion.objectives``):
 ``constrained`` (default: max r2 subject to r1 <= bound, IRIs that stay IRIs), ``paper`` (eq. 7 of
@@ -86,7 +86,7 @@ class InversionConfig:
     # budget (the convergence record); steps >= the budget are ignored, the final step is always in.
     record_steps: Tuple[int, ...] = (100, 250, 500)
     # Optimise on a copy with batch norm folded into the convolutions (stir.models.fold): the same
-    # network up to float rounding, about 1.5x faster input gradients on CPU (bench/README.md). In the
+    # network up to float rounding, about 1.5x faster input gradients on CPU (docs/benchmarks/levers.md). In the
     # keys: the folded copy takes another rounding path, so x' differs in its last bits.
     fold_batch_norm: bool = True
     # A continuation after the published procedure (faithful mode), to drive X' to the tolerance: up to
@@ -100,7 +100,7 @@ class InversionConfig:
     continue_shrink: float = 0.5
     # The models' forward: auto (fast mode: bf16 on CUDA, 32 elsewhere; faithful mode: 32 everywhere,
     # as published: bf16 is another rounding regime, its STIR gap on CPU up to 0.021 after 1000 steps,
-    # ~2.5x float32's own rounding drift; bench/README.md) | 32 | bf16 | 16
+    # ~2.5x float32's own rounding drift; docs/benchmarks/levers.md) | 32 | bf16 | 16
     precision: str = "auto"
 
     def __post_init__(self) -> None:
@@ -207,13 +207,25 @@ class InversionConfig:
         return settings
 
 
+def iri_shortfall(kind: str, fraction: float, count: int, median: float, cfg: InversionConfig) -> str:
+    """The one message for X' of which too few are IRIs: the engine's log line and the report's note say
+    the same, with the same fix. ``kind``: arbitrary | adversarial; ``count``: X' in all (every draw)."""
+    if cfg.mode == "faithful" and not cfg.continue_steps:
+        fix = ("the published procedure often ends above it; inversion.continue_steps=1000 continues it toward the "
+               "tolerance (docs/estimator.md#the-continuation)")
+    else:
+        fix = "more inversion.steps or inversion.continue_steps bring them closer (docs/estimator.md#the-continuation)"
+    return (f"{kind} IRIs: only {fraction:.0%} of {count} X' are within the tolerance {cfg.tolerance:g} "
+            f"(median residual {median:.3g}); {fix}")
+
+
 @dataclass
 class ExecutionConfig:
     """How an inversion (and every measurement pass) runs: nothing here changes a reported number.
 
     Every image is optimised independently (eval-mode models, per-image steps and stopping), so the
     batch size trades memory for speed only; channels-last and compiling change x' at most by float
-    rounding (bench/README.md); the rest decides where files go and what is logged.
+    rounding (docs/benchmarks/levers.md); the rest decides where files go and what is logged.
     """
 
     # Images optimised together. None: automatic (stir.inversion.batching: 128 on CPU; on CUDA what
@@ -228,7 +240,9 @@ class ExecutionConfig:
     keep_cpu_memory: bool = True
     channels_last: bool = True  # the working copy and its inputs in channels-last memory format (rounding only)
     cache_dir: Optional[str] = None  # on-disk cache of finished inversions; None: no cache
-    progress: bool = False  # tqdm bar over batches
+    # Progress of every inversion and walk: a bar on a terminal (images x steps, median residual, ETA), a log
+    # line every few percent otherwise (stir.progress); false: silent.
+    progress: bool = True
     warn_below: float = 0.9  # log a warning when the fraction of IRIs of an inversion is below this
     # Images per no-gradient measurement pass (representations, predictions); None: batch_size, or 1000
     # when that is automatic.

@@ -30,6 +30,7 @@ from stir.inversion.objectives import Forward, InversionObjective, make_term
 from stir.inversion.seeds import seed_generator
 from stir.models import frozen
 from stir.models.fake_relu import fake_relu
+from stir.progress import Progress
 
 
 @dataclass(eq=False)
@@ -79,11 +80,14 @@ def controversial_perturbation(
     tap2: Optional[str] = None,
     cfg: Optional[ControversialConfig] = None,
     inversion: Optional[InversionConfig] = None,
+    progress: bool = False,
 ) -> ControversialResult:
     """The smallest perturbation of each image (n, c, h, w) in [0, 1] that m1 ignores and m2 does not.
 
     ``inversion`` supplies the IRI tolerance, the adversarial objective (and its weight and bound),
     FakeReLU and the seed of the start perturbation; ``cfg`` the walk (module docstring).
+    ``progress``: report the walk (``stir.progress``: steps done, the fraction of images already
+    controversial, the ETA).
     """
     cfg, inversion = cfg or ControversialConfig(), inversion or InversionConfig()
     tap2 = tap2 or tap1
@@ -122,8 +126,14 @@ def controversial_perturbation(
                 max_r2[rows] = torch.maximum(max_r2[rows], r2.detach()[iri])
             return loss
 
-        with fake_relu(m1, m2, enabled=inversion.fake_relu_spec):
-            descend(tracked, images, FixedLengthStep(cfg.step_size), cfg.steps, keep_best=False, x_init=start)
+        desc = f"difficulty walk of {n} images x {cfg.steps} steps of {cfg.step_size:g}"
+        with fake_relu(m1, m2, enabled=inversion.fake_relu_spec), \
+                Progress(n * cfg.steps, desc, "image-step", enabled=progress, leave=False) as bar:
+            def tick(t: int, loss: Tensor) -> None:
+                bar.update(n, controversial=lambda: f"{float(torch.isfinite(distance).float().mean()):.0%}")
+
+            descend(tracked, images, FixedLengthStep(cfg.step_size), cfg.steps, keep_best=False, x_init=start,
+                    on_step=tick)
     reached = torch.isfinite(distance)
     delta = distance[reached].mean().item() if reached.any() else float("nan")
     return ControversialResult(distance, reached, reached.float().mean().item(), delta, max_r2, walked,

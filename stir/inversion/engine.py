@@ -26,7 +26,7 @@ restored exactly afterwards. The optimisation runs through ``stir.descent.descen
 * fast mode (opt-in, a different estimator): per-image ``Adam`` (lr 0.2, betas (0.9, 0.99)) with the inverse-time
   schedule lr / (1 + (t - 1) / 20), the best iterate per image, per-image early stopping once
   r1 <= stop_fraction * tolerance, from the seed projected onto [0, 1]; on CUDA the models run
-  under bf16 autocast with channels-last inputs. Why this method: bench/README.md.
+  under bf16 autocast with channels-last inputs. Why this method: docs/benchmarks/inversion.md.
 
 Both modes differentiate working copies of the models (batch norm folded into the convolutions,
 channels-last memory, optionally compiled: ``stir.inversion.batching``), equal to the models up to
@@ -49,20 +49,20 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from stir.allocator import keep_freed_cpu_memory
 from stir.descent import Adam, Constant, Cosine, FixedLengthStep, HalvingLengthStep, InverseTime, Schedule, descend
 from stir.descent.loop import StopRule
 from stir.inversion.batching import resolve_batch_size, working_model
 from stir.inversion.cache import cache_key, entry_path, load_entry, save_entry
-from stir.inversion.config import ExecutionConfig, InversionConfig
+from stir.inversion.config import ExecutionConfig, InversionConfig, iri_shortfall
 from stir.inversion.objectives import (
     Forward, InversionObjective, make_term, published_clamp, relative_distance, relative_distances, resolve_forward,
 )
 from stir.inversion.seeds import make_seed, seed_generator
 from stir.models import frozen
 from stir.models.fake_relu import fake_relu
+from stir.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -243,15 +243,21 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig,
             working = Working.of(problem, cfg, run, images.device)
         batch = resolve_batch_size(run, images, _probe(problem, working, images, cfg, run))
         chunks = range(0, images.shape[0], batch)
-        if base is None:
-            # each draw's seeds for its whole batch: independent of chunking and of the other draws
-            seeds = torch.cat([make_seed(cfg.seed_kind, draws[j].detach(), seed_generator(cfg.seed + j)) for j in missing])
-            parts = [solve(problem, images[s:s + batch], seeds[s:s + batch], cfg, working, run)
-                     for s in tqdm(chunks, desc="inverting", unit="batch", disable=not run.progress)]
-        else:
-            published = concat_results([base[j] for j in missing], cfg.tolerance)
-            parts = [continue_inversion(problem, images[s:s + batch], slice_result(published, s, s + batch), cfg, working, run)
-                     for s in tqdm(chunks, desc="continuing", unit="batch", disable=not run.progress)]
+        steps = cfg.num_steps if base is None else cfg.continue_steps
+        what = "adversarial" if problem.adversarial else "arbitrary"
+        desc = (f"{'inverting' if base is None else 'continuing'} {images.shape[0]} images ({what} IRIs, "
+                f"{len(missing)} draw{'s' if len(missing) > 1 else ''}) x {steps} steps")
+        with Progress(images.shape[0] * steps, desc, "image-step", enabled=run.progress, leave=False) as bar:
+            if base is None:
+                # each draw's seeds for its whole batch: independent of chunking and of the other draws
+                seeds = torch.cat([make_seed(cfg.seed_kind, draws[j].detach(), seed_generator(cfg.seed + j))
+                                   for j in missing])
+                parts = [solve(problem, images[s:s + batch], seeds[s:s + batch], cfg, working, run, progress=bar)
+                         for s in chunks]
+            else:
+                published = concat_results([base[j] for j in missing], cfg.tolerance)
+                parts = [continue_inversion(problem, images[s:s + batch], slice_result(published, s, s + batch), cfg,
+                                            working, run, progress=bar) for s in chunks]
         joint = concat_results(parts, cfg.tolerance)
         start = 0
         for j in missing:
@@ -261,8 +267,7 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig,
             key, path = entries[j]
             if path is not None:
                 save_entry(path, key, _to_entry(results[j], problem))
-    for j, result in enumerate(results):
-        _warn_if_low(result, run, problem, j)
+    _warn_if_low(results, run, problem, cfg)
     return results
 
 
@@ -319,14 +324,16 @@ def _objective(problem: Problem, working: Working, images: Tensor, cfg: Inversio
 
 
 def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
-          working: Optional[Working] = None, run: Optional[ExecutionConfig] = None) -> InversionResult:
+          working: Optional[Working] = None, run: Optional[ExecutionConfig] = None,
+          progress: Optional[Progress] = None) -> InversionResult:
     """Invert one batch ``images`` (b, c, h, w) from ``seeds`` (b, c, h, w): no cache, no chunking.
 
     The building block of ``invert`` and of the multi-device ``InversionPredictor``; ``run`` gives the
     layout (channels-last) and compile settings of the working copies. The
     optimisation differentiates working copies of the models (``working``, made here when not
     given: batch norm folded, channels-last, compiled; ``stir.inversion.batching``); residuals and
-    distances are measured on the models themselves.
+    distances are measured on the models themselves. ``progress``: the bar this batch advances
+    (``stir.progress``; ``images.shape[0]`` image-steps per step, the current median residual).
     """
     run = run or ExecutionConfig()
     with frozen(*problem.models):
@@ -349,8 +356,10 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
             geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
             x_init, stop = None, _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
         with fake_relu(*working.models, enabled=cfg.fake_relu_spec):  # gradient only: values are unchanged
+            tick = _ticker(progress, images.shape[0], cfg.num_steps, problem, cfg)
             run = descend(timed, seeds, geometry, cfg.num_steps, keep_best=True, stop=stop, x_init=x_init,
-                          snapshots=cfg.snapshot_steps)
+                          snapshots=cfg.snapshot_steps, on_step=tick)
+            tick.finish()
 
         # The clamp is a no-op unless the raw seed itself was the best iterate (then: what the model saw).
         snapshots = {t: x.clamp(0, 1) for t, x in run.snapshots.items()}
@@ -368,7 +377,8 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
 
 
 def continue_inversion(problem: Problem, images: Tensor, published: InversionResult, cfg: InversionConfig,
-                       working: Optional[Working] = None, run: Optional[ExecutionConfig] = None) -> InversionResult:
+                       working: Optional[Working] = None, run: Optional[ExecutionConfig] = None,
+                       progress: Optional[Progress] = None) -> InversionResult:
     """The continuation of one batch's published inversion ``published`` (``InversionConfig.continue_steps``).
 
     From the published x' (its best iterates), ``cfg.continue_steps`` more normalised-gradient steps
@@ -395,7 +405,10 @@ def continue_inversion(problem: Problem, images: Tensor, published: InversionRes
         stop = None if problem.adversarial else _early_stop(objective, cfg)
         origin = published.x_prime.detach()
         with fake_relu(*working.models, enabled=cfg.fake_relu_spec):
-            cont = descend(timed, origin, geometry, cfg.continue_steps, keep_best=True, stop=stop, x_init=origin)
+            tick = _ticker(progress, images.shape[0], cfg.continue_steps, problem, cfg)
+            cont = descend(timed, origin, geometry, cfg.continue_steps, keep_best=True, stop=stop, x_init=origin,
+                           on_step=tick)
+            tick.finish()
         x_prime = cont.x.clamp(0, 1)
         residual = relative_distance(problem.m1, problem.tap1, x_prime, images)
         m2_distance = (relative_distance(problem.m2, problem.second_tap, x_prime, images)
@@ -536,11 +549,35 @@ def _from_entry(problem: Problem, images: Tensor, entry: dict, cfg: InversionCon
     return result
 
 
-def _warn_if_low(result: InversionResult, run: ExecutionConfig, problem: Problem, draw: int) -> None:
-    if result.fraction_iri < run.warn_below:
-        log.warning(
-            "%s IRIs of draw %d: only %.1f%% of %d are within the tolerance %.3g (median residual %.3g); "
-            "more inversion.steps bring them closer",
-            "adversarial" if problem.adversarial else "arbitrary", draw, 100 * result.fraction_iri,
-            result.residual.numel(), result.tolerance, result.residual.median().item(),
-        )
+class _Ticker:
+    """Advances a progress bar by one batch's images per step (``descend``'s ``on_step``), showing the
+    median residual of the images still moving; ``finish`` counts the steps of images stopped early."""
+
+    def __init__(self, bar: Optional[Progress], images: int, steps: int, label: str):
+        self.bar, self.images, self.steps, self.label, self.done = bar, images, steps, label, 0
+
+    def __call__(self, t: int, loss: Tensor) -> None:
+        if self.bar is not None:
+            self.bar.update(self.images, **{self.label: lambda: float(loss.median())})
+            self.done = t
+
+    def finish(self) -> None:
+        if self.bar is not None and self.done < self.steps:
+            self.bar.update(self.images * (self.steps - self.done))
+            self.done = self.steps
+
+
+def _ticker(bar: Optional[Progress], images: int, steps: int, problem: Problem, cfg: InversionConfig) -> _Ticker:
+    # arbitrary IRIs minimise r1 itself (normalised); the adversarial objective mixes r1 and r2
+    label = "median r1" if not problem.adversarial and cfg.normalize_residual else "median objective"
+    return _Ticker(bar, images, steps, label)
+
+
+def _warn_if_low(results: Sequence[InversionResult], run: ExecutionConfig, problem: Problem,
+                 cfg: InversionConfig) -> None:
+    """One warning for all draws of one call when too few X' are IRIs (the report's note says the same)."""
+    residual = torch.cat([r.residual.detach().float().cpu() for r in results])
+    fraction = float(torch.cat([r.is_iri.detach().cpu() for r in results]).float().mean())
+    if fraction < run.warn_below:
+        kind = "adversarial" if problem.adversarial else "arbitrary"
+        log.warning("%s", iri_shortfall(kind, fraction, residual.numel(), float(residual.median()), cfg))

@@ -26,7 +26,7 @@ The switching objective's value orders iterates lexicographically, so the loop's
 iterate with the largest r2 (or, when none was feasible, the one with the smallest r1): every
 feasible value is <= b < every infeasible one. A weighted difference r1 - w * r2 has no such
 guarantee: on trained ResNets w = 1 left m1's median residual at 0.62 (no IRIs at all). w only
-scales the push gradient against the pull of r1 (bench/README.md measures it). With unnormalized
+scales the push gradient against the pull of r1 (docs/benchmarks/adversarial.md measures it). With unnormalized
 distances the same holds with d1, d2 and the bound b * ||m1(x)||. ``Forward`` fixes how the models are run: autocast to a
 lower precision for the model only (the distance itself is computed in float32), and channels-last
 inputs on CUDA. Targets m(x) are computed once, without gradient, in the same precision as the
@@ -75,7 +75,7 @@ def resolve_forward(precision: str, channels_last: bool, device: torch.device) -
     """The ``Forward`` for a config's precision ("auto" | "32" | "bf16" | "16") on ``device``.
 
     "auto" is bf16 autocast on CUDA and full precision elsewhere. Channels-last inputs on any device
-    (on CPU too: 1.2-1.3x faster input gradients of ResNet18 at widths 8-32, bench/README.md; the
+    (on CPU too: 1.2-1.3x faster input gradients of ResNet18 at widths 8-32, docs/benchmarks/levers.md; the
     engine's working copies of the models are channels-last as well).
     """
     on_cuda = device.type == "cuda"

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from stir import similarity
 from stir.inversion import ExecutionConfig, InversionResult, invert_adversarial_draws, invert_draws
+from stir.inversion.config import iri_shortfall
 from stir.inversion.controversial import controversial_perturbation, pooled_censored
 from stir.measure.calibration import Calibration, calibrate, calibration_notes
 from stir.measure.convergence import convergence_record, curve, pool_quality, refuse_failed, summary
@@ -125,7 +126,7 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
             runs[kind][j] = None  # its x' (n, c, h, w) is done with
         if "adversarial" in kinds:
             walk = controversial_perturbation(m_ref, m_tgt, plan.draw_images[j], tap_ref, tap_tgt, est.difficulty,
-                                              replace(plan.cfg, seed=plan.cfg.seed + j))
+                                              replace(plan.cfg, seed=plan.cfg.seed + j), progress=plan.run.progress)
             difficulty.append(walk.delta)  # mean ||x_c - x||_2 over the images that became controversial
             reached.append(walk.fraction)
             walks.append(walk)
@@ -142,8 +143,8 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
     quality = {kind: pool_quality(c.runs) for kind, c in kinds.items() if c.runs}
     for kind, q in quality.items():  # X' that are not IRIs still count in STIR: say how many
         if q["fraction_iri"] < plan.run.warn_below:
-            notes.append(f"{kind} IRIs: only {q['fraction_iri']:.0%} within tolerance {plan.cfg.tolerance:g} "
-                         f"(median residual {q['median_residual']:.3g}); raise inversion.steps for a cleaner STIR")
+            count = sum(r["residual"].numel() for r in kinds[kind].runs)
+            notes.append(iri_shortfall(kind, q["fraction_iri"], count, q["median_residual"], plan.cfg))
     ceiling_rep = _ceiling_representation(m_ref, tap_ref, runs.get("ceiling"), plan)
     calibration = _calibrations(m_ref, tap_ref, plan, tgt_reps[0], kinds, ceiling_rep, notes)
     fake = _fake_relu(m_ref, m_tgt, names, plan, notes, adversarial="adversarial" in kinds and not self_pair)

@@ -8,7 +8,7 @@ In eval mode a batch norm is an affine map per channel. After a convolution y = 
 so the pair is one convolution (Ioffe & Szegedy 2015; the usual inference-time fusion). Exact in
 real arithmetic; in float32 the outputs differ by rounding (W' and b' are computed in float64 and
 rounded once). On this project's CPU an input-gradient step of a width-16 ResNet18 costs about
-0.64x the unfolded one (bench/README.md, "Faithful inversion at engineering speed"): the batch norm
+0.64x the unfolded one (docs/benchmarks/levers.md): the batch norm
 forward and backward passes are memory-bound and disappear.
 
 ``InferenceCopy`` is what the inversion engine and the adversarial-training attack use: a deep copy

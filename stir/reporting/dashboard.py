@@ -34,6 +34,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from stir.reporting.wandb_read import OfflineRun, read_run
 
@@ -136,7 +137,8 @@ def draw_local(runs: Path, results: Path, out: Path) -> Path:
                 epochs = sorted(by_key[key])
                 mean = [np.mean(by_key[key][e]) for e in epochs]
                 ax.plot([e + 1 for e in epochs], mean, marker="o", label=recipe)
-        ax.set(title=f"Training: {label} (mean over seeds)", xlabel="epoch")
+        ax.set(title=f"Training: {label} (mean over seeds)", xlabel="epoch", ylabel=label)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
         if ax.has_data():
             ax.legend(fontsize=6)
     ax = axes[1, 0]

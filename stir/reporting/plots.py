@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
 import textwrap
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Union
@@ -104,7 +105,7 @@ def _draw_matrix(fig: Figure, ax: Axes, arr: np.ndarray, row_labels: Sequence[st
             label.set_horizontalalignment("right")
             label.set_rotation_mode("anchor")
     ax.set_xlabel(col_axis, fontsize=FONT + 1)
-    ax.set_ylabel(row_axis, fontsize=FONT + 1)
+    ax.set_ylabel(_wrap(row_axis, 24), fontsize=FONT + 1)  # a short matrix is less tall than the label
     ax.set_title(_wrap(title), fontsize=FONT + 2)
     colourbar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.03)
     colourbar.set_label(value_label, fontsize=FONT + 1)
@@ -123,8 +124,14 @@ def _draw_matrix(fig: Figure, ax: Axes, arr: np.ndarray, row_labels: Sequence[st
                 ax.text(j, i, text, ha="center", va="center", color=colour, fontsize=size)
 
 
-def _matrix_size(n_rows: int, n_cols: int) -> tuple[float, float]:
-    return max(4.5, 0.75 * n_cols + 3.0), max(3.5, 0.55 * n_rows + 2.2)
+def _matrix_size(n_rows: int, n_cols: int, longest: int = 0) -> tuple[float, float]:
+    """Inches for a heatmap; ``longest``: the longest tick label (rotated column labels need room below,
+    row labels room on the left)."""
+    return max(4.5, 0.75 * n_cols + 3.0 + 0.06 * longest), max(3.5, 0.55 * n_rows + 2.2 + 0.05 * longest)
+
+
+def _longest(*label_lists: Sequence[str]) -> int:
+    return max((len(str(label)) for labels in label_lists for label in labels), default=0)
 
 
 def plot_matrix(values: Any, row_labels: Sequence[str], col_labels: Sequence[str], path: PathLike,
@@ -142,7 +149,7 @@ def plot_matrix(values: Any, row_labels: Sequence[str], col_labels: Sequence[str
     Shapes: values (len(row_labels), len(col_labels)), numpy / tensor / nested lists.
     """
     arr = _matrix(values, row_labels, col_labels)
-    fig = _new_figure(*_matrix_size(*arr.shape))
+    fig = _new_figure(*_matrix_size(*arr.shape, _longest(row_labels, col_labels)))
     _draw_matrix(fig, fig.add_subplot(), arr, row_labels, col_labels, title, row_axis, col_axis,
                  value_label, vmin, vmax, annotate, cmap, fmt)
     return _save(fig, path)
@@ -169,8 +176,8 @@ def plot_matrix_pair(left: Any, right: Any, row_labels: Sequence[str], col_label
     right_cols = list(right_col_labels) if right_col_labels is not None else list(col_labels)
     a = _matrix(left, row_labels, col_labels)
     b = _matrix(right, right_rows, right_cols)
-    wa, ha = _matrix_size(*a.shape)
-    wb, hb = _matrix_size(*b.shape)
+    wa, ha = _matrix_size(*a.shape, _longest(row_labels, col_labels))
+    wb, hb = _matrix_size(*b.shape, _longest(right_rows, right_cols))
     fig = _new_figure(wa + wb, max(ha, hb) + 0.4)
     axes = fig.subplots(1, 2)
     _draw_matrix(fig, axes[0], a, row_labels, col_labels, left_title, row_axis, col_axis,
@@ -220,41 +227,101 @@ def _wrap(title: str, width: int = 60) -> str:
     return textwrap.fill(title, width)
 
 
-def _finish_axes(ax: Axes, title: str, xlabel: str, ylabel: str, handles: list) -> None:
+def _finish_axes(ax: Axes, title: str, xlabel: str, ylabel: str, handles: list, legend_title: str | None = None,
+                 legend: bool = True) -> None:
+    """Title, axis labels, grid; the legend outside the axes on the right (it never covers a curve or
+    an axis label), titled with what the error bars are."""
     ax.set_title(_wrap(title), fontsize=FONT + 2)
     ax.set_xlabel(xlabel, fontsize=FONT + 1)
     ax.set_ylabel(ylabel, fontsize=FONT + 1)
     ax.grid(True, alpha=0.3)
-    if handles:
+    if handles and legend:
         # Explicit handles keep drawing order (each fit right after its series); matplotlib's
         # default lists plain lines before error-bar containers.
-        ax.legend(handles=handles, fontsize=FONT - 1, frameon=False)
+        ax.figure.legend(handles=handles, loc="outside right upper", fontsize=FONT - 1, frameon=False,
+                         title=legend_title, title_fontsize=FONT - 1, alignment="left")
+
+
+LEGEND_CHARS = 44  # legend labels are wrapped to lines of at most this many characters
+
+
+def _label(text: str, width: int = LEGEND_CHARS) -> str:
+    """A legend label on lines of at most ``width`` characters (long model names or paths break at - / |)."""
+    if len(text) <= width:
+        return text
+    spaced = re.sub(r"([|/:(-])", "\\1\u200b", text)  # break opportunities after these characters
+    lines = textwrap.wrap(spaced, width, break_long_words=True, break_on_hyphens=False)
+    return "\n".join(line.replace("\u200b", "") for line in lines)
+
+
+def _legend_width(names: Sequence[str], extra: float = 0.0) -> float:
+    """Inches the outside legend needs for these labels (about 0.075 in per character at FONT - 1)."""
+    longest = max((len(line) for n in names for line in _label(n).splitlines()), default=0)
+    return min(7.0, 0.6 + 0.075 * longest + extra)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.all((np.isnan(a) & np.isnan(b)) | np.isclose(a, b, rtol=1e-9, atol=1e-12)))
+
+
+def _coincident(series: Mapping[str, np.ndarray], xs: Mapping[str, np.ndarray]) -> dict:
+    """{name: the earlier series it lies exactly on}: drawn hollow and larger, so that neither hides the other."""
+    out: dict = {}
+    names = list(series)
+    for k, name in enumerate(names):
+        for other in names[:k]:
+            if other not in out and _same(series[name], series[other]) and _same(xs[name], xs[other]):
+                out[name] = other
+                break
+    return out
+
+
+def _hollow(style: dict) -> dict:
+    """The style of a series drawn over an identical one: open, larger marker, dashed line."""
+    return {**style, "markerfacecolor": "none", "markersize": style.get("markersize", 5) + 4, "linestyle": "--"}
+
+
+def _single_point_note(ax: Axes, xs_all: Sequence[np.ndarray], what: str) -> None:
+    """Every series has one point: say so on the axes, and give the x axis room around it."""
+    xs = np.concatenate([x[np.isfinite(x)] for x in xs_all]) if xs_all else np.array([])
+    if xs.size and np.unique(xs).size == 1:
+        x = float(xs[0])
+        ax.set_xlim(x - max(1.0, 0.5 * abs(x)), x + max(1.0, 0.5 * abs(x)))
+        ax.text(0.5, 0.02, what, transform=ax.transAxes, ha="center", va="bottom", fontsize=FONT - 2, color="0.3",
+                wrap=True)
 
 
 def plot_layerwise(depths: Sequence[float] | Mapping[str, Sequence[float]],
                    series: Mapping[str, Sequence[float]], path: PathLike, title: str, *,
                    fits: Mapping[str, tuple[float, float]] | None = None,
                    errors: Mapping[str, Sequence[float]] | None = None,
-                   xlabel: str = "relative depth", ylabel: str = "STIR") -> Path:
+                   xlabel: str = "relative depth", ylabel: str = "STIR", error_note: str | None = None) -> Path:
     """Layer-wise curves: one line with markers per series, y against (relative) depth.
 
-    Drawn: each series as a solid line with markers (error bars of +-errors[name] when given);
-    for each series in ``fits`` a dashed line ``y = slope * x + intercept`` in the same colour over
-    that series' depth range, its slope in the legend.
+    Drawn: each series as a solid line with markers (error bars of +-errors[name] when given, what
+    they are in ``error_note``, the legend's title); for each series in ``fits`` a dashed line ``y =
+    slope * x + intercept`` in the same colour over that series' depth range, its slope in the legend.
+    A series identical to an earlier one is drawn hollow and dashed over it; the legend sits outside
+    the axes, the figure as wide as its labels need.
 
     Shapes: depths (L,) shared by all series, or a mapping name -> (L_name,) when networks have
     different numbers of layers; series[name] (L_name,), NaN allowed (gap); errors[name] like
     series[name]; fits[name] = (slope, intercept).
     """
-    fig = _new_figure(6.4, 4.4)
+    labels = [*(f"{n} (= {n})" for n in series), *(f"{n} fit (slope +0.000)" for n in (fits or {}))]
+    fig = _new_figure(5.4 + _legend_width(labels), 4.4)
     ax = fig.add_subplot()
     handles = []
-    for k, (name, values) in enumerate(series.items()):
-        ys = np.asarray(values, dtype=np.float64)
-        xs = _series_x(depths, name, ys.shape[0])
+    ys_all = {name: np.asarray(values, dtype=np.float64) for name, values in series.items()}
+    xs_all = {name: _series_x(depths, name, ys.shape[0]) for name, ys in ys_all.items()}
+    over = _coincident(ys_all, xs_all)
+    for k, name in enumerate(series):
+        ys, xs = ys_all[name], xs_all[name]
         colour = f"C{k % 10}"
-        handles.append(_curve(ax, xs, ys, _errors_for(errors, name, ys.shape[0]), color=colour,
-               marker=MARKERS[k % len(MARKERS)], linewidth=1.6, markersize=5, label=name))
+        style = dict(color=colour, marker=MARKERS[k % len(MARKERS)], linewidth=1.6, markersize=5,
+                     label=_label(name if name not in over else f"{name} (= {over[name]})"))
+        handles.append(_curve(ax, xs, ys, _errors_for(errors, name, ys.shape[0]),
+                              **(_hollow(style) if name in over else style)))
         if fits and name in fits and fits[name] is not None:
             slope, intercept = (float(v) for v in fits[name])
             finite = xs[np.isfinite(xs)]
@@ -262,9 +329,17 @@ def plot_layerwise(depths: Sequence[float] | Mapping[str, Sequence[float]],
                 line_x = np.array([finite.min(), finite.max()])
                 handles += ax.plot(line_x, slope * line_x + intercept, linestyle="--",
                                    color=colour, linewidth=1.2, alpha=0.8,
-                                   label=f"{name} fit (slope {slope:+.3f})")
-    _finish_axes(ax, title, xlabel, ylabel, handles)
+                                   label=_label(f"{name} fit (slope {slope:+.3f})"))
+    _single_point_note(ax, list(xs_all.values()), "one tap only: no curve over depth")
+    _finish_axes(ax, title, xlabel, ylabel, handles, _bars(errors, error_note))
     return _save(fig, path)
+
+
+def _bars(errors: Any, note: str | None) -> str | None:
+    """The legend title that says what the error bars are (None without error bars)."""
+    if not errors:
+        return None
+    return note or "bars: the spread reported with each value"
 
 
 def _thousands(x: float, _pos: int) -> str:
@@ -275,7 +350,7 @@ def plot_incremental(sizes: Sequence[float] | Mapping[str, Sequence[float]],
                      series: Mapping[str, Sequence[float]], path: PathLike, title: str, *,
                      errors: Mapping[str, Sequence[float]] | None = None,
                      xlabel: str = "training-set size", ylabel: str = "STIR",
-                     logx: bool = False) -> Path:
+                     logx: bool = False, error_note: str | None = None) -> Path:
     """STIR over incremental training-set sizes: one curve with markers per series.
 
     Series named ``"<group>: <what>"`` (e.g. "vanilla: STIR(m_t|m_t-1)", "vanilla:
@@ -284,9 +359,9 @@ def plot_incremental(sizes: Sequence[float] | Mapping[str, Sequence[float]],
     ("10,000"); ``logx`` puts it on a log scale for geometric size schedules.
 
     Shapes: sizes (T,) shared, or a mapping name -> (T_name,); series[name] (T_name,), NaN
-    allowed; errors[name] like series[name].
+    allowed; errors[name] like series[name]; ``error_note`` says what the bars are (legend title).
     """
-    fig = _new_figure(6.4, 4.4)
+    fig = _new_figure(5.4 + _legend_width(list(series)), 4.4)
     ax = fig.add_subplot()
     groups: dict[str, int] = {}
     in_group: dict[str, int] = {}
@@ -301,12 +376,12 @@ def plot_incremental(sizes: Sequence[float] | Mapping[str, Sequence[float]],
         handles.append(_curve(ax, xs, ys, _errors_for(errors, name, ys.shape[0]),
                               color=f"C{g % 10}", linestyle=linestyles[m % len(linestyles)],
                               marker=MARKERS[m % len(MARKERS)], linewidth=1.6, markersize=5,
-                              label=name))
+                              label=_label(name)))
     if logx:
         ax.set_xscale("log")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # sizes are image counts: no 1.5 images
     ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
-    _finish_axes(ax, title, xlabel, ylabel, handles)
+    _finish_axes(ax, title, xlabel, ylabel, handles, _bars(errors, error_note))
     return _save(fig, path)
 
 
@@ -331,8 +406,8 @@ def plot_iri_grid(originals: Any, rows: Mapping[str, Any], path: PathLike, title
     """Image grid: originals on the first row, then one row per named set of IRIs.
 
     Drawn: column j shows image j of every set (so a column is one seed image and the IRIs made
-    from it); each row is labelled on the left with its name (e.g. "IRIs of m1 (arbitrary)",
-    "adversarial IRIs m1 vs m2"). At most ``max_images`` columns; a set with fewer images leaves
+    from it); each row is labelled on the left with its name (e.g. "X' made for m1: 3 of 8
+    are IRIs", "adversarial X': m1 matched, m2 pushed"). At most ``max_images`` columns; a set with fewer images leaves
     its remaining cells blank.
 
     ``captions[name][j]`` is written under image j of row ``name`` (e.g. its residual).
@@ -373,7 +448,7 @@ def plot_iri_grid(originals: Any, rows: Mapping[str, Any], path: PathLike, title
 
 
 def plot_bars(labels: Sequence[str], values: Sequence[float], errors: Sequence[float | None] | None,
-              path: PathLike, title: str, ylabel: str, *, fmt: str = ".3f") -> Path:
+              path: PathLike, title: str, ylabel: str, *, fmt: str = ".3f", error_note: str | None = None) -> Path:
     """Bar chart for a small table: one bar per label, +-errors as error bars, value above each bar.
 
     Shapes: labels (k,), values (k,) (NaN: no bar, "nan" written), errors (k,) or None; a None /
@@ -388,7 +463,9 @@ def plot_bars(labels: Sequence[str], values: Sequence[float], errors: Sequence[f
         if err.shape != ys.shape:
             raise ValueError(f"errors of shape {err.shape}, expected {ys.shape}")
         err = np.where(np.isnan(ys), np.nan, err)  # no error bar floating where there is no bar
-    fig = _new_figure(max(4.0, 0.8 * len(labels) + 2.0), 4.0)
+    note = _bars(errors, error_note) if err is not None else ""
+    longest = max((len(str(label)) for label in labels), default=0)
+    fig = _new_figure(max(4.0, 0.8 * len(labels) + 2.0 + 0.05 * longest, 0.09 * len(note) + 1.0), 4.0 + 0.04 * longest)
     ax = fig.add_subplot()
     xs = np.arange(len(labels))
     heights = np.nan_to_num(ys, nan=0.0)
@@ -406,6 +483,8 @@ def plot_bars(labels: Sequence[str], values: Sequence[float], errors: Sequence[f
             label.set_rotation_mode("anchor")
     ax.set_title(_wrap(title), fontsize=FONT + 2)
     ax.set_ylabel(ylabel, fontsize=FONT + 1)
+    if note:
+        ax.set_xlabel(note, fontsize=FONT - 1)
     ax.grid(True, axis="y", alpha=0.3)
     tops = ys + (np.nan_to_num(err, nan=0.0) if err is not None else 0.0)
     finite = ys[np.isfinite(ys)]
@@ -416,33 +495,71 @@ def plot_bars(labels: Sequence[str], values: Sequence[float], errors: Sequence[f
     return _save(fig, path)
 
 
+_DIRECTION = re.compile(r"\((?P<target>[^|()]+)\|(?P<ref>[^|()]+)\)")
+
+
+def _reference(name: str) -> str | None:
+    """The reference of a direction named like "STIR(m2|m1)" (the model after the bar), if named so."""
+    found = _DIRECTION.search(name)
+    return found.group("ref").strip() if found else None
+
+
 def plot_convergence(steps: Mapping[str, Sequence[float]], stir: Mapping[str, Sequence[float]],
                      residual: Mapping[str, Sequence[float]], path: PathLike, title: str, *,
                      errors: Mapping[str, Sequence[float]] | None = None, tolerance: float | None = None,
-                     ylabel: str = "STIR") -> Path:
+                     ylabel: str = "STIR", error_note: str | None = None) -> Path:
     """STIR (left) and the median residual (right, log scale) against inversion steps, one line per series.
 
     Each series is one direction and IRI kind ("STIR(m2|m1)", "STIR_adv(m1|m2)", ...), measured at
     the best iterates so far at each recorded step: a flat right end means the value has settled.
-    Shapes: steps[name], stir[name], residual[name] (T_name,); errors[name] like stir[name];
-    ``tolerance`` draws the IRI tolerance on the residual panel.
+    Both panels share one legend below them; a series's residual is that of its own reference (the
+    model after the bar, whose X' they are), said in the legend. A series identical to an earlier one
+    (adversarial IRIs that never became IRIs equal the arbitrary ones) is drawn hollow and dashed over
+    it and named so; with a single recorded step the panels say so instead of showing a bare dot.
+
+    Shapes: steps[name], stir[name], residual[name] (T_name,); errors[name] like stir[name] (what
+    they are: ``error_note``); ``tolerance`` draws the IRI tolerance on the residual panel.
     """
-    fig = _new_figure(10.4, 4.2)
+    names = list(stir)
+    xs_all = {n: np.asarray(steps[n], dtype=np.float64) for n in names}
+    ys_all = {n: np.asarray(stir[n], dtype=np.float64) for n in names}
+    rs_all = {n: np.asarray(residual[n], dtype=np.float64) for n in names}
+    over = _coincident({n: np.concatenate([ys_all[n], rs_all[n]]) for n in names},
+                       {n: np.concatenate([xs_all[n], xs_all[n]]) for n in names})
+    labels = []
+    for n in names:
+        ref = _reference(n)
+        label = n + (f": X' made for {ref}" if ref else "")
+        labels.append(_label(label + (f" (= {over[n]})" if n in over else ""), 2 * LEGEND_CHARS))
+    columns = 2 if len(names) > 1 and max(len(line) for lb in labels for line in lb.splitlines()) <= 60 else 1
+    lines = sum(lb.count("\n") + 1 for lb in labels) / columns
+    fig = _new_figure(10.4, 4.4 + 0.2 * math.ceil(lines))
     left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
-    handles, res_handles = [], []
-    for k, name in enumerate(stir):
-        xs = np.asarray(steps[name], dtype=np.float64)
+    handles = []
+    for k, name in enumerate(names):
+        xs = xs_all[name]
         # adversarial series dashed: where no X' became an IRI they coincide with the arbitrary ones
-        style = dict(color=f"C{k % 10}", marker=MARKERS[k % len(MARKERS)], linewidth=1.6, markersize=5, label=name,
-                     linestyle="--" if "_adv" in name else "-")
-        handles.append(_curve(left, xs, np.asarray(stir[name], dtype=np.float64),
-                              _errors_for(errors, name, xs.shape[0]), **style))
-        res_handles.append(_curve(right, xs, np.asarray(residual[name], dtype=np.float64), None, **style))
+        style = dict(color=f"C{k % 10}", marker=MARKERS[k % len(MARKERS)], linewidth=1.6, markersize=5,
+                     label=labels[k], linestyle="--" if "_adv" in name else "-")
+        if name in over:
+            style = _hollow(style)
+        handles.append(_curve(left, xs, ys_all[name], _errors_for(errors, name, xs.shape[0]), **style))
+        _curve(right, xs, rs_all[name], None, **style)
+    tolerance_handle = []
     if tolerance is not None:
-        res_handles.append(right.axhline(tolerance, color="0.4", linestyle=":", linewidth=1.2,
-                                         label=f"tolerance {tolerance:g}"))
+        tolerance_handle = [right.axhline(tolerance, color="0.4", linestyle=":", linewidth=1.2,
+                                          label=f"IRI tolerance {tolerance:g}")]
     right.set_yscale("log")
-    _finish_axes(left, title, "inversion steps", ylabel, handles)
-    _finish_axes(right, "median relative residual of m1", "inversion steps", "||m1(x') - m1(x)|| / ||m1(x)||",
-                 res_handles)
+    for ax in (left, right):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
+    one = "one recorded step only: inversion.steps is at or below the first of inversion.record_steps"
+    _single_point_note(left, list(xs_all.values()), one)
+    _single_point_note(right, list(xs_all.values()), one)
+    _finish_axes(left, title, "inversion steps", ylabel, handles, legend=False)
+    _finish_axes(right, "median relative residual of each series' reference", "inversion steps",
+                 "||m(x') - m(x)|| / ||m(x)||, m = the reference", tolerance_handle, legend=False)
+    if tolerance_handle:
+        right.legend(handles=tolerance_handle, fontsize=FONT - 2, frameon=False, loc="upper right")
+    fig.legend(handles=handles, loc="outside lower center", ncols=columns, fontsize=FONT - 1,
+               frameon=False, title=_bars(errors, error_note), title_fontsize=FONT - 1)
     return _save(fig, path)

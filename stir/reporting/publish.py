@@ -17,7 +17,7 @@ from stir import atomic
 from stir.config.schema import LoggerConfig
 from stir.provenance import library_versions
 from stir.reporting.report import Report, Row, Table, slug
-from stir.reporting.tables import format_table, write_csv, write_markdown
+from stir.reporting.tables import format_table, to_markdown, write_csv, write_markdown
 from stir.reporting.wandb_log import log_report
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,9 @@ def _undefined(value: Any) -> bool:
     return (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and value.strip().lower().startswith("nan"))
 
 
+README_ROWS = 40  # tables up to this many rows are shown in the report's README.md, longer ones linked
+
+
 def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, Any], run_name: str,
             tags: Optional[List[str]] = None) -> Dict[str, Path]:
     """Write ``report`` into the folder ``out``; {figure name: PNG path}."""
@@ -63,7 +66,12 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
                        footer="\n".join(f"[{i}] {note}  " for i, note in enumerate(notes, 1)))
         below = "".join(f"\n[{i}] {note}" for i, note in enumerate(notes, 1))
         log.info("%s\n%s%s", name, format_table(shown), below)
-        sections.append(f"## {name}\n\nfile: [`{name}.csv`]({name}.csv), [`{name}.md`]({name}.md)\n")
+        files = f"file: [`{name}.csv`]({name}.csv), [`{name}.md`]({name}.md)"
+        if len(shown) <= README_ROWS:  # the report itself shows the numbers, not only where they are
+            footer = "".join(f"\n[{i}] {note}  " for i, note in enumerate(notes, 1))
+            sections.append(f"## {name}\n\n{to_markdown(shown)}\n{footer}\n\n{files}\n")
+        else:
+            sections.append(f"## {name}\n\n{len(shown)} rows: {files}\n")
     figures = {}
     for name, figure in report.figures.items():
         path = figure.render(out / f"{slug(name)}.png")

@@ -1,5 +1,10 @@
 """Read an offline W&B run file (``run-<id>.wandb``) back: config, summary, history, tables, artifacts.
 
+    python -m stir.reporting.wandb_read RUN [RUN ...] [--table NAME] [--history]
+
+prints what each run holds (RUN: a ``run-*.wandb`` file or its ``offline-run-*`` folder), or one
+logged table as rows.
+
 wandb offline keeps a run only in this binary file until ``wandb sync``; wandb 0.31 no longer ships
 a Python reader for it (the old ``wandb.sdk.internal.datastore``). The format is LevelDB's log
 format: a 7-byte header (``:W&B``, magic 0xBEE1, version 0), then 32 KiB blocks of chunks
@@ -9,12 +14,14 @@ each reassembled record is a ``wandb_internal_pb2.Record`` protobuf. Used by the
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import struct
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 _HEADER = b":W&B"
 _BLOCK = 32768
@@ -64,10 +71,34 @@ class OfflineRun:
     summary: Dict[str, Any] = field(default_factory=dict)
     history: List[Dict[str, Any]] = field(default_factory=list)  # one dict per logged step
     artifacts: List[Dict[str, str]] = field(default_factory=list)  # {"name", "type"}
+    path: Optional[Path] = None  # the run file read
 
     @property
     def history_keys(self) -> set:
         return {k for row in self.history for k in row}
+
+    @property
+    def tables(self) -> Dict[str, Dict[str, Any]]:
+        """{table key: its summary entry (path of the table file in the run's files/, nrows, ncols)}."""
+        out: Dict[str, Dict[str, Any]] = {}
+        for key, value in self.summary.items():
+            if key.endswith("/_type") and value == "table-file":
+                name = key[: -len("/_type")]
+                out[name] = {k[len(name) + 1:]: v for k, v in self.summary.items() if k.startswith(name + "/")}
+        return out
+
+    def table(self, name: str) -> Dict[str, Any]:
+        """One logged table as {"columns": [...], "data": [[...], ...]}, read from the run's files/ folder."""
+        if name not in self.tables:
+            raise KeyError(f"no table {name!r} in {self.path}; tables: {sorted(self.tables)}")
+        if self.path is None:
+            raise ValueError("this run was not read from a file")
+        entry = self.tables[name]
+        file = self.path.parent / "files" / str(entry.get("path", ""))
+        if not file.is_file():
+            raise FileNotFoundError(f"table {name!r}: {file} is not there (the run's files/ folder holds the table files)")
+        table = json.loads(file.read_text())
+        return {"columns": table.get("columns", []), "data": table.get("data", [])}
 
 
 def _value(json_text: str) -> Any:
@@ -86,7 +117,7 @@ def read_run(path: Union[str, os.PathLike]) -> OfflineRun:
     path = Path(path)
     if path.is_dir():
         (path,) = path.glob("run-*.wandb")
-    run = OfflineRun()
+    run = OfflineRun(path=path)
     for record in records(path):
         kind = record.WhichOneof("record_type")
         if kind == "run":
@@ -108,3 +139,56 @@ def read_run(path: Union[str, os.PathLike]) -> OfflineRun:
     # wandb stores each config value as {"value": v, "desc": ...}
     run.config = {k: v.get("value", v) if isinstance(v, dict) and "value" in v else v for k, v in run.config.items()}
     return run
+
+
+def describe(run: OfflineRun) -> str:
+    """A few readable lines: name, job type, group, tags, config keys, summary values, tables, artifacts."""
+    scalars = {k: v for k, v in run.summary.items() if isinstance(v, (int, float)) and not k.startswith("_")}
+    tables = ", ".join(f"{k} ({v.get('nrows', '?')} rows)" for k, v in sorted(run.tables.items()))
+    lines = [f"{run.path}: {run.name or run.run_id} (job_type {run.job_type or '-'}, group {run.group or '-'}, "
+             f"tags {', '.join(run.tags) or '-'})",
+             f"  config: {len(run.config)} keys ({', '.join(sorted(run.config)[:12])}{', ...' if len(run.config) > 12 else ''})",
+             f"  history: {len(run.history)} rows, keys {', '.join(sorted(run.history_keys)) or '-'}",
+             f"  tables: {tables or '-'}",
+             f"  artifacts: {', '.join(a['name'] + ':' + a['type'] for a in run.artifacts) or '-'}",
+             "  summary:"]
+    lines += [f"    {k} = {v:.6g}" if isinstance(v, float) else f"    {k} = {v}" for k, v in sorted(scalars.items())]
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m stir.reporting.wandb_read",
+                                     description="What offline W&B runs hold, without the network.")
+    parser.add_argument("runs", nargs="*", type=Path, help="run-*.wandb files or offline-run-* folders")
+    parser.add_argument("--table", help="print this logged table (tab-separated)")
+    parser.add_argument("--history", action="store_true", help="print every logged history row")
+    args = parser.parse_args(argv)
+    if not args.runs:
+        print("error: give a run: python -m stir.reporting.wandb_read results/<report>/wandb/offline-run-* "
+              "(or a run-*.wandb file)", file=sys.stderr)
+        return 2
+    for given in args.runs:
+        try:
+            run = read_run(given)
+        except (ValueError, FileNotFoundError) as err:
+            print(f"error: {given}: {err}", file=sys.stderr)
+            return 2
+        if args.table:
+            try:
+                table = run.table(args.table)
+            except (KeyError, FileNotFoundError) as err:
+                print(f"error: {err.args[0]}", file=sys.stderr)
+                return 2
+            print("\t".join(map(str, table["columns"])))
+            for row in table["data"]:
+                print("\t".join(map(str, row)))
+        else:
+            print(describe(run))
+            if args.history:
+                for row in run.history:
+                    print("   ", json.dumps(row, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

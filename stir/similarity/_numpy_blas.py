@@ -11,7 +11,7 @@ Xc^T Xc, Yc^T Yc and Xc^T Yc. On CPU numpy does these better than torch can:
   stays in row layout (torch's products wanted a transposing copy).
 
 Measured at n = 10000, d = 512, float64, 2 threads
-(``python bench/bench_similarity.py --threads 2 --numpy-only``): see bench/README.md.
+(``python bench/bench_similarity.py --threads 2 --numpy-only``): see docs/benchmarks/similarity.md.
 
 The same precision rules as the torch path (:mod:`stir.similarity._linalg`):
 centring in float64 before any product, products in the work dtype, sums of

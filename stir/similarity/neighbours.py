@@ -227,7 +227,7 @@ def cknna(x: Tensor, y: Tensor, *, k: int = 10, normalize: bool = True) -> Tenso
 
     With K = X X^T, L = Y Y^T (uncentred inner products; of the L2-normalised rows
     when ``normalize``, as platonic-rep's pipeline does) and the mask
-    alpha_ij = [j in topk_K(i)] [j in topk_L(i)] (neighbours by K, L themselves,
+    ``alpha_ij = [j in topk_K(i)] [j in topk_L(i)]`` (neighbours by K, L themselves,
     diagonal excluded; masks are row-wise, so alpha o K need not be symmetric)::
 
         CKNNA(X, Y) = HSIC_1(alpha_KL o K, alpha_KL o L)

@@ -28,6 +28,7 @@ problem that needs no Trainer. Device and dtype follow the images and the models
 from __future__ import annotations
 
 import logging
+import math
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -40,6 +41,7 @@ from stir.data import to_float
 from stir.models import frozen
 from stir.stitching.layers import GReLUStitch, IdentityStitch, LinearStitch, OrthogonalStitch
 from stir.models.taps import read_taps, run_from
+from stir.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -195,12 +197,14 @@ def _identity_init(layer: nn.Module) -> None:
 
 def train_layer(
     net: Stitched, images: Tensor, labels: Tensor, *, epochs: int, batch_size: int, lr: float, seed: int,
+    progress: bool = False, desc: str = "stitching",
 ) -> List[float]:
     """Train S (``net.layer``) for ``epochs`` passes over (images (n, 3, h, w), labels (n,)); mean loss per epoch.
 
     Adam on S's parameters only, batches in an order drawn from a CPU generator seeded with ``seed``;
     A and B frozen in eval mode throughout (flags restored after). A layer without parameters
-    (identity) is not trained: returns [].
+    (identity) is not trained: returns []. ``progress``: a bar (or log lines) over the batches,
+    ``desc`` saying which fit.
     """
     params = [p for p in net.layer.parameters() if p.requires_grad]
     if not params or epochs == 0:
@@ -209,7 +213,8 @@ def train_layer(
     opt = torch.optim.Adam(params, lr=lr)
     g = torch.Generator().manual_seed(seed)
     losses = []
-    with frozen(a, b):
+    batches = epochs * math.ceil(images.shape[0] / batch_size)
+    with frozen(a, b), Progress(batches, desc, "batch", enabled=progress, leave=False) as bar:
         net.layer.train()
         for epoch in range(epochs):
             order = torch.randperm(images.shape[0], generator=g).to(images.device)
@@ -222,6 +227,7 @@ def train_layer(
                 loss.backward()
                 opt.step()
                 total, count = total + loss.item() * idx.numel(), count + idx.numel()
+                bar.update(1, epoch=f"{epoch + 1}/{epochs}", loss=total / count)
             losses.append(total / count)
             log.debug("stitching %s: epoch %d loss %.4f", type(net.layer).__name__, epoch, losses[-1])
     return losses

@@ -121,6 +121,7 @@ def stitch(
     acc_b: Optional[float] = None,
     names: Tuple[str, str] = ("A", "B"),
     eval_batch_size: int = 500,
+    progress: bool = False,
 ) -> StitchResult:
     """Stitch A[:tap_a] -> S -> B[tap_b:] with a layer of ``kind``, fit S on ``train``, test on ``test``.
 
@@ -132,6 +133,7 @@ def stitch(
         train, test: (images (n, 3, h, w) uint8 or float in [0, 1], labels (n,) int64).
         seed: the stitching seed (subset of ``train`` when ``settings.train_images`` is set, batch order).
         acc_b: B's accuracy on ``test`` when already known (else measured).
+        progress: report the fit (``stir.progress``: batches done, the running loss, the ETA).
     Returns:
         a ``StitchResult``; A and B come back with their weights, buffers and flags unchanged. To keep
         results, wrap the call in a results store (``ResultStore.cached`` keyed by ``stitch_parts``).
@@ -164,7 +166,8 @@ def stitch(
         acc_b = accuracy(b, test_x, test_y, eval_batch_size)
     acc_init = accuracy(net, test_x, test_y, eval_batch_size, a, b)
     losses = train_layer(net, images, labels, epochs=settings.epochs, batch_size=settings.batch_size,
-                         lr=settings.lr, seed=seed)
+                         lr=settings.lr, seed=seed, progress=progress,
+                         desc=f"stitching {names[0]}[{tap_a}] -> {kind} -> {names[1]}[{tap_b}], seed {seed}")
     acc = accuracy(net, test_x, test_y, eval_batch_size, a, b) if losses else acc_init
     result = StitchResult(
         kind=kind, tap_a=tap_a, tap_b=tap_b, seed=seed, acc_stitched=acc, acc_init=acc_init, acc_b=acc_b,

@@ -88,10 +88,13 @@ class RobustClassifier(L.LightningModule):
         self.log("train/epoch_loss", out.loss.detach(), on_step=False, on_epoch=True, batch_size=b)
         for name, value in out.extra.items():
             self.log(f"train/{name}", value, batch_size=b)
-        # Accuracy from the forwards the objective already made (AT makes no clean forward); per step
-        # and as the epoch's mean (the curves a dashboard groups by recipe).
-        if out.logits_clean is not None:
-            acc = accuracy(out.logits_clean.detach(), labels)
+        # Accuracy from the forwards the objective already made, per step and as the epoch's mean (the
+        # curves a dashboard groups by recipe). train/acc is on the inputs the network trains on: clean
+        # images, or for AT (which makes no clean forward) its adversarial examples, so that every run
+        # has train/epoch_acc; train/adv_acc is on the adversarial examples of every robust objective.
+        logits = out.logits_clean if out.logits_clean is not None else out.logits_adv
+        if logits is not None:
+            acc = accuracy(logits.detach(), labels)
             self.log("train/acc", acc, prog_bar=True, batch_size=b)
             self.log("train/epoch_acc", acc, on_step=False, on_epoch=True, batch_size=b)
         if out.logits_adv is not None:

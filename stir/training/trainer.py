@@ -5,6 +5,7 @@ import csv
 import hashlib
 import io
 import logging
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -12,12 +13,15 @@ from typing import Any, Dict, List, Optional, Sequence
 import lightning as L
 from lightning.fabric.loggers.logger import rank_zero_experiment
 from lightning.fabric.plugins import TorchCheckpointIO
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback, LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 
 from stir import atomic
 from stir.config.schema import LoggerConfig, TrainerConfig
+from stir.progress import on_terminal
+
+log = logging.getLogger(__name__)
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -136,11 +140,31 @@ def quiet_lightning() -> None:
         warnings.filterwarnings("ignore", message=pattern)
 
 
+class EpochLines(Callback):
+    """One log line per finished epoch (where Lightning's bar would only fill a log file with redraws)."""
+
+    def __init__(self) -> None:
+        self.started = 0.0
+
+    def on_train_epoch_start(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        self.started = time.monotonic()
+
+    def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        if not trainer.is_global_zero:
+            return
+        keys = ("train/epoch_loss", "train/epoch_acc", "train/epoch_adv_acc", "val/acc", "val/robust_acc")
+        shown = ", ".join(f"{k} {float(trainer.callback_metrics[k]):.4g}" for k in keys if k in trainer.callback_metrics)
+        log.info("epoch %d of %d: %s (%.0f s)", trainer.current_epoch + 1, trainer.max_epochs, shown or "-",
+                 time.monotonic() - self.started)
+
+
 def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L.Trainer:
     """A Trainer that checkpoints every epoch to ``run_dir/last.ckpt``, written atomically in ``run_dir``
     (``AtomicCheckpointIO``; Lightning's SLURM requeue checkpoints too).
 
     ``inference_mode=False``: robust validation and testing run attacks, which need gradients.
+    Progress: Lightning's bar on a terminal (``trainer.enable_progress_bar``); elsewhere a log line per
+    epoch instead of the bar's redraws.
     """
     # monitor=None + save_top_k=1 keeps exactly one checkpoint, the latest, under a fixed name.
     # (save_last with save_top_k=0 writes last.ckpt only when training ends: nothing to resume from.)
@@ -149,7 +173,8 @@ def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L
         enable_version_counter=False,
     )
     quiet_lightning()
-    callbacks = [checkpoint]
+    bar = cfg.enable_progress_bar and on_terminal()
+    callbacks: List[Callback] = [checkpoint] + ([] if bar or not cfg.enable_progress_bar else [EpochLines()])
     if loggers:
         callbacks.append(LearningRateMonitor(logging_interval="epoch"))
     return L.Trainer(
@@ -163,7 +188,7 @@ def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L
         deterministic=cfg.deterministic,
         limit_train_batches=cfg.limit_train_batches,
         log_every_n_steps=cfg.log_every_n_steps,
-        enable_progress_bar=cfg.enable_progress_bar,
+        enable_progress_bar=bar,
         logger=loggers or False,
         callbacks=callbacks,
         plugins=[AtomicCheckpointIO()],

@@ -144,7 +144,7 @@ class Recipes:
         try:  # the folder must hold this recipe, or evaluation would measure another model
             folder.check(cfg)
         except RecipeMismatchError as err:
-            raise RecipeMismatchError(f"zoo model {name!r} (`{command}`): {err}") from None
+            raise RecipeMismatchError(mismatch_message(name, command, folder, cfg, err)) from None
         return model
 
     def ensure(self, name: str, train_missing: bool, allow_unfinished: bool = False) -> Run:
@@ -167,6 +167,43 @@ class Recipes:
         if name not in self.recipes:
             raise UnknownModelError(f"unknown zoo name {name!r}{close_matches(name, self.recipes)}")
         return self.recipes[name]
+
+
+def mismatch_message(name: str, command: str, folder: RunFolder, cfg: TrainConfig, err: Exception) -> str:
+    """Why a zoo model's run folder holds another recipe, and the evaluate.py key that fixes it.
+
+    train.py's own advice (retrain=true, run_dir=PATH) is no evaluate.py key. The usual cause is the
+    data: the folder was trained on a local copy (train.py data.source=PATH) and the evaluation does
+    not name it (zoo.data_source=PATH), or names another.
+    """
+    from stir.training.runs import recipe_of
+
+    old, new = folder.stored_recipe() or {}, recipe_of(cfg)
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    head = f"zoo model {name!r} (`{command}`): its run folder {folder.path} was trained with another recipe"
+    fixes = []
+    if "data.source" in keys:
+        trained_on = _trained_source(folder)
+        if cfg.data.source is None:
+            fixes.append(f"it was trained on data.source={trained_on or 'a local copy'}: evaluate it with "
+                         f"zoo.data_source={trained_on or 'PATH'}")
+        else:
+            fixes.append(f"data.source: it was trained on {trained_on or old.get('data.source')!r}, this evaluation "
+                         f"gives {cfg.data.source!r} (other content): give the same data with zoo.data_source=PATH")
+    others = [k for k in keys if k != "data.source"]
+    if others:
+        changes = ", ".join(f"{k}: {old.get(k)!r} here, {new.get(k)!r} asked" for k in others)
+        fixes.append(f"{changes}: add the folder's values with zoo.overrides=[\"key=value\"], or use another "
+                     f"zoo.runs_dir to train this recipe there (train_missing=true)")
+    return f"{head}; " + "; ".join(fixes) if fixes else f"{head} ({err})"
+
+
+def _trained_source(folder: RunFolder) -> Optional[str]:
+    """The data.source path in the folder's config.yaml (where it was trained from), if any."""
+    if not folder.config.is_file():
+        return None
+    source = (OmegaConf.to_container(OmegaConf.load(folder.config)).get("data") or {}).get("source")
+    return None if source is None else str(source)
 
 
 def close_matches(name: str, choices) -> str:

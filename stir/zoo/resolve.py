@@ -136,9 +136,7 @@ class Zoo:
             return self._zoo(zoo_name)
         if Path(name).exists():
             return self._checkpoint(Path(name))
-        raise UnknownModelError(
-            f"unknown model {name!r}: not a zoo name of {self.recipes.zoo_file}{close_matches(zoo_name, self.recipes.recipes)} "
-            f"and no run folder or checkpoint at {Path(name).resolve()}")
+        raise UnknownModelError(unknown_model_message(name, zoo_name, self.recipes.recipes, self.recipes.zoo_file))
 
     def _zoo(self, name: str) -> Model:
         from stir.training.runs import model_artifact_name, recipe_of
@@ -219,6 +217,18 @@ class Zoo:
                 candidate = f"{label}-{suffix}"
         self._labels[candidate] = request
         return candidate
+
+
+def unknown_model_message(name: str, zoo_name: str, names, zoo_file: Path) -> str:
+    """One line for a name that is neither a zoo name nor an existing path: the close zoo names, or, for
+    something that looks like a path, where it was looked for (never the whole list of names)."""
+    path = Path(name)
+    if "/" in name or path.suffix in (".pt", ".pth", ".ckpt", ".th", ".tar"):
+        found = next((p for p in path.resolve().parents if p.exists()), None)  # the deepest folder that exists
+        where = f" ({found} exists, {path.resolve().relative_to(found)} in it does not)" if found else ""
+        return f"no run folder or checkpoint at {path.resolve()}{where}; give an existing run folder or weights file"
+    return (f"unknown model {name!r}: not a zoo name of {zoo_file}{close_matches(zoo_name, names)} (nor a run folder or "
+            f"checkpoint here, nor a source such as realnet:NAME)")
 
 
 def _given(tap: Optional[str], weights: Optional[str]) -> Dict[str, Any]:

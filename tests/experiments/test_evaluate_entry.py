@@ -133,7 +133,7 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
     "extra, error, message",
     [
         (["ref=nosuchmodel"], ValueError, r"unknown model 'nosuchmodel': not a zoo name of .*zoo.yaml \(\d+ names in the zoo "
-                                          r"file\) and no run folder or checkpoint at .*nosuchmodel$"),
+                                          r"file\) \(nor a run folder or checkpoint here"),
         (["ref=vanila"], ValueError, r"unknown model 'vanila': .*did you mean 'vanilla'"),
         (["layers.taps=[nosuchtap]"], ValueError, r"unknown tap 'nosuchtap'.*valid taps"),
         (["layers.reduce=max"], ValueError, r"layers.reduce='max' is not a valid choice.*spatial_mean"),
@@ -234,3 +234,30 @@ def test_a_bare_weights_file_takes_its_images_from_zoo_data_source(tmp_path):
     assert model.data.source == str(tmp_path / "images") and model.data.num_classes == 10 and model.data.holdout_size == 10
     assert ctx.images(model).shape == (8, 3, 32, 32)
     assert model.label == f"{tmp_path.parent.name}/{tmp_path.name}"  # the recipe part of its path (weights.pt: no stem)
+
+
+def test_the_iri_shortfall_names_the_kind_and_the_same_fix_as_the_log(workspace):
+    """Issue 22, error 9: the note says which IRI kind and the fix the engine's warning gives."""
+    from stir.inversion.config import InversionConfig, iri_shortfall
+
+    table = (workspace / "results/pair_at_vs_vanilla/pairs.md").read_text().splitlines()
+    notes = [n.strip() for n in table if "IRIs: only" in n]
+    assert notes and all(n.split(": ", 1)[1].startswith(("arbitrary IRIs: only", "adversarial IRIs: only")) for n in notes)
+    fix = iri_shortfall("arbitrary", 0.0, 1, 0.1, InversionConfig(steps=15)).split("; ", 1)[1]
+    assert all(n.endswith(fix) for n in notes) and "inversion.continue_steps=1000" in fix
+
+
+def test_wandb_read_prints_what_a_run_holds_and_its_tables(workspace, capsys):
+    """Issue 22, error 7: python -m stir.reporting.wandb_read printed nothing; OfflineRun had no tables."""
+    from stir.reporting import wandb_read
+
+    (run_file,) = (workspace / "results/pair_at_vs_vanilla").glob("wandb/offline-run-*/run-*.wandb")
+    run = wandb_read.read_run(run_file)
+    assert {"pairs", "convergence"} <= set(run.tables)
+    table = run.table("pairs")
+    assert table["columns"][:2] == ["ref", "target"] and len(table["data"]) == 1
+    assert wandb_read.main([str(run_file.parent)]) == 0
+    out = capsys.readouterr().out
+    assert "job_type evaluate" in out and "tables: " in out and "pairs (1 rows)" in out and "stir_m2_given_m1 = " in out
+    assert wandb_read.main([str(run_file), "--table", "pairs"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("ref\ttarget\t")

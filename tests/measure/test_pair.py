@@ -140,7 +140,7 @@ def test_a_direction_whose_x_prime_are_mostly_not_iris_says_so(images):
     short = est(k=1, iri="arbitrary", inversion=InversionConfig(steps=2, seed=0))  # almost no x' is an IRI
     r = evaluate_direction(m1, m2, images, "logits", "logits", short)
     assert r.quality["arbitrary"]["fraction_iri"] < ExecutionConfig().warn_below
-    assert any(n.startswith("arbitrary IRIs: only") and "raise inversion.steps" in n for n in r.notes)
+    assert any(n.startswith("arbitrary IRIs: only") and "inversion.continue_steps" in n for n in r.notes)
     clean = evaluate_direction(m1, m2, images, "logits", "logits", short, run=QUIET)
     assert not any("IRIs: only" in n for n in clean.notes)  # warn_below=0
 

@@ -43,9 +43,24 @@ def _autoattack_alias() -> None:
     sys.modules.setdefault("autoattack.state", pyautoattack.state)
 
 
+def installed() -> bool:
+    """Whether the robustbench distribution is installed. A ``robustbench`` folder alone is not enough:
+    torchattacks' wheel ships a top-level ``robustbench/`` of its own, which ``import robustbench`` finds."""
+    from importlib import metadata
+
+    try:
+        metadata.distribution("robustbench")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def _import():
-    if importlib.util.find_spec("robustbench") is None:
-        raise SourceError(f"robustbench models need the robustbench package: {EXTRA}")
+    if not installed():
+        found = importlib.util.find_spec("robustbench")
+        copy = (f" (the robustbench folder at {Path(found.origin).parent} is torchattacks' copy, not the package)"
+                if found is not None and found.origin else "")
+        raise SourceError(f"robustbench models need the robustbench extra, which is not installed{copy}: {EXTRA}")
     _autoattack_alias()
     try:
         from robustbench.model_zoo import model_dicts

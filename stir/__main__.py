@@ -1,0 +1,12 @@
+"""``python -m stir``: the install check (``stir.cli.install_check``), one line, exit 2 when the set-up is broken."""
+import sys
+
+from stir.cli import install_check
+
+
+def _project() -> None:
+    import stir.experiments  # noqa: F401  (the evaluate.py application and every package below it)
+
+
+if __name__ == "__main__":
+    sys.exit(install_check(_project))

@@ -1,0 +1,225 @@
+"""The command line of an entry point, checked against its typed schema before Hydra sees it.
+
+Hydra reports a mistyped key (``inversion.step=50``) in seven lines with the advice to append it
+(``+inversion.step=50``, which the schema then refuses anyway), and a mistyped preset with the list
+of every preset. ``check_overrides`` reads the overrides of ``sys.argv`` first and raises one
+``ConfigError`` per command, naming the key or value and the fix:
+
+* a key the schema does not declare: the close matches among the schema's keys ("did you mean
+  inversion.steps?"), or, for a key that moved in a redesign, where it is now ("moved to
+  execution.batch_size");
+* a group choice (``experiment=seed``, ``model=resnet99``) that is no YAML file of the group: the
+  close matches among its choices;
+* a group of keys given a plain value (``layers=all``): the keys of that group.
+
+The schema is a tree of dataclasses (``schema_tree``); ``Any`` and ``Dict`` fields are open (any key
+below them passes here and is checked where it is read). Hydra's own keys (``hydra.*``,
+``hydra/launcher=...``) and flags (``-m``, ``--cfg job`` ...) are left to Hydra.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from stir.config.validate import ConfigError
+
+OPEN = object()  # a node below which any key is accepted (Any, Dict[...] fields)
+# Hydra's flags that take a value as the next word (``--cfg job``) and those that change which config
+# is composed (then no check applies: the schema below may not be the one composed).
+_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
+                     "--config-dir", "-cd", "--shell-completion", "-sc", "--experimental-rerun"}
+_INFO_VALUES = {"all", "config", "defaults", "defaults-tree", "plugins", "searchpath"}
+_OTHER_CONFIG = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--experimental-rerun"}
+
+
+@dataclass(frozen=True)
+class Override:
+    """One ``[+|++|~]key[=value]`` of the command line."""
+
+    raw: str
+    prefix: str  # "" | "+" | "++" | "~"
+    key: str
+    value: Optional[str]  # None for ``~key``
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """The command line split into Hydra's flags and the overrides."""
+
+    flags: Tuple[str, ...]
+    overrides: Tuple[Override, ...]
+
+    @property
+    def multirun(self) -> bool:
+        return "-m" in self.flags or "--multirun" in self.flags
+
+    @property
+    def other_config(self) -> bool:
+        """A flag that makes Hydra compose another config than the entry point's own."""
+        return any(f.split("=", 1)[0] in _OTHER_CONFIG for f in self.flags)
+
+    @property
+    def wants_help(self) -> bool:
+        return "--help" in self.flags or "-h" in self.flags
+
+    @property
+    def introspection(self) -> bool:
+        """--cfg, --info, --help ...: Hydra prints and exits, nothing runs."""
+        return any(f.split("=", 1)[0] in {"--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "--version",
+                                          "--shell-completion", "-sc"} for f in self.flags)
+
+
+def parse(argv: Sequence[str]) -> CommandLine:
+    """Split ``argv`` (without the program name) into flags and overrides, as Hydra's parser reads them."""
+    flags: List[str] = []
+    overrides: List[Override] = []
+    words = list(argv)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("-") and not word.startswith("~"):
+            flags.append(word)
+            name = word.split("=", 1)[0]
+            takes = name in _FLAGS_WITH_VALUE or (name in ("--info", "-i") and i + 1 < len(words)
+                                                   and words[i + 1] in _INFO_VALUES)
+            if takes and "=" not in word and i + 1 < len(words):
+                flags.append(words[i + 1])
+                i += 1
+        else:
+            overrides.append(_override(word))
+        i += 1
+    return CommandLine(tuple(flags), tuple(overrides))
+
+
+def _override(word: str) -> Override:
+    prefix = "++" if word.startswith("++") else word[0] if word[:1] in ("+", "~") else ""
+    body = word[len(prefix):]
+    key, sep, value = body.partition("=")
+    return Override(word, prefix, key.strip(), value if sep else None)
+
+
+def schema_tree(schema: type) -> Dict[str, Any]:
+    """{field: subtree | OPEN | None (a leaf)} of a dataclass, nested dataclasses as subtrees."""
+    hints = typing.get_type_hints(schema)
+    out: Dict[str, Any] = {}
+    for f in dataclasses.fields(schema):
+        out[f.name] = _node(hints.get(f.name, Any))
+    return out
+
+
+def _node(hint: Any) -> Any:
+    hint = _unoptional(hint)
+    if dataclasses.is_dataclass(hint):
+        return schema_tree(hint)
+    if hint is Any or typing.get_origin(hint) in (dict, Dict, Mapping) or hint in (dict, Dict):
+        return OPEN
+    return None
+
+
+def _unoptional(hint: Any) -> Any:
+    if typing.get_origin(hint) is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return hint
+
+
+def flat_keys(tree: Mapping[str, Any], prefix: str = "") -> List[str]:
+    """Every key of the tree as a dotted path (groups of keys too)."""
+    out = []
+    for name, sub in tree.items():
+        out.append(prefix + name)
+        if isinstance(sub, dict):
+            out += flat_keys(sub, f"{prefix}{name}.")
+    return out
+
+
+def group_choices(config_dir: Path, groups: Sequence[str]) -> Dict[str, List[str]]:
+    """{group: the names of its YAML files} for the config groups of ``config_dir``."""
+    out = {}
+    for group in groups:
+        folder = Path(config_dir) / group
+        out[group] = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+    return out
+
+
+def close(word: str, choices: Sequence[str], n: int = 2) -> List[str]:
+    """The nearest of ``choices`` (difflib), at most ``n``: by the whole dotted path, else by its last
+    part among the keys of the same group (``inversion.stpes`` -> ``inversion.steps``)."""
+    near = difflib.get_close_matches(word, list(choices), n=n, cutoff=0.8)
+    if not near:
+        parent, _, last = word.rpartition(".")
+        siblings = {c.rpartition(".")[2]: c for c in choices if c.rpartition(".")[0] == parent}
+        near = [siblings[m] for m in difflib.get_close_matches(last, list(siblings), n=n, cutoff=0.7)]
+    return near
+
+
+def _did_you_mean(near: Sequence[str]) -> str:
+    return f" (did you mean {' or '.join(near)}?)" if near else ""
+
+
+def moved_to(key: str, moved: Mapping[str, str]) -> Optional[Tuple[str, str]]:
+    """(where ``key`` lives now, a note): ``moved`` maps an old key, or an old prefix ending in ".", to
+    the new one, optionally followed by ``|`` and a note (``"experiment.|with experiment=stitching"``)."""
+    for old, target in moved.items():
+        new, _, note = target.partition("|")
+        if key == old:
+            return new, note
+        if old.endswith(".") and key.startswith(old):
+            return new + key[len(old):], note
+    return None
+
+
+def check_overrides(line: CommandLine, tree: Mapping[str, Any], groups: Mapping[str, Sequence[str]],
+                    moved: Mapping[str, str] = {}, help_hint: str = "--help") -> None:
+    """Raise ``ConfigError`` for the first override whose key or group choice the schema does not know.
+
+    ``tree``: ``schema_tree`` of the entry point's schema (subtrees the caller completed, e.g. the
+    chosen experiment kind's fields); ``groups``: {group: choices}; ``moved``: old key -> new key.
+    """
+    keys = flat_keys(tree)
+    for o in line.overrides:
+        if not o.key or o.key == "hydra" or o.key.startswith(("hydra.", "hydra/")):
+            continue
+        if o.key in groups and o.prefix in ("", "+", "++"):
+            _check_choice(o, groups[o.key], line.multirun)
+            continue
+        found = moved_to(o.key, moved)
+        if found is not None:
+            new, note = found
+            value = f"={o.value}" if o.value is not None else ""
+            raise ConfigError(f"{o.key} moved to {new}: use {new}{value}" + (f" ({note})" if note else ""))
+        node: Any = tree
+        path: List[str] = []
+        for part in o.key.split("."):
+            if node is OPEN:
+                break
+            if not isinstance(node, dict) or part not in node:
+                full = ".".join(path + [part])
+                if not isinstance(node, dict):  # a key below a leaf: seed.x=1
+                    raise ConfigError(f"{o.raw}: {'.'.join(path)} is a single value, it has no key {part!r}")
+                raise ConfigError(f"unknown config key {o.key}{_did_you_mean(close(full, keys))}; "
+                                  f"the keys: {help_hint}")
+            node = node[part]
+            path.append(part)
+        if isinstance(node, dict) and o.value is not None and not o.value.lstrip().startswith("{") and o.prefix != "~":
+            sub = ", ".join(f"{o.key}.{k}" for k in node)
+            near = [f"{o.key}.{k}" for k in node if not isinstance(node[k], dict)][:1]
+            example = f"; e.g. {near[0]}={o.value}" if near else ""
+            raise ConfigError(f"{o.raw}: {o.key} is a group of keys ({sub}), not one value{example}")
+
+
+def _check_choice(o: Override, choices: Sequence[str], multirun: bool) -> None:
+    if o.value is None or not choices or "${" in o.value or "*" in o.value:
+        return
+    values = [v.strip() for v in o.value.split(",")] if multirun or "," in o.value else [o.value.strip()]
+    for value in values:
+        if value and value not in choices and value != "null":
+            near = close(value, choices)
+            hint = f"did you mean {' or '.join(f'{o.key}={n}' for n in near)}?" if near else \
+                f"choose one of {', '.join(choices)}"
+            raise ConfigError(f"{o.key}={value} is not a choice of {o.key}: {hint}")

@@ -1,0 +1,57 @@
+"""``train.py``'s command line: its schema tree, groups and ``--help`` (``stir.cli.check_command_line``)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from stir.config.argv import group_choices, schema_tree
+from stir.config.help import Group, render
+from stir.config.schema import TrainConfig
+
+TRAIN_GROUPS = ("data", "model", "loss", "profile")
+# The documentation page of each group and group of keys (docs/; the site: mkdocs serve).
+TRAIN_PAGES = {
+    "data": "docs/training.md#data", "model": "docs/models.md", "loss": "docs/training.md#objectives",
+    "attack": "docs/training.md#objectives", "eval_attack": "docs/training.md#robust-accuracy",
+    "profile": "docs/presets.md#profiles", "optim": "docs/training.md#the-recipe",
+    "trainer": "docs/training.md#trainer-and-devices", "logger": "docs/training.md#wb",
+    "init_from": "docs/training.md#run-folders", "retrain": "docs/training.md#run-folders",
+    "run_dir": "docs/training.md#run-folders", "runs_dir": "docs/training.md#run-folders",
+    "hydra/launcher": "docs/training.md#sweeps-on-a-cluster",
+}
+_WHAT = {"data": "the data set", "model": "the architecture", "loss": "the objective",
+         "profile": "the compute size: full (the paper's recipe: width 64, 100 epochs; a GPU) | cpu (width 8, "
+                    "5,000 images, 3 epochs: minutes on 2 CPU cores)",
+         "hydra/launcher": "run a sweep (-m) as SLURM jobs or local processes"}
+
+
+def train_command(config_dir: Path):
+    """The ``stir.cli.Command`` of ``python train.py`` (configs/ as ``config_dir``)."""
+    from stir.cli import Command
+
+    config_dir = Path(config_dir)
+    groups = group_choices(config_dir, TRAIN_GROUPS)
+
+    def tree(line: Any) -> Mapping[str, Any]:
+        return schema_tree(TrainConfig)
+
+    def text() -> str:
+        listed = [Group(g, groups[g], _WHAT[g], TRAIN_PAGES[g]) for g in TRAIN_GROUPS]
+        listed.append(Group("hydra/launcher", launchers(config_dir), _WHAT["hydra/launcher"], TRAIN_PAGES["hydra/launcher"]))
+        return render(
+            "python train.py [group=choice ...] [key=value ...]   (-m: a sweep, e.g. seed=0,1,2)",
+            "Trains one recipe into runs/<data>/<arch>[-w<width>]/<loss>[...]/seed<seed>/; a finished run of the "
+            "same recipe is reused, a killed one resumed, another recipe in that folder refused. The tour: "
+            "README.md; every page: docs/index.md.",
+            listed, [], TrainConfig, TRAIN_PAGES, "docs/training.md",
+            footer="Every key and its value: python train.py --cfg job. A mistyped key names its close match; "
+                   "the traceback of any error: HYDRA_FULL_ERROR=1.")
+
+    return Command(config_dir, "train", tree, groups, text)
+
+
+def launchers(config_dir: Path) -> list:
+    """hydra/launcher choices: the project's YAML files and the submitit plugin's own."""
+    own = sorted(p.stem for p in (Path(config_dir) / "hydra" / "launcher").glob("*.yaml"))
+    return own + ["submitit_slurm", "submitit_local"]
+

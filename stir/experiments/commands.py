@@ -1,0 +1,92 @@
+"""``evaluate.py``'s command line: its schema tree (with the chosen preset's kind), groups, moved keys
+and ``--help`` (``stir.cli.check_command_line``)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional
+
+from omegaconf import OmegaConf
+
+from stir.config.argv import OPEN, group_choices, schema_tree
+from stir.config.commands import launchers
+from stir.config.help import Group, preset_descriptions, render
+from stir.experiments.config import EvaluateConfig
+
+EVALUATE_GROUPS = ("experiment", "profile", "data")
+EXECUTION_KEYS = ("batch_size", "memory_gb", "compile", "keep_cpu_memory", "channels_last", "cache_dir", "progress",
+                  "warn_below", "eval_batch")
+# Keys that moved in the redesign of the evaluation (issue 19): old key (or prefix) -> where it is now.
+MOVED: Dict[str, str] = {
+    **{f"inversion.{k}": f"execution.{k}" for k in EXECUTION_KEYS},
+    "inversion.min_fraction_iri": "min_fraction_iri",
+    **{f"{kind}.": f"experiment.|with experiment={kind}" for kind in ("stitching", "grounding", "layer_matching",
+                                                                       "invariance")},
+}
+# The documentation page of each group, group of keys and main key.
+EVALUATE_PAGES = {
+    "experiment": "docs/presets.md", "profile": "docs/presets.md#profiles", "data": "docs/models.md#images",
+    "hydra/launcher": "docs/evaluation.md#several-processes-or-gpus",
+    "ref": "docs/evaluation.md#models", "target": "docs/evaluation.md#models",
+    "tap1": "docs/models.md#models-of-other-sources", "tap2": "docs/models.md#models-of-other-sources",
+    "weights1": "docs/models.md#models-of-other-sources", "weights2": "docs/models.md#models-of-other-sources",
+    "download_weights": "docs/models.md#models-of-other-sources", "robustbench": "docs/models.md#models-of-other-sources",
+    "zoo": "docs/evaluation.md#the-zoo", "train_missing": "docs/evaluation.md#the-zoo",
+    "inversion": "docs/estimator.md", "difficulty": "docs/estimator.md#controversial-stimulus-difficulty",
+    "min_fraction_iri": "docs/estimator.md#failed-inversions", "calibration": "docs/estimator.md#calibration",
+    "layers": "docs/evaluation.md#layers", "execution": "docs/estimator.md#execution",
+    "shard": "docs/evaluation.md#several-processes-or-gpus", "shards": "docs/evaluation.md#several-processes-or-gpus",
+    "out_dir": "docs/evaluation.md#outputs", "logger": "docs/evaluation.md#outputs",
+    "iri_grid_images": "docs/evaluation.md#outputs",
+    "kind stitching": "docs/stitching.md", "kind layer_matching": "docs/judging.md#layer-matching",
+    "kind grounding": "docs/judging.md#grounding", "kind invariance": "docs/judging.md#g-eed",
+}
+
+
+def chosen_kind(config_dir: Path, preset: Optional[str]) -> Optional[str]:
+    """The experiment kind of a preset (its YAML's ``experiment.kind``), None when there is no such preset."""
+    path = Path(config_dir) / "experiment" / f"{preset or 'pair'}.yaml"
+    if not path.is_file():
+        return None
+    raw = OmegaConf.to_container(OmegaConf.load(path))
+    return str(((raw or {}).get("experiment") or {}).get("kind") or "pair")
+
+
+def evaluate_command(config_dir: Path):
+    """The ``stir.cli.Command`` of ``python evaluate.py`` (configs/evaluate as ``config_dir``)."""
+    from stir.cli import Command
+    from stir.experiments.registry import get, kinds
+
+    config_dir = Path(config_dir)
+    groups = group_choices(config_dir, EVALUATE_GROUPS)
+
+    def tree(line: Any) -> Mapping[str, Any]:
+        out = dict(schema_tree(EvaluateConfig))
+        presets = [o.value for o in line.overrides if o.key == "experiment" and o.value]
+        kind = chosen_kind(config_dir, presets[-1] if presets else None)
+        out["experiment"] = schema_tree(get(kind).config) if kind in kinds() else OPEN
+        return out
+
+    def text() -> str:
+        listed = [
+            Group("experiment", groups["experiment"], "the preset: what is measured (below)", EVALUATE_PAGES["experiment"]),
+            Group("profile", groups["profile"], "the compute size: full (the paper's sizes: n=1000, k=5, 1000 "
+                  "faithful steps; a GPU) | cpu (2 CPU cores: width-8 zoo models, n=100, k=2, 150 faithful steps)", EVALUATE_PAGES["profile"]),
+            Group("data", groups["data"], "the images of models without training data of their own", EVALUATE_PAGES["data"]),
+            Group("hydra/launcher", launchers(config_dir), "run the shards of a sweep (-m) as SLURM jobs or local "
+                  "processes", EVALUATE_PAGES["hydra/launcher"]),
+        ]
+        return render(
+            "python evaluate.py ref=NAME target=NAME [key=value ...] | experiment=PRESET [profile=cpu]",
+            "Directional STIR (both ways, with floor, ceiling and interval), STIR_adv, plain similarity, agreement "
+            "and controversial-stimulus difficulty between zoo models (configs/zoo.yaml), run folders, checkpoints "
+            "or models of other sources; presets run the paper's experiments. Results: out_dir/store/ (reused on "
+            "rerun) and out_dir/<name>-<settings hash>/ (out_dir/<name> links the latest). The tour: README.md; "
+            "every page: docs/index.md.",
+            listed, preset_descriptions(config_dir / "experiment"), EvaluateConfig, EVALUATE_PAGES,
+            "docs/evaluation.md", kind_fields=("experiment", {f"kind {k}": get(k).config for k in kinds()}),
+            footer="Every key and its value: python evaluate.py --cfg job (with experiment=PRESET: that preset's). "
+                   "Keys that moved: inversion.batch_size and the other run settings are execution.*, "
+                   "stitching.* / grounding.* / layer_matching.* / invariance.* are experiment.*. A mistyped key "
+                   "names its close match; the traceback of any error: HYDRA_FULL_ERROR=1.")
+
+    return Command(config_dir, "evaluate", tree, groups, text, MOVED)

@@ -1,0 +1,124 @@
+"""The command line is checked against the typed schema before Hydra: one line, exit 2, the fix named;
+``--help`` is generated from the schema and names real groups, presets, keys and documentation pages."""
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, load_entry_point, refused
+from stir.config.argv import parse
+
+
+@pytest.mark.parametrize("script, args, message", [
+    ("train", ["trainer.max_epoch=1"], "unknown config key trainer.max_epoch (did you mean trainer.max_epochs?)"),
+    ("train", ["+trainer.max_epoch=1"], "unknown config key trainer.max_epoch (did you mean trainer.max_epochs?)"),
+    ("train", ["sed=1"], "unknown config key sed (did you mean seed?)"),
+    ("train", ["model=resnet99"], "model=resnet99 is not a choice of model: did you mean model=resnet34 or model=resnet18?"),
+    ("train", ["loss=fgsm"], "loss=fgsm is not a choice of loss: choose one of at, mart, trades, vanilla"),
+    ("train", ["seed=abc"], "Error merging override seed=abc: Value 'abc' of type 'str' could not be converted to Integer"),
+    ("evaluate", ["inversion.step=50"], "unknown config key inversion.step (did you mean inversion.steps or"),
+    ("evaluate", ["inversion.stpes=50"], "unknown config key inversion.stpes (did you mean inversion.steps"),
+    ("evaluate", ["experiment=seed"], "experiment=seed is not a choice of experiment: did you mean experiment=seeds?"),
+    ("evaluate", ["profile=gpu"], "profile=gpu is not a choice of profile: choose one of cpu, full"),
+    ("evaluate", ["layers=all"], "layers=all: layers is a group of keys (layers.taps, layers.reduce, layers.count), "
+                                 "not one value; e.g. layers.taps=all"),
+    ("evaluate", ["k=abc"], "Error merging override k=abc: Value 'abc' of type 'str' could not be converted to Integer"),
+    ("evaluate", ["experiment=stitching", "experiment.epoch=2"], "unknown config key experiment.epoch (did you mean "
+                                                                 "experiment.epochs?)"),
+    ("evaluate", ["experiment.epochs=2"], "unknown config key experiment.epochs"),  # pair has no epochs
+])
+def test_a_mistyped_key_or_preset_is_one_line_with_the_close_match(script, args, message, monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert refused(script, args, monkeypatch, capsys).startswith(message)
+    assert list(tmp_path.iterdir()) == []  # refused before any work: no folder
+
+
+MOVED = ["batch_size", "memory_gb", "compile", "keep_cpu_memory", "channels_last", "cache_dir", "progress", "warn_below",
+         "eval_batch"]
+
+
+@pytest.mark.parametrize("old, new", [
+    *[(f"inversion.{k}", f"execution.{k}") for k in MOVED],
+    ("inversion.min_fraction_iri", "min_fraction_iri"),
+    ("stitching.epochs", "experiment.epochs"), ("grounding.n_probe", "experiment.n_probe"),
+    ("layer_matching.measures", "experiment.measures"), ("invariance.transforms", "experiment.transforms"),
+])
+def test_a_key_that_moved_in_the_redesign_says_where_it_is(old, new, monkeypatch, capsys):
+    message = refused("evaluate", [f"{old}=1"], monkeypatch, capsys)
+    assert message.startswith(f"{old} moved to {new}: use {new}=1"), message
+
+
+def test_refused_as_a_process_too(tmp_path):
+    """The real process: exit status 2, the message and the traceback hint, nothing else, nothing written."""
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    done = subprocess.run([sys.executable, str(REPO / "evaluate.py"), "inversion.step=50"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0].startswith("error: unknown config key inversion.step (did you mean inversion.steps")
+    assert len(done.stderr.strip().splitlines()) == 2 and not done.stdout.strip()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_flags_and_sweeps_are_left_to_hydra():
+    line = parse(["-m", "seed=0,1", "--cfg", "job", "+a.b=1", "~c", "hydra/launcher=slurm", "--info", "defaults"])
+    assert line.multirun and line.introspection and not line.other_config
+    assert [(o.prefix, o.key, o.value) for o in line.overrides] == [
+        ("", "seed", "0,1"), ("+", "a.b", "1"), ("~", "c", None), ("", "hydra/launcher", "slurm")]
+    assert parse(["--config-name", "other"]).other_config
+
+
+def test_a_sweep_checks_every_choice(monkeypatch, capsys):
+    message = refused("train", ["-m", "loss=vanilla,atx"], monkeypatch, capsys)
+    assert message.startswith("loss=atx is not a choice of loss: did you mean loss=at?")
+
+
+def _help(name: str, monkeypatch, capsys) -> str:
+    module = load_entry_point(name)
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", "--help"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        module.main()
+    assert done.value.code == 0
+    return capsys.readouterr().out
+
+
+def _headings(page) -> set:
+    """MkDocs' anchors of a Markdown page (its toc extension's slugs)."""
+    out = set()
+    for line in page.read_text().splitlines():
+        if line.startswith("#"):
+            title = re.sub(r"[`*]", "", line.lstrip("#").strip()).lower()
+            out.add(re.sub(r"[\s]+", "-", re.sub(r"[^\w\s-]", "", title)).strip("-"))
+    return out
+
+
+@pytest.mark.parametrize("name, schema_path, groups", [
+    ("train", "stir.config.schema:TrainConfig", ["data", "model", "loss", "profile"]),
+    ("evaluate", "stir.experiments.config:EvaluateConfig", ["experiment", "profile", "data"]),
+])
+def test_help_lists_every_group_preset_and_key_with_a_page_that_exists(name, schema_path, groups, monkeypatch, capsys):
+    import importlib
+
+    module, attr = schema_path.split(":")
+    schema = getattr(importlib.import_module(module), attr)
+    text = _help(name, monkeypatch, capsys)
+    config_dir = REPO / "configs" if name == "train" else REPO / "configs" / "evaluate"
+    for group in groups:
+        choices = sorted(p.stem for p in (config_dir / group).glob("*.yaml"))
+        assert re.search(rf"^  {group}=", text, re.M), group
+        assert all(c in text for c in choices), (group, choices)
+    if name == "evaluate":  # every preset on a line of its own
+        for preset in (config_dir / "experiment").glob("*.yaml"):
+            assert re.search(rf"^  {preset.stem}\s", text, re.M), preset.stem
+    for f in dataclasses.fields(schema):
+        assert re.search(rf"^  {f.name}(=|\.\*)", text, re.M), f.name
+    assert "layers=penultimate" not in text  # issue 22: a form that fails was advertised
+    pages = set(re.findall(r"\((docs/[\w/.-]+\.md)(?:#([\w-]+))?\)", text.replace("\n", " ")))
+    assert pages
+    for page, anchor in pages:
+        assert (REPO / page).is_file(), page
+        if anchor:
+            assert anchor in _headings(REPO / page), f"{page}#{anchor}"

@@ -1,0 +1,111 @@
+"""The errors a new user met in the first hour (issue 22), each through the real entry point: one line
+that names the key or value and the fix, exit status 2 (or, where nothing was refused, the behaviour
+the README promises). Errors 1 and 4 (key typos, --help) are tests/config/test_command_line.py."""
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, refused, run_entry_point, tiny_train_args
+from stir.data import synthetic
+
+TINY_ZOO = ["data.download=false", "data.holdout_size=40", "data.batch_size=40", "model.width=4", "trainer.max_epochs=1",
+            "attack.steps=2", "eval_attack.steps=2", "trainer.robust_test_size=10", "trainer.robust_val_every_n_epochs=0",
+            "trainer.enable_progress_bar=false", "logger.wandb.mode=disabled"]
+
+
+def zoo_args(tmp_path: Path, *extra: str) -> list:
+    overrides = ",".join(f'"{o}"' for o in TINY_ZOO)
+    return [f"zoo.overrides=[{overrides}]", f"zoo.runs_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'results'}",
+            "n=8", "k=1", "inversion.steps=3", "logger.wandb.mode=disabled", *extra]
+
+
+def test_2_a_model_trained_on_a_local_copy_names_zoo_data_source(tmp_path, monkeypatch, capsys):
+    """Evaluating the tour's models without zoo.data_source: the fix is that key, not retrain=true."""
+    source = tmp_path / "images"
+    synthetic.write_image_folder(source, n_train=100, n_test=20, seed=0)
+    run_entry_point("train", [*TINY_ZOO, f"data.source={source}", f"runs_dir={tmp_path / 'runs'}"], monkeypatch)
+    message = refused("evaluate", zoo_args(tmp_path, "ref=vanilla", "target=vanilla"), monkeypatch, capsys)
+    assert message.startswith("zoo model 'vanilla' (`python train.py profile=full")
+    assert f"it was trained on data.source={source}: evaluate it with zoo.data_source={source}" in message
+    assert "retrain" not in message
+
+
+def test_3_a_misspelt_zoo_name_names_close_matches_not_the_whole_list(tmp_path, monkeypatch, capsys):
+    message = refused("evaluate", zoo_args(tmp_path, "ref=vanila", "target=vanilla"), monkeypatch, capsys)
+    assert message.startswith("unknown model 'vanila': not a zoo name of") and "did you mean 'vanilla'" in message
+    assert "at_s1" not in message and len(message) < 400
+
+
+def test_3_a_checkpoint_path_that_does_not_exist_says_so(tmp_path, monkeypatch, capsys):
+    missing = tmp_path / "runs" / "nope" / "weights.pt"
+    message = refused("evaluate", zoo_args(tmp_path, f"ref={missing}", "target=vanilla"), monkeypatch, capsys)
+    assert message.startswith(f"no run folder or checkpoint at {missing}")
+    assert f"({tmp_path} exists, runs/nope/weights.pt in it does not)" in message and "zoo" not in message
+
+
+def test_5_an_at_run_logs_the_training_accuracy_the_dashboard_plots(cifar10_root, tmp_path, monkeypatch, capsys):
+    from stir.reporting import dashboard
+
+    run_entry_point("train", tiny_train_args(cifar10_root, tmp_path, "loss=at", "logger.wandb.mode=offline"), monkeypatch)
+    (wandb_file,) = tmp_path.glob("cifar10/resnet18-w4/at-it2/seed0/wandb/offline-run-*/run-*.wandb")
+    capsys.readouterr()
+    dashboard.main(["check", str(wandb_file)])  # raises SystemExit(1) when a panel's key is missing
+    assert capsys.readouterr().out.strip().endswith(": ok")
+
+
+def test_6_the_robustbench_skip_and_error_say_the_extra_is_not_installed(tmp_path, monkeypatch, capsys):
+    """torchattacks' wheel ships a robustbench/ folder: finding it does not mean the extra is installed."""
+    from stir.models.sources import robustbench
+
+    monkeypatch.setattr(robustbench, "installed", lambda: False)
+    message = refused("evaluate", zoo_args(tmp_path, "ref=robustbench:Sehwag2021Proxy_R18", "target=vanilla"),
+                      monkeypatch, capsys)
+    assert "robustbench models need the robustbench extra, which is not installed" in message
+    assert message.endswith('pip install -e ".[robustbench]"') and "cannot be imported" not in message
+    from source_nets import robustbench_or_skip
+
+    with pytest.raises(pytest.skip.Exception, match="not installed"):
+        robustbench_or_skip()
+
+
+def test_7_wandb_read_without_a_run_says_what_to_give(capsys):
+    from stir.reporting import wandb_read
+
+    assert wandb_read.main([]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: give a run: python -m stir.reporting.wandb_read")
+
+
+def test_8_the_install_check_names_a_torchvision_that_does_not_fit_torch(monkeypatch, capsys):
+    import stir.cli
+
+    def broken():
+        raise RuntimeError("operator torchvision::nms does not exist")
+
+    monkeypatch.setattr(stir.cli, "_torchvision_ops", broken)
+    monkeypatch.setattr(sys, "argv", ["python -m stir"])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_module("stir", run_name="__main__", alter_sys=False)
+    assert done.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: torchvision ") and "(operator torchvision::nms does not exist)" in line
+    assert "install both from one index" in line
+
+
+def test_8_the_install_check_passes_here(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["python -m stir"])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_module("stir", run_name="__main__", alter_sys=False)
+    assert done.value.code == 0 and capsys.readouterr().out.startswith("stir ok: torch ")
+
+
+def test_9_the_default_budget_is_recorded_as_1000_steps_not_null(tmp_path):
+    from stir.experiments.config import compose_evaluate
+    from stir.experiments.context import open_context
+    from stir.reporting.index import report_settings
+
+    cfg, experiment = compose_evaluate(REPO / "configs/evaluate", [f"out_dir={tmp_path}"])
+    settings = report_settings(open_context(cfg, experiment, repo=REPO).config)
+    assert settings["inversion.steps"] == 1000
