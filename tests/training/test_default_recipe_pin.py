@@ -60,6 +60,22 @@ def test_default_recipe_takes_the_pinned_steps(loss, cifar10_root, tmp_path, mon
             assert got["weights"][name][key] == pytest.approx(value, rel=1e-4, abs=1e-5), (name, key)
 
 
+# The recipe identity of the paper's recipe, computed before the fast recipe's keys existed: its run
+# folders, recipe groups and W&B artifact names stay valid (new keys enter a recipe only when set).
+PAPER_RECIPE_GROUPS = {"vanilla": "726683e04dd9", "at": "35a00fda18a3"}
+PAPER_RECIPE_KEYS = 36
+
+
+@pytest.mark.parametrize("loss", sorted(PAPER_RECIPE_GROUPS))
+def test_the_paper_recipe_keeps_its_recipe_identity(loss):
+    from stir.config.schema import LossConfig, TrainConfig
+    from stir.training.runs import recipe_group, recipe_of
+
+    recipe = recipe_of(TrainConfig(loss=LossConfig(loss)))
+    assert len(recipe) == PAPER_RECIPE_KEYS
+    assert recipe_group(recipe) == PAPER_RECIPE_GROUPS[loss]
+
+
 if __name__ == "__main__":  # regenerate the fixture
     import tempfile
 
