@@ -72,10 +72,12 @@ def quiet_lightning() -> None:
         warnings.filterwarnings("ignore", message=pattern)
 
 
-def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L.Trainer:
+def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path,
+                  callbacks: Sequence[L.Callback] = ()) -> L.Trainer:
     """A Trainer that checkpoints every epoch to ``run_dir/last.ckpt`` (written atomically by Lightning).
 
     ``inference_mode=False``: robust validation and testing run attacks, which need gradients.
+    ``callbacks`` run before the checkpoint callback (Lightning keeps ModelCheckpoint last).
     """
     # monitor=None + save_top_k=1 keeps exactly one checkpoint, the latest, under a fixed name.
     # (save_last with save_top_k=0 writes last.ckpt only when training ends: nothing to resume from.)
@@ -84,7 +86,7 @@ def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L
         enable_version_counter=False,
     )
     quiet_lightning()
-    callbacks = [checkpoint]
+    callbacks = [*callbacks, checkpoint]
     if loggers:
         callbacks.append(LearningRateMonitor(logging_interval="epoch"))
     return L.Trainer(
