@@ -74,15 +74,7 @@ def _log_to(path: Path) -> Iterator[None]:
 def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module, callbacks: Sequence[L.Callback] = ()) -> Path:
 
     data = StirDataModule(cfg.data, shuffle_seed=cfg.seed)
-    system = RobustClassifier(
-        network, cfg.loss, cfg.attack, cfg.eval_attack, cfg.optim,
-        # The device-resident loader hands over batches it has already augmented.
-        augment=None if cfg.data.device_resident else Augment.of(cfg.data),
-        robust_val_every=cfg.trainer.robust_val_every_n_epochs, robust_val_size=cfg.trainer.robust_val_size,
-        robust_test_size=cfg.trainer.robust_test_size, channels_last=cfg.trainer.channels_last,
-        cpu_channels_last=cfg.trainer.cpu_channels_last, ema=cfg.ema, tta=cfg.trainer.test_time_augmentation,
-        compile=cfg.trainer.compile,
-    )
+    system = build_system(cfg, network)
     callbacks = list(callbacks)
     guard = None
     if cfg.robust_check.images > 0 and cfg.loss.name != "vanilla":
@@ -123,6 +115,19 @@ def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module, callbacks: Sequen
         logger.finalize("success")
     _finish_wandb()
     return run.path
+
+
+def build_system(cfg: TrainConfig, network: nn.Module) -> RobustClassifier:
+    """The LightningModule of ``cfg``'s recipe around ``network``, each part from its own config."""
+    return RobustClassifier(
+        network, cfg.loss, cfg.attack, cfg.eval_attack, cfg.optim,
+        # The device-resident loader hands over batches it has already augmented.
+        augment=None if cfg.data.device_resident else Augment.of(cfg.data),
+        robust_val_every=cfg.trainer.robust_val_every_n_epochs, robust_val_size=cfg.trainer.robust_val_size,
+        robust_test_size=cfg.trainer.robust_test_size, channels_last=cfg.trainer.channels_last,
+        cpu_channels_last=cfg.trainer.cpu_channels_last, ema=cfg.ema, tta=cfg.trainer.test_time_augmentation,
+        compile=cfg.trainer.compile,
+    )
 
 
 def wandb_config(cfg: TrainConfig, recipe: Dict[str, Any], run_dir: Path) -> Dict[str, Any]:
