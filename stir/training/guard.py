@@ -40,7 +40,7 @@ class CatastrophicOverfittingGuard(L.Callback):
 
     def __init__(self, cfg: RobustCheckConfig, eval_attack: AttackConfig):
         self.cfg = cfg
-        self.attack = AttackConfig(eps=eval_attack.eps, steps=cfg.steps, fold_batch_norm=False, channels_last=False)
+        self.attack = AttackConfig(eps=eval_attack.eps, steps=cfg.steps)
         self.best_acc = -1.0
         self.best_epoch: Optional[int] = None
         self.best_state: Optional[Dict[str, torch.Tensor]] = None
@@ -58,7 +58,9 @@ class CatastrophicOverfittingGuard(L.Callback):
         network = module.eval_network
         generator = torch.Generator(device=module.device).manual_seed(CHECK_SEED)
         with torch.autocast(module.device.type, enabled=False):  # the check in float32, like eval_attack
-            acc = float(robust_accuracy(network, x, y, self.attack, generator=generator))
+            # The attack on eval_attack's copy of the network (folded batch norm: rounding only), judged on the network.
+            acc = float(robust_accuracy(network, x, y, self.attack, generator=generator,
+                                        attack_model=module.eval_attack_model()))
         epoch = trainer.current_epoch
         self.history.append((epoch, acc))
         module.log("check/robust_acc", acc, on_step=False, on_epoch=True)

@@ -24,6 +24,7 @@ def test_the_curve_measures_each_epoch_and_trains_the_run_train_py_trains(tmp_pa
     record = json.loads((out / "bench_train_curve_t.json").read_text())
     rows = record["curve"]
     assert [r["epoch"] for r in rows] == [1, 2] and 0 < rows[0]["wall_s"] < rows[1]["wall_s"]
+    assert 0 < rows[0]["cpu_s"] < rows[1]["cpu_s"]
     assert all(0 <= r["test_acc"] <= 1 and 0 <= r["robust_acc"] <= 1 for r in rows)
     assert record["final"]["test/acc"] == pytest.approx(rows[-1]["test_acc"])  # the same network, the same images
     # The same recipe without the curve's callback: the same weights, bit for bit.
@@ -34,9 +35,10 @@ def test_the_curve_measures_each_epoch_and_trains_the_run_train_py_trains(tmp_pa
 
 
 def test_time_to_target_and_the_plot(tmp_path):
-    curve = [{"wall_s": 60, "test_acc": 0.5, "robust_acc": 0.2}, {"wall_s": 120, "test_acc": 0.6, "robust_acc": 0.25},
-             {"wall_s": 180, "test_acc": 0.58, "robust_acc": 0.31}]
-    assert time_to(curve, {"test_acc": 0.55}) == 120
+    curve = [{"wall_s": 60, "cpu_s": 30, "test_acc": 0.5, "robust_acc": 0.2},
+             {"wall_s": 120, "cpu_s": 60, "test_acc": 0.6, "robust_acc": 0.25},
+             {"wall_s": 180, "cpu_s": 90, "test_acc": 0.58, "robust_acc": 0.31}]
+    assert time_to(curve, {"test_acc": 0.55}) == 120 and time_to(curve, {"test_acc": 0.55}, "cpu_s") == 60
     assert time_to(curve, {"test_acc": 0.55, "robust_acc": 0.30}) == 180
     assert time_to(curve, {"test_acc": 0.9}) is None
     for name, loss in (("fast", "at"), ("paper", "vanilla")):
@@ -45,5 +47,5 @@ def test_time_to_target_and_the_plot(tmp_path):
     plot_main([f"--results={tmp_path}", f"--out={tmp_path / 'curves.png'}"])
     assert (tmp_path / "curves.png").stat().st_size > 10_000
     table = (tmp_path / "curves.md").read_text()
-    assert "| fast | fast | at | 16 | 3 | 1 | 3.0 | 0.5800 | 0.31 | 3.0 |" in table
-    assert "| paper | paper | vanilla | 16 | 3 | 1 | 3.0 | 0.5800 | 0.31 | not reached |" in table
+    assert "| fast | fast | at | 16 | 3 | 1 | 3.0 | 1.5 | 0.5800 | 0.3100 | 3.0 | 1.5 |" in table
+    assert "| paper | paper | vanilla | 16 | 3 | 1 | 3.0 | 1.5 | 0.5800 | 0.3100 | not reached | not reached |" in table
