@@ -128,10 +128,12 @@ class TrainerConfig:
     precision: str = "32-true"
     sync_batchnorm: bool = False
     deterministic: bool = False
-    # NHWC activations on CUDA (what tensor cores want). Not on the CPU: torch 2.14's CPU backward
-    # segfaults for narrow channels_last ResNets (seen at width 4), though it is 20% faster at width 16.
+    # NHWC activations on CUDA (what tensor cores want). On the CPU only with cpu_channels_last: it
+    # was once seen to segfault in torch 2.14's CPU backward for a width-4 ResNet18 (not reproduced
+    # since: the fast recipe's tests train width 4 channels-last under bf16 autocast).
     channels_last: bool = True
-    # NHWC on the CPU as well: 1.2-1.3x faster steps at width 16 here (bench/bench_train.py --levers).
+    # NHWC on the CPU as well (the fast recipe): faster CPU steps at width 16, most of all under bf16
+    # autocast (bench/bench_train.py levers; docs/training.md).
     cpu_channels_last: bool = False
     compile: bool = False  # torch.compile the network (opt-in: minutes of compilation before the first step)
     # Clean val / test accuracy averaged over flipped (and 1-pixel translated) copies of each image:
