@@ -5,6 +5,8 @@
     python bench/bench_train.py curve NAME [overrides]   # train.py to the end, test accuracy per epoch vs wall time
     python bench/bench_train.py plot                     # the accuracy-vs-wall-time PNG from bench/results/
     python bench/bench_train.py device [--width 64]      # images/s on CUDA (bench/gpu.sh), device-resident data
+    python bench/bench_train.py profile NAME [overrides] # torch.profiler table of a few training steps
+    python bench/bench_train.py verify RUN_FOLDER        # robust accuracy under APGD-CE / APGD-DLR / PGD-100 too
     python bench/bench_train.py --quick / levers --quick / curve NAME --quick   # smoke runs
 
 pipeline (the default): both sides train the same width-16 ResNet18 on the same real CIFAR-10
@@ -351,6 +353,118 @@ def levers_table(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ----------------------------------------------------------------------------------------- profile
+def profile_main(argv: Sequence[str]) -> None:
+    """Where a training step's time goes: torch.profiler over train.py's steps for some overrides."""
+    parser = argparse.ArgumentParser(prog="bench_train.py profile")
+    parser.add_argument("name")
+    parser.add_argument("overrides", nargs="*")
+    parser.add_argument("--source", default=str(SOURCE))
+    parser.add_argument("--root", default="data")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_intermixed_args(argv)
+    torch.set_num_threads(args.threads)
+    _quiet()
+    from torch.profiler import ProfilerActivity, profile
+
+    from stir.training.pipeline import build_system
+
+    loaded = load_dataset(DataConfig(source=args.source, root=args.root))
+    cfg = compose_train(CONFIGS, [*args.overrides, f"data.source={args.source}", f"data.root={args.root}",
+                                  "logger.wandb.mode=disabled"])
+    torch.manual_seed(0)
+    system = build_system(cfg, build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name)))
+
+    class Profiled(L.Callback):  # profile steps WARMUP .. WARMUP + steps (the first ones warm the allocator)
+        def on_train_batch_start(self, trainer, module, batch, batch_idx):
+            if batch_idx == WARMUP:
+                self.prof = profile(activities=[ProfilerActivity.CPU])
+                self.prof.__enter__()
+                self.start = time.perf_counter()
+
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            if batch_idx == WARMUP + args.steps - 1:
+                self.seconds = time.perf_counter() - self.start
+                self.prof.__exit__(None, None, None)
+
+    prof = Profiled()
+    trainer = L.Trainer(max_epochs=1, limit_train_batches=WARMUP + args.steps, limit_val_batches=0,
+                        precision=cfg.trainer.precision, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, callbacks=[prof], accelerator="cpu", devices=1, inference_mode=False)
+    trainer.fit(system, datamodule=data_module(cfg, loaded))
+    table = prof.prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25)
+    head = (f"{args.name}: {' '.join(args.overrides)}; {args.steps} steps of batch {cfg.data.batch_size}, "
+            f"{args.threads} thread(s), {prof.seconds / args.steps * 1e3:.0f} ms/step under the profiler, "
+            f"load average {os.getloadavg()[0]:.1f}, torch {torch.__version__}\n\n")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"bench_train_profile_{args.name}.txt").write_text(head + table + "\n")
+    log.info("%s%s", head, table)
+
+
+# ------------------------------------------------------------------------------------------ verify
+def verify_main(argv: Sequence[str]) -> dict:
+    """A trained run's robust accuracy under stronger attacks than eval_attack: a gradient-masking check.
+
+    On the first ``--images`` test images (the start of the subset test/robust_acc attacks), float32,
+    eval mode: PGD-l2 as eval_attack (20 steps), PGD-l2 with 100 steps, and torchattacks' APGD-CE and
+    APGD-DLR in l2 (Croce & Hein 2020, the first two attacks of AutoAttack), 100 steps each; "worst
+    case" counts an image robust only if every attack failed on it. A network whose 20-step PGD
+    accuracy is far above the worst case masks its gradients (e.g. through label smoothing).
+    """
+    import torchattacks
+
+    parser = argparse.ArgumentParser(prog="bench_train.py verify")
+    parser.add_argument("run", help="a finished run folder")
+    parser.add_argument("--images", type=int, default=500)
+    parser.add_argument("--eps", type=float, default=1.0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    _quiet()
+    from omegaconf import OmegaConf
+
+    from stir.attacks.network import attacked
+    from stir.training.runs import load_state_dict
+
+    run = Path(args.run)
+    cfg = OmegaConf.load(run / "config.yaml")
+    data = StirDataModule(DataConfig(**{**OmegaConf.to_container(cfg.data), "download": False}))
+    data.setup()
+    images, labels = data.split_tensors("test")
+    x, y = to_float(images[: args.images]), labels[: args.images]
+    net = build(ModelConfig(cfg.model.arch, cfg.model.width), cfg.data.num_classes, *channel_stats(cfg.data.name))
+    net.load_state_dict(load_state_dict(str(run)))
+    net.eval().requires_grad_(False)
+    model = attacked(net)  # eval mode for torchattacks, NCHW gradients
+    torch.manual_seed(0)
+    attacks = {
+        "pgd20 (eval_attack)": lambda: pgd_l2(net, x, y, AttackConfig(eps=args.eps, steps=20, fold_batch_norm=False,
+                                                                   channels_last=False)),
+        "pgd100": lambda: pgd_l2(net, x, y, AttackConfig(eps=args.eps, steps=100, fold_batch_norm=False, channels_last=False)),
+        "apgd-ce": lambda: torchattacks.APGD(model, norm="L2", eps=args.eps, steps=100, loss="ce")(x, y),
+        "apgd-dlr": lambda: torchattacks.APGD(model, norm="L2", eps=args.eps, steps=100, loss="dlr")(x, y),
+    }
+    with torch.no_grad():
+        robust = {"clean": net(x).argmax(1) == y}
+    for name, attack in attacks.items():
+        start = time.perf_counter()
+        x_adv = attack()
+        assert float((x_adv - x).flatten(1).norm(dim=1).max()) <= args.eps * (1 + 1e-4)
+        with torch.no_grad():
+            robust[name] = net(x_adv).argmax(1) == y
+        log.info("%-22s robust accuracy %.4f (%.0f s)", name, robust[name].float().mean(), time.perf_counter() - start)
+    worst = torch.stack([v for k, v in robust.items()]).all(0)
+    report = {"run": str(run), "images": args.images, "eps": args.eps,
+              **{k: float(v.float().mean()) for k, v in robust.items()}, "worst_case": float(worst.float().mean())}
+    log.info("worst case over the attacks: %.4f", report["worst_case"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"bench_train_verify_{run.parent.name}_{run.name}.json").write_text(json.dumps(report, indent=1))
+    return report
+
+
 # ------------------------------------------------------------------------------------------ device
 DEVICE_RUNS = [
     ("paper vanilla", ["recipe=paper"]),
@@ -532,10 +646,11 @@ def curves_table(runs: List[dict]) -> str:
         final = c[-1] if c else {}
         target = TARGETS["vanilla" if run["loss"] == "vanilla" else "at"]
         robust = final.get("robust_acc")
+        has_cpu = "cpu_s" in final  # curves recorded before the CPU clock existed have none
         lines.append(f"| {run['name']} | {run['recipe_name']} | {run['loss']} | {run['width']} | {len(c)} | "
-                     f"{run['threads']} | {_minutes(final.get('wall_s'))} | {_minutes(final.get('cpu_s'))} | "
+                     f"{run['threads']} | {_minutes(final.get('wall_s'))} | {_minutes(final['cpu_s']) if has_cpu else '-'} | "
                      f"{final.get('test_acc', float('nan')):.4f} | {'-' if robust is None else f'{robust:.4f}'} | "
-                     f"{_minutes(time_to(c, target))} | {_minutes(time_to(c, target, 'cpu_s'))} |")
+                     f"{_minutes(time_to(c, target))} | {_minutes(time_to(c, target, 'cpu_s')) if has_cpu else '-'} |")
     return "\n".join(lines) + "\n\ntargets: vanilla test acc >= 0.85; AT clean >= 0.55 and PGD-l2 (eps 1, 20 steps) >= 0.30\n"
 
 
@@ -584,7 +699,8 @@ def main() -> None:
     for pattern in (r".*GPU available", r".*LeafSpec", r".*does not have many workers"):
         import warnings
         warnings.filterwarnings("ignore", message=pattern)
-    modes = {"levers": levers_main, "curve": curve_main, "plot": plot_main, "device": device_main}
+    modes = {"levers": levers_main, "curve": curve_main, "plot": plot_main, "device": device_main,
+             "profile": profile_main, "verify": verify_main}
     argv = sys.argv[1:]
     if argv and argv[0] in modes:
         modes[argv[0]](argv[1:])
