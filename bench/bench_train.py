@@ -1,12 +1,18 @@
-"""Images per second of one training step: the Lightning pipeline against a plain PyTorch loop.
+"""Training benchmarks: the pipeline against a plain loop, the fast recipe's levers, time to accuracy.
 
-    python bench/bench_train.py [--source ../shared/data/cifar10-jpg.tar.gz] [--steps 12] [--width 16] [--threads 2]
-    python bench/bench_train.py --quick     # 3 steps, width 8, batch 64: a smoke run (~1 min)
+    python bench/bench_train.py [--threads 1]            # pipeline vs plain PyTorch loop (below)
+    python bench/bench_train.py levers [--threads 1]     # images/s of each lever of the fast recipe
+    python bench/bench_train.py curve NAME [overrides]   # train.py to the end, test accuracy per epoch vs wall time
+    python bench/bench_train.py plot                     # the accuracy-vs-wall-time PNG from bench/results/
+    python bench/bench_train.py device [--width 64]      # images/s on CUDA (bench/gpu.sh), device-resident data
+    python bench/bench_train.py profile NAME [overrides] # torch.profiler table of a few training steps
+    python bench/bench_train.py verify RUN_FOLDER        # robust accuracy under APGD-CE / APGD-DLR / PGD-100 too
+    python bench/bench_train.py --quick / levers --quick / curve NAME --quick   # smoke runs
 
-Both sides train the same width-16 ResNet18 on the same real CIFAR-10 batches (uint8 in memory,
-batched crop+flip, SGD): the pipeline through ``RobustClassifier`` under ``lightning.Trainer``
-(no logger, no checkpoint, no validation), the baseline as a hand-written loop. Timing excludes
-the first two (warm-up) steps of each run. AT (PGD-l2, 10 steps) runs three ways:
+pipeline (the default): both sides train the same width-16 ResNet18 on the same real CIFAR-10
+batches (uint8 in memory, batched crop+flip, SGD): the pipeline through ``RobustClassifier`` under
+``lightning.Trainer`` (no logger, no checkpoint, no validation), the baseline as a hand-written loop.
+Timing excludes the first two (warm-up) steps of each run. AT (PGD-l2, 10 steps) runs three ways:
 
   * ``plain, network``: the plain loop attacking the network itself (the attack before the
     ``AttackNetwork`` copy; shows the gain);
@@ -16,25 +22,49 @@ the first two (warm-up) steps of each run. AT (PGD-l2, 10 steps) runs three ways
 
 Reported: ms/step and images/s, pipeline/plain time ratio (vanilla; AT against ``plain, copy``),
 and the cost of an AT step relative to a vanilla step.
+
+levers: training steps of train.py's own system (``build_system`` of the composed config, the
+real data module) for each lever of the fast recipe, one change at a time from the paper's recipe
+and one removed at a time from the fast recipe, at one width; median images/s over the timed steps
+(``bench_levers`` in ``bench/results/bench_train_levers_*.json|md``), and the 2-thread / 1-thread
+step-time ratio of the paper's and the fast recipe's vanilla step.
+
+curve: ``stir.training.pipeline.train`` (what ``python train.py`` runs) of a composed config into a
+run folder, with a callback that after every epoch measures the test accuracy of the evaluated
+network (float32; robust accuracy with ``eval_attack`` on the first ``--robust-images`` test
+images every ``--robust-every`` epochs) with the training clock stopped and the random streams
+saved and restored around it, so the run is the one train.py makes. Wall time counts everything
+train.py does from the first training step (its own validation included). Written after every
+epoch to ``bench/results/bench_train_curve_<NAME>.json``; ``plot`` draws all of them.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
+import sys
 import time
 from pathlib import Path
+from typing import Dict, List, Optional, Sequence
 
 import lightning as L
 import torch
 import torch.nn.functional as F
 
-from stir.attacks import AttackNetwork, pgd_l2
-from stir.config.schema import AttackConfig, DataConfig, LossConfig, ModelConfig, OptimConfig
-from stir.data import augment_batch, load_dataset, to_float
-from stir.models import build, channel_stats
-from stir.training.system import RobustClassifier
+from stir.attacks import AttackNetwork, pgd_l2, robust_accuracy
+from stir.config.schema import AttackConfig, DataConfig, LossConfig, ModelConfig, OptimConfig, TrainConfig
+from stir.config.store import compose_train
+from stir.data import StirDataModule, augment_batch, load_dataset, to_float
+from stir.models import build, channel_stats, frozen
+from stir.training.system import RobustClassifier, rng_states, set_rng_states
 
 WARMUP = 2
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "configs"
+RESULTS = REPO / "bench" / "results"
+SOURCE = REPO.parent / "shared/data/cifar10-jpg.tar.gz"
+log = logging.getLogger("bench_train")
 
 
 class StepTimer(L.Callback):
@@ -89,16 +119,16 @@ def pipeline(net, data, loss_name, attack):
     return timer.times
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--source", default=str(Path(__file__).resolve().parents[2] / "shared/data/cifar10-jpg.tar.gz"))
+def pipeline_main(argv: Sequence[str]) -> None:
+    parser = argparse.ArgumentParser(prog="bench_train.py")
+    parser.add_argument("--source", default=str(SOURCE))
     parser.add_argument("--root", default="data")
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--width", type=int, default=16)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--quick", action="store_true", help="3 timed steps, width 8, batch 64 (a smoke run)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.quick:
         args.steps, args.width, args.batch_size = 3, 8, 64
     if args.threads:
@@ -139,5 +169,545 @@ def report(r) -> None:
           f"plain, copy = {r[('at', 'plain, copy')] / r[('vanilla', 'plain')]:.2f}")
 
 
+# ------------------------------------------------------------------------------------------ levers
+# (name, overrides of `python train.py`): one change at a time from the paper's recipe, then the
+# fast recipe and one lever removed at a time. The widths and data come from the command line.
+VANILLA_LEVERS = [
+    ("paper", ["recipe=paper"]),
+    ("paper + batch 512", ["recipe=paper", "data.batch_size=512"]),
+    ("paper + bf16 autocast", ["recipe=paper", "trainer.precision=bf16-mixed"]),
+    ("paper + channels-last", ["recipe=paper", "trainer.cpu_channels_last=true"]),
+    ("paper + EMA", ["recipe=paper", "ema.decay=0.99"]),
+    ("paper + label smoothing", ["recipe=paper", "loss.label_smoothing=0.2"]),
+    ("paper + reflect crop", ["recipe=paper", "data.padding_mode=reflect", "data.crop_padding=2"]),
+    ("paper + device-resident data", ["recipe=paper", "data.device_resident=true"]),
+    ("fast", ["recipe=fast"]),
+    ("fast - bf16", ["recipe=fast", "trainer.precision=32-true"]),
+    ("fast - channels-last", ["recipe=fast", "trainer.cpu_channels_last=false"]),
+    ("fast - batch 512 (128)", ["recipe=fast", "data.batch_size=128"]),
+    ("fast + device-resident data", ["recipe=fast", "data.device_resident=true"]),
+    ("fast + EMA", ["recipe=fast", "ema.decay=0.99"]),
+]
+COMPILE_LEVERS = [("fast + torch.compile", ["recipe=fast", "trainer.compile=true"])]
+ROBUST_LEVERS = [
+    ("paper AT (PGD-10)", ["recipe=paper", "loss=at"]),
+    ("fast AT, PGD-10", ["recipe=fast", "loss=at", "attack.steps=10"]),
+    ("fast AT, PGD-2", ["recipe=fast", "loss=at", "attack.steps=2"]),
+    ("fast AT, FGSM-RS (1 step of 1.25 eps)", ["recipe=fast", "loss=at", "attack.steps=1", "attack.step_size=1.25"]),
+    ("fast TRADES, 2 steps", ["recipe=fast", "loss=trades", "attack.steps=2"]),
+    ("fast MART, 2 steps", ["recipe=fast", "loss=mart", "attack.steps=2"]),
+]
+
+
+def _quiet() -> None:
+    """Only this benchmark's lines: no per-run Lightning / data-module banners."""
+    for name in ("lightning", "lightning.pytorch", "lightning.fabric", "stir"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+class IntervalTimer(L.Callback):
+    """Seconds between the ends of consecutive training batches: fetch + augment + step, all of it."""
+
+    def __init__(self):
+        self.times: List[float] = []
+        self._last: Optional[float] = None
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+        if module.device.type == "cuda":
+            torch.cuda.synchronize(module.device)
+        now = time.perf_counter()
+        if self._last is not None:
+            self.times.append(now - self._last)
+        self._last = now
+
+
+def data_module(cfg: TrainConfig, loaded) -> StirDataModule:
+    """The real data module of ``cfg`` over an already decoded data set (prepare_data's hook)."""
+    data = StirDataModule(cfg.data, shuffle_seed=cfg.seed)
+    data._data = loaded
+    return data
+
+
+def step_speed(overrides: Sequence[str], common: Sequence[str], loaded, steps: int, accelerator: str = "cpu") -> Dict[str, float]:
+    """Median images/s of ``steps`` training steps of train.py's system for ``overrides`` (after warm-up).
+
+    The interval between batch ends includes fetching (and, device-resident, augmenting) the batch;
+    on CUDA each interval ends with a synchronisation, so it is the device's time, not the launch's.
+    """
+    from stir.training.pipeline import build_system
+
+    cfg = compose_train(CONFIGS, [*overrides, *common])
+    torch.manual_seed(0)
+    system = build_system(cfg, build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name)))
+    timer = IntervalTimer()
+    trainer = L.Trainer(max_epochs=1, limit_train_batches=steps + WARMUP + 1, limit_val_batches=0,
+                        precision=cfg.trainer.precision, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, callbacks=[timer], accelerator=accelerator,
+                        devices=1, inference_mode=False, num_sanity_val_steps=0)
+    trainer.fit(system, datamodule=data_module(cfg, loaded))
+    times = sorted(timer.times[WARMUP:])
+    median = times[len(times) // 2]
+    return {"batch_size": cfg.data.batch_size, "ms_per_step": 1e3 * median, "images_per_s": cfg.data.batch_size / median,
+            "fastest_images_per_s": cfg.data.batch_size / times[0], "steps": len(times)}
+
+
+def tta_speed(width: int, loaded, images: int = 2000) -> Dict[str, float]:
+    """Evaluation images/s of a float32 network without and with test-time augmentation."""
+    from stir.training.tta import tta_logits
+
+    torch.manual_seed(0)
+    net = build(ModelConfig("resnet18", width), 10, *channel_stats("cifar10")).eval()
+    x = to_float(loaded.test_images[:images])
+    out = {}
+    for mode in ("none", "flip", "flip_translate"):
+        start = time.perf_counter()
+        with torch.no_grad():
+            for chunk in x.split(500):
+                tta_logits(net, chunk, mode)
+        out[mode] = images / (time.perf_counter() - start)
+    return out
+
+
+def levers_main(argv: Sequence[str]) -> None:
+    parser = argparse.ArgumentParser(prog="bench_train.py levers")
+    parser.add_argument("--source", default=str(SOURCE))
+    parser.add_argument("--root", default="data")
+    parser.add_argument("--width", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=6, help="timed steps per lever (after 2 warm-up steps)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=2, help="round-robin passes; each lever keeps its best")
+    parser.add_argument("--compile", action="store_true", help="also time torch.compile (minutes of compilation)")
+    parser.add_argument("--no-robust", action="store_true", help="skip the AT / TRADES / MART steps")
+    parser.add_argument("--quick", action="store_true", help="width 4, 2 steps, a few levers: a smoke run")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    _quiet()
+    loaded = load_dataset(DataConfig(source=args.source, root=args.root))
+    levers = VANILLA_LEVERS + (COMPILE_LEVERS if args.compile else []) + ([] if args.no_robust else ROBUST_LEVERS)
+    if args.quick:  # not a measurement: written to bench/out/
+        args.width, args.steps, args.rounds, args.out = 4, 2, 1, REPO / "bench" / "out"
+        levers = [VANILLA_LEVERS[0], VANILLA_LEVERS[8], ROBUST_LEVERS[3]]
+    common = [f"model.width={args.width}", f"data.source={args.source}", f"data.root={args.root}",
+              "logger.wandb.mode=disabled"]
+    # Round-robin over the levers, `rounds` times: a busy neighbour slows a whole stretch of time, so
+    # each lever keeps its least disturbed round (highest median images/s); all rounds are recorded.
+    measured = {name: [] for name, _ in levers}
+    for r in range(args.rounds):
+        for name, overrides in levers:
+            m = step_speed(overrides, common, loaded, args.steps)
+            measured[name].append(m)
+            log.info("round %d %-40s batch %4d  %8.1f ms/step  %7.1f img/s (fastest %7.1f)", r, name, m["batch_size"],
+                     m["ms_per_step"], m["images_per_s"], m["fastest_images_per_s"])
+    rows = [{"lever": name, "overrides": overrides, **max(measured[name], key=lambda m: m["images_per_s"]),
+             "rounds": measured[name]} for name, overrides in levers]
+    # The 2-thread / 1-thread ratio of the same steps, 1 and 2 threads alternated `rounds` times (the
+    # best of each kept), for the extrapolation to an idle 2-core machine.
+    threads = {}
+    for name, overrides in (levers[0], next(lv for lv in levers if lv[0] == "fast")):
+        by_threads = {1: [], 2: []}
+        for _ in range(args.rounds):
+            for t in (1, 2):
+                torch.set_num_threads(t)
+                by_threads[t].append(step_speed(overrides, common, loaded, args.steps))
+        torch.set_num_threads(args.threads)
+        best = {t: max(ms, key=lambda m: m["images_per_s"]) for t, ms in by_threads.items()}
+        threads[name] = {"images_per_s_1_thread": best[1]["images_per_s"], "images_per_s_2_threads": best[2]["images_per_s"],
+                         "speedup": best[2]["images_per_s"] / best[1]["images_per_s"],
+                         "speedup_fastest_steps": best[2]["fastest_images_per_s"] / best[1]["fastest_images_per_s"],
+                         "rounds": {str(t): ms for t, ms in by_threads.items()}}
+        log.info("%-40s 1 thread %7.1f img/s, 2 threads %7.1f img/s: %.2fx (fastest steps %.2fx)", name,
+                 best[1]["images_per_s"], best[2]["images_per_s"], threads[name]["speedup"],
+                 threads[name]["speedup_fastest_steps"])
+    tta = tta_speed(args.width, loaded)
+    log.info("evaluation img/s (float32): %s", {k: round(v) for k, v in tta.items()})
+    report = {"width": args.width, "threads": args.threads, "steps": args.steps, "rounds": args.rounds, "torch": torch.__version__,
+              "load_average": os.getloadavg(), "levers": rows, "threads_ratio": threads, "tta_eval_images_per_s": tta,
+              "date": time.strftime("%Y-%m-%d %H:%M")}
+    stem = f"bench_train_levers_w{args.width}" + ("_quick" if args.quick else "")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{stem}.json").write_text(json.dumps(report, indent=1))
+    (args.out / f"{stem}.md").write_text(levers_table(report))
+    log.info("wrote %s", args.out / f"{stem}.md")
+
+
+def levers_table(report: dict) -> str:
+    base = {r["lever"].split(" ")[0]: r for r in report["levers"] if r["lever"] in ("paper", "fast")}
+    lines = [f"Training step, ResNet18 width {report['width']}, {report['threads']} thread(s), torch {report['torch']}, "
+             f"load average {report['load_average'][0]:.1f} ({report['date']}); median of {report['steps']} steps, "
+             f"best of {report['rounds']} round-robin rounds.", "",
+             "| lever | batch | ms/step | images/s | x paper | x fast | fastest step: images/s | x paper | x fast |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in report["levers"]:
+        f = r["fastest_images_per_s"]
+        lines.append(f"| {r['lever']} | {r['batch_size']} | {r['ms_per_step']:.0f} | {r['images_per_s']:.0f} | "
+                     f"{r['images_per_s'] / base['paper']['images_per_s']:.2f} | "
+                     f"{r['images_per_s'] / base['fast']['images_per_s']:.2f} | {f:.0f} | "
+                     f"{f / base['paper']['fastest_images_per_s']:.2f} | {f / base['fast']['fastest_images_per_s']:.2f} |")
+    lines += ["", "2 threads against 1 (same steps, same run):", ""]
+    lines += [f"- {k}: 1 thread {v['images_per_s_1_thread']:.0f} img/s, 2 threads {v['images_per_s_2_threads']:.0f} "
+              f"img/s: {v['speedup']:.2f}x (fastest steps: {v['speedup_fastest_steps']:.2f}x)"
+              for k, v in report["threads_ratio"].items()]
+    tta = report["tta_eval_images_per_s"]
+    lines += ["", "Evaluation (float32, no gradient) images/s: " + ", ".join(f"TTA {k}: {v:.0f}" for k, v in tta.items())]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------------------- profile
+def profile_main(argv: Sequence[str]) -> None:
+    """Where a training step's time goes: torch.profiler over train.py's steps for some overrides."""
+    parser = argparse.ArgumentParser(prog="bench_train.py profile")
+    parser.add_argument("name")
+    parser.add_argument("overrides", nargs="*")
+    parser.add_argument("--source", default=str(SOURCE))
+    parser.add_argument("--root", default="data")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_intermixed_args(argv)
+    torch.set_num_threads(args.threads)
+    _quiet()
+    from torch.profiler import ProfilerActivity, profile
+
+    from stir.training.pipeline import build_system
+
+    loaded = load_dataset(DataConfig(source=args.source, root=args.root))
+    cfg = compose_train(CONFIGS, [*args.overrides, f"data.source={args.source}", f"data.root={args.root}",
+                                  "logger.wandb.mode=disabled"])
+    torch.manual_seed(0)
+    system = build_system(cfg, build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name)))
+
+    class Profiled(L.Callback):  # profile steps WARMUP .. WARMUP + steps (the first ones warm the allocator)
+        def on_train_batch_start(self, trainer, module, batch, batch_idx):
+            if batch_idx == WARMUP:
+                self.prof = profile(activities=[ProfilerActivity.CPU])
+                self.prof.__enter__()
+                self.start = time.perf_counter()
+
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            if batch_idx == WARMUP + args.steps - 1:
+                self.seconds = time.perf_counter() - self.start
+                self.prof.__exit__(None, None, None)
+
+    prof = Profiled()
+    trainer = L.Trainer(max_epochs=1, limit_train_batches=WARMUP + args.steps, limit_val_batches=0,
+                        precision=cfg.trainer.precision, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, callbacks=[prof], accelerator="cpu", devices=1, inference_mode=False)
+    trainer.fit(system, datamodule=data_module(cfg, loaded))
+    table = prof.prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25)
+    head = (f"{args.name}: {' '.join(args.overrides)}; {args.steps} steps of batch {cfg.data.batch_size}, "
+            f"{args.threads} thread(s), {prof.seconds / args.steps * 1e3:.0f} ms/step under the profiler, "
+            f"load average {os.getloadavg()[0]:.1f}, torch {torch.__version__}\n\n")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"bench_train_profile_{args.name}.txt").write_text(head + table + "\n")
+    log.info("%s%s", head, table)
+
+
+# ------------------------------------------------------------------------------------------ verify
+def verify_main(argv: Sequence[str]) -> dict:
+    """A trained run's robust accuracy under stronger attacks than eval_attack: a gradient-masking check.
+
+    On the first ``--images`` test images (the start of the subset test/robust_acc attacks), float32,
+    eval mode: PGD-l2 as eval_attack (20 steps), PGD-l2 with 100 steps, and torchattacks' APGD-CE and
+    APGD-DLR in l2 (Croce & Hein 2020, the first two attacks of AutoAttack), 100 steps each; "worst
+    case" counts an image robust only if every attack failed on it. A network whose 20-step PGD
+    accuracy is far above the worst case masks its gradients (e.g. through label smoothing).
+    """
+    import torchattacks
+
+    parser = argparse.ArgumentParser(prog="bench_train.py verify")
+    parser.add_argument("run", help="a finished run folder")
+    parser.add_argument("--images", type=int, default=500)
+    parser.add_argument("--eps", type=float, default=1.0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    _quiet()
+    from omegaconf import OmegaConf
+
+    from stir.attacks.network import attacked
+    from stir.training.runs import load_state_dict
+
+    run = Path(args.run)
+    cfg = OmegaConf.load(run / "config.yaml")
+    data = StirDataModule(DataConfig(**{**OmegaConf.to_container(cfg.data), "download": False}))
+    data.setup()
+    images, labels = data.split_tensors("test")
+    x, y = to_float(images[: args.images]), labels[: args.images]
+    net = build(ModelConfig(cfg.model.arch, cfg.model.width), cfg.data.num_classes, *channel_stats(cfg.data.name))
+    net.load_state_dict(load_state_dict(str(run)))
+    net.eval().requires_grad_(False)
+    model = attacked(net)  # eval mode for torchattacks, NCHW gradients
+    torch.manual_seed(0)
+    attacks = {
+        "pgd20 (eval_attack)": lambda: pgd_l2(net, x, y, AttackConfig(eps=args.eps, steps=20, fold_batch_norm=False,
+                                                                   channels_last=False)),
+        "pgd100": lambda: pgd_l2(net, x, y, AttackConfig(eps=args.eps, steps=100, fold_batch_norm=False, channels_last=False)),
+        "apgd-ce": lambda: torchattacks.APGD(model, norm="L2", eps=args.eps, steps=100, loss="ce")(x, y),
+        "apgd-dlr": lambda: torchattacks.APGD(model, norm="L2", eps=args.eps, steps=100, loss="dlr")(x, y),
+    }
+    with torch.no_grad():
+        robust = {"clean": net(x).argmax(1) == y}
+    for name, attack in attacks.items():
+        start = time.perf_counter()
+        x_adv = attack()
+        assert float((x_adv - x).flatten(1).norm(dim=1).max()) <= args.eps * (1 + 1e-4)
+        with torch.no_grad():
+            robust[name] = net(x_adv).argmax(1) == y
+        log.info("%-22s robust accuracy %.4f (%.0f s)", name, robust[name].float().mean(), time.perf_counter() - start)
+    worst = torch.stack([v for k, v in robust.items()]).all(0)
+    report = {"run": str(run), "images": args.images, "eps": args.eps,
+              **{k: float(v.float().mean()) for k, v in robust.items()}, "worst_case": float(worst.float().mean())}
+    log.info("worst case over the attacks: %.4f", report["worst_case"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"bench_train_verify_{run.parent.name}_{run.name}.json").write_text(json.dumps(report, indent=1))
+    return report
+
+
+# ------------------------------------------------------------------------------------------ device
+DEVICE_RUNS = [
+    ("paper vanilla", ["recipe=paper"]),
+    ("fast vanilla, DataLoader", ["recipe=fast"]),
+    ("fast vanilla, device-resident data", ["recipe=fast", "data.device_resident=true"]),
+    ("paper AT (PGD-10)", ["recipe=paper", "loss=at"]),
+    ("fast AT (PGD-2), device-resident data", ["recipe=fast", "loss=at", "attack.steps=2", "data.device_resident=true"]),
+    ("fast AT (FGSM-RS), device-resident data", ["recipe=fast", "loss=at", "attack.steps=1", "attack.step_size=1.25",
+                                               "data.device_resident=true"]),
+]
+
+
+def device_main(argv: Sequence[str]) -> Dict[str, dict]:
+    """Training images/s on the accelerator (CUDA if any, else the CPU): the GPU part of bench/gpu.sh."""
+    parser = argparse.ArgumentParser(prog="bench_train.py device")
+    parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--source", default=str(SOURCE), help="real images if present, else random uint8 ones")
+    parser.add_argument("--root", default="data")
+    parser.add_argument("--smoke", "--quick", action="store_true", help="width 4, 2 steps, batch 16: any machine")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "out")
+    args, _ = parser.parse_known_args(argv)  # gpu.sh passes bench_gpu.py's options too
+    from stir.data import synthetic
+
+    _quiet()
+    cuda = torch.cuda.is_available()
+    accelerator = "cuda" if cuda else "cpu"
+    if args.smoke:
+        args.width, args.steps = 4, 2
+    if Path(args.source).exists() and not args.smoke:
+        loaded = load_dataset(DataConfig(source=args.source, root=args.root))
+        common = [f"data.source={args.source}", f"data.root={args.root}"]
+    else:  # throughput does not depend on the pixels
+        loaded = synthetic.make_dataset(10, n_train=6000 if not args.smoke else 200, n_test=100)
+        common = ["data.holdout_size=100" if args.smoke else "data.holdout_size=1000"]
+    common += [f"model.width={args.width}", "logger.wandb.mode=disabled"]
+    if args.smoke:
+        common += ["data.batch_size=16"]
+    report = {"device": torch.cuda.get_device_name() if cuda else "cpu", "width": args.width, "torch": torch.__version__,
+              "runs": {}}
+    for name, overrides in DEVICE_RUNS:
+        m = step_speed(overrides, common, loaded, args.steps, accelerator)
+        report["runs"][name] = m
+        log.info("%-42s batch %4d  %7.1f img/s", name, m["batch_size"], m["images_per_s"])
+    paper = report["runs"]["paper vanilla"]["images_per_s"]
+    report["paper_100_epochs_hours"] = {
+        "vanilla": 100 * 45_000 / paper / 3600, "at": 100 * 45_000 / report["runs"]["paper AT (PGD-10)"]["images_per_s"] / 3600}
+    log.info("the paper's recipe, 100 epochs of 45,000 images: vanilla %.2f h, AT %.2f h (extrapolated)",
+             report["paper_100_epochs_hours"]["vanilla"], report["paper_100_epochs_hours"]["at"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench_train_device.json").write_text(json.dumps(report, indent=1))
+    return report
+
+
+# ------------------------------------------------------------------------------------------- curve
+class TestCurve(L.Callback):
+    """After each training epoch: test accuracy (and robust accuracy) with the clock stopped.
+
+    Measures ``module.eval_network`` in float32 inside ``frozen`` (eval mode, modes restored), with
+    the global random states saved and restored, so the training run is the one train.py makes.
+    Writes the curve to ``out`` after every epoch.
+    """
+
+    def __init__(self, out: Path, meta: dict, robust_images: int, robust_every: int, eval_attack: AttackConfig):
+        self.out, self.meta = out, meta
+        self.robust_images, self.robust_every, self.eval_attack = robust_images, robust_every, eval_attack
+        self.rows: List[dict] = []
+        self.paused = 0.0
+
+    def on_train_start(self, trainer, module):
+        self.start, self.start_cpu, self.paused_cpu = time.perf_counter(), time.process_time(), 0.0
+        self.meta["setup_seconds"] = self.start - self.meta.pop("_process_start")
+
+    def on_train_epoch_end(self, trainer, module):
+        stop, stop_cpu = time.perf_counter(), time.process_time()
+        wall = stop - self.start - self.paused
+        states = rng_states()
+        images, labels = trainer.datamodule.split_tensors("test")
+        net = module.eval_network
+        # cpu_s: the process's CPU time (all its threads): on a shared machine, the wall time the same
+        # work takes on as many otherwise idle cores (cache and memory contention aside).
+        row = {"epoch": trainer.current_epoch + 1, "wall_s": wall, "cpu_s": stop_cpu - self.start_cpu - self.paused_cpu,
+               "val_acc": _metric(trainer, "val/acc"), "train_loss": _metric(trainer, "train/epoch_loss")}
+        with torch.autocast(module.device.type, enabled=False):
+            with frozen(net), torch.no_grad():
+                correct = sum(int((net(to_float(x.to(module.device))).argmax(1) == y.to(module.device)).sum())
+                              for x, y in zip(images.split(500), labels.split(500)))
+            row["test_acc"] = correct / len(labels)
+            last = trainer.current_epoch + 1 == trainer.max_epochs or trainer.should_stop
+            if self.robust_images and ((trainer.current_epoch + 1) % self.robust_every == 0 or last):
+                n = self.robust_images
+                accs = [float(robust_accuracy(net, to_float(x.to(module.device)), y.to(module.device), self.eval_attack,
+                                              attack_model=module.eval_attack_model())) * len(y)
+                        for x, y in zip(images[:n].split(500), labels[:n].split(500))]
+                row["robust_acc"] = sum(accs) / n
+        set_rng_states(states)
+        self.rows.append(row)
+        self.paused += time.perf_counter() - stop
+        self.paused_cpu += time.process_time() - stop_cpu
+        log.info("epoch %d: %.1f min (CPU %.1f min), test acc %.4f%s", row["epoch"], wall / 60, row["cpu_s"] / 60, row["test_acc"],
+                 f", robust {row['robust_acc']:.4f}" if "robust_acc" in row else "")
+        self.write()
+
+    def write(self) -> None:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.out.write_text(json.dumps({**self.meta, "curve": self.rows}, indent=1))
+
+
+def _metric(trainer, key: str) -> Optional[float]:
+    value = trainer.callback_metrics.get(key)
+    return float(value) if value is not None else None
+
+
+def curve_main(argv: Sequence[str]) -> None:
+    parser = argparse.ArgumentParser(prog="bench_train.py curve")
+    parser.add_argument("name", help="the curve's name: bench/results/bench_train_curve_<name>.json")
+    parser.add_argument("overrides", nargs="*", help="python train.py overrides (e.g. profile=laptop loss=at)")
+    parser.add_argument("--source", default=str(SOURCE))
+    parser.add_argument("--root", default="data")
+    parser.add_argument("--runs-dir", default="runs")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--robust-images", type=int, default=0, help="test images attacked (eval_attack) per measurement")
+    parser.add_argument("--robust-every", type=int, default=1, help="epochs between robust measurements")
+    parser.add_argument("--quick", action="store_true", help="width 4, 2 epochs of 1,000 images: a smoke run (bench/out/)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_intermixed_args(argv)
+    if args.quick:
+        args.out = REPO / "bench" / "out"
+    process_start = time.perf_counter()
+    torch.set_num_threads(args.threads)
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s")
+    from stir.training.pipeline import train
+
+    quick = ["model.width=4", "trainer.max_epochs=2", "data.train_size=1000", "data.holdout_size=500",
+             "trainer.robust_val_size=50", "trainer.robust_test_size=50"] if args.quick else []
+    overrides = [*quick, *args.overrides, f"data.source={args.source}", f"data.root={args.root}",
+                 f"runs_dir={args.runs_dir}", "logger.wandb.mode=disabled", "trainer.enable_progress_bar=false",
+                 "retrain=true"]  # a curve always trains anew (an earlier run folder is moved aside, not lost)
+    cfg = compose_train(CONFIGS, overrides)
+    name = args.name + ("_quick" if args.quick else "")
+    meta = {"name": name, "overrides": args.overrides, "threads": args.threads, "torch": torch.__version__,
+            "load_average_start": os.getloadavg(), "date": time.strftime("%Y-%m-%d %H:%M"),
+            "recipe_name": cfg.recipe_name, "arch": cfg.model.arch, "width": cfg.model.width, "loss": cfg.loss.name,
+            "epochs": cfg.trainer.max_epochs, "robust_images": args.robust_images, "_process_start": process_start}
+    curve = TestCurve(args.out / f"bench_train_curve_{name}.json", meta, args.robust_images, args.robust_every,
+                      cfg.eval_attack)
+    run_dir = train(cfg, callbacks=[curve])
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    meta.update({"run_dir": str(run_dir), "load_average_end": os.getloadavg(),
+                 "final": {k: v for k, v in metrics.items() if k.startswith("test/")},
+                 "robust_check": metrics.get("robust_check")})
+    curve.write()
+    log.info("wrote %s", curve.out)
+
+
+# -------------------------------------------------------------------------------------------- plot
+TARGETS = {"vanilla": {"test_acc": 0.85}, "at": {"test_acc": 0.55, "robust_acc": 0.30}}
+
+
+def time_to(curve: List[dict], targets: Dict[str, float], clock: str = "wall_s") -> Optional[float]:
+    """Seconds (``clock``: wall_s | cpu_s) of the first epoch that meets every target (None: never)."""
+    for row in curve:
+        if all(row.get(k) is not None and row[k] >= v for k, v in targets.items()):
+            return row.get(clock)
+    return None
+
+
+def _minutes(seconds: Optional[float]) -> str:
+    return "not reached" if seconds is None else f"{seconds / 60:.1f}"
+
+
+def curves_table(runs: List[dict]) -> str:
+    """One row per curve: final accuracies, wall and CPU minutes, time to its loss's target."""
+    lines = ["| curve | recipe | loss | width | epochs | threads | wall (min) | CPU (min) | test acc | "
+             "robust acc (PGD-l2 20) | to target, wall (min) | to target, CPU (min) |", "|---|" * 12]
+    lines[1] = "|---" * 12 + "|"
+    for run in runs:
+        c = run["curve"]
+        final = c[-1] if c else {}
+        target = TARGETS["vanilla" if run["loss"] == "vanilla" else "at"]
+        robust = final.get("robust_acc")
+        has_cpu = "cpu_s" in final  # curves recorded before the CPU clock existed have none
+        lines.append(f"| {run['name']} | {run['recipe_name']} | {run['loss']} | {run['width']} | {len(c)} | "
+                     f"{run['threads']} | {_minutes(final.get('wall_s'))} | {_minutes(final['cpu_s']) if has_cpu else '-'} | "
+                     f"{final.get('test_acc', float('nan')):.4f} | {'-' if robust is None else f'{robust:.4f}'} | "
+                     f"{_minutes(time_to(c, target))} | {_minutes(time_to(c, target, 'cpu_s')) if has_cpu else '-'} |")
+    return "\n".join(lines) + "\n\ntargets: vanilla test acc >= 0.85; AT clean >= 0.55 and PGD-l2 (eps 1, 20 steps) >= 0.30\n"
+
+
+def plot_main(argv: Sequence[str]) -> None:
+    parser = argparse.ArgumentParser(prog="bench_train.py plot")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=RESULTS / "bench_train_curves.png")
+    parser.add_argument("--clock", choices=("wall_s", "cpu_s"), default="wall_s",
+                        help="x axis: wall time, or the process's CPU time (the wall time on idle cores)")
+    args = parser.parse_args(argv)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [json.loads(p.read_text()) for p in sorted(args.results.glob("bench_train_curve_*.json"))
+            if not p.stem.endswith("_quick")]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for run in runs:
+        ax = axes[0] if run["loss"] == "vanilla" else axes[1]
+        c = [r for r in run["curve"] if r.get(args.clock) is not None]
+        minutes = [r[args.clock] / 60 for r in c]
+        (line,) = ax.plot(minutes, [r["test_acc"] for r in c], marker="o", ms=3, label=f"{run['name']} (clean)")
+        robust = [(r[args.clock] / 60, r["robust_acc"]) for r in c if r.get("robust_acc") is not None]
+        if robust:
+            ax.plot(*zip(*robust), ls="--", marker="s", ms=3, color=line.get_color(), label=f"{run['name']} (PGD-l2)")
+    clock = "wall time" if args.clock == "wall_s" else "CPU time of the process"
+    for ax, title, target in ((axes[0], "vanilla", [0.85]), (axes[1], "adversarial training (l2, eps 1.0)", [0.55, 0.30])):
+        for t in target:
+            ax.axhline(t, color="grey", lw=0.8, ls=":")
+        ax.set_title(title)
+        ax.set_xlabel(f"{clock} (minutes; 1 thread of a shared 2-core CPU; evaluation excluded)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("CIFAR-10 test accuracy (JPEG copy)")
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=120)
+    args.out.with_suffix(".md").write_text(curves_table(runs))
+    log.info("wrote %s and %s", args.out, args.out.with_suffix(".md"))
+
+
+def main() -> None:
+    from stir.training.trainer import quiet_lightning
+
+    quiet_lightning()
+    for pattern in (r".*GPU available", r".*LeafSpec", r".*does not have many workers"):
+        import warnings
+        warnings.filterwarnings("ignore", message=pattern)
+    modes = {"levers": levers_main, "curve": curve_main, "plot": plot_main, "device": device_main,
+             "profile": profile_main, "verify": verify_main}
+    argv = sys.argv[1:]
+    if argv and argv[0] in modes:
+        modes[argv[0]](argv[1:])
+    else:
+        pipeline_main(argv)
+
+
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     main()

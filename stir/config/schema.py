@@ -25,7 +25,14 @@ class DataConfig:
     data_seed: int = 0  # fixes the holdout split and the nesting order of training subsets
     batch_size: int = 128
     eval_batch_size: int = 500
-    augment: bool = True  # random crop (4-pixel padding) + horizontal flip, batched on device
+    augment: bool = True  # random crop (crop_padding pixels each side) + horizontal flip, batched on device
+    crop_padding: int = 4  # the random crop translates each image by up to this many pixels
+    padding_mode: str = "zeros"  # zeros | reflect: what the crop sees beyond the border (airbench: reflect)
+    flip: bool = True  # mirror each training image with probability 1/2
+    # The whole uint8 training split on the training device, shuffled and augmented there in batches
+    # from a generator seeded by (seed, epoch) (stir.data.device_loader): no DataLoader, no host copy
+    # per batch. The same augmentation distribution as the default path, other random draws.
+    device_resident: bool = False
 
 
 @dataclass
@@ -65,6 +72,9 @@ class LossConfig:
 
     name: str = "vanilla"
     beta: float = 1.0  # TRADES / MART regulariser weight (STIR paper, appendix B)
+    # Szegedy et al. 2016: the cross-entropy terms of the objective (never the attacks') against
+    # (1 - s) * onehot(y) + s / C. 0 = the papers' objectives.
+    label_smoothing: float = 0.0
 
 
 @dataclass
@@ -80,6 +90,34 @@ class OptimConfig:
 
 
 @dataclass
+class EmaConfig:
+    """An exponential moving average of the network's weights (and batch-norm statistics).
+
+    theta_ema <- d * theta_ema + (1 - d) * theta every ``every_n_steps`` optimiser steps, with
+    d = min(decay, (1 + t) / (10 + t)) at update t (the short-run warm-up of TensorFlow's
+    ExponentialMovingAverage). Validation, testing and the run's weights.pt use the average.
+    """
+
+    decay: Optional[float] = None  # None: no average; the network itself is evaluated and saved
+    every_n_steps: int = 1
+
+
+@dataclass
+class RobustCheckConfig:
+    """Wong et al. 2020's guard against catastrophic overfitting of fast (one- or few-step) AT.
+
+    After every training epoch, PGD-l2 (``eval_attack``'s eps, ``steps`` steps, 2.5 * eps / steps)
+    attacks the first ``images`` training images (not augmented); when their robust accuracy falls
+    more than ``max_drop`` below the best epoch's, training stops and the best epoch's weights are
+    restored. The check draws from its own generator: it never moves the training's random streams.
+    """
+
+    images: int = 0  # 0: no check
+    steps: int = 10
+    max_drop: float = 0.2
+
+
+@dataclass
 class TrainerConfig:
     """Arguments passed to ``lightning.Trainer`` (plus when to measure robustness)."""
 
@@ -91,9 +129,18 @@ class TrainerConfig:
     precision: str = "32-true"
     sync_batchnorm: bool = False
     deterministic: bool = False
-    # NHWC activations on CUDA (what tensor cores want). Not on the CPU: torch 2.14's CPU backward
-    # segfaults for narrow channels_last ResNets (seen at width 4), though it is 20% faster at width 16.
+    # NHWC activations on CUDA (what tensor cores want). On the CPU only with cpu_channels_last: it
+    # was once seen to segfault in torch 2.14's CPU backward for a width-4 ResNet18 (not reproduced
+    # since: the fast recipe's tests train width 4 channels-last under bf16 autocast).
     channels_last: bool = True
+    # NHWC on the CPU as well (the fast recipe): faster CPU steps at width 16, most of all under bf16
+    # autocast (bench/bench_train.py levers; docs/training.md).
+    cpu_channels_last: bool = False
+    compile: bool = False  # torch.compile the network (opt-in: minutes of compilation before the first step)
+    # Clean val / test accuracy averaged over flipped (and 1-pixel translated) copies of each image:
+    # none | flip | flip_translate. An evaluation option only: never applied to robust accuracy, to
+    # the saved network, or to any representation STIR reads (evaluate.py sees the plain network).
+    test_time_augmentation: str = "none"
     limit_train_batches: Optional[float] = None
     log_every_n_steps: int = 50
     enable_progress_bar: bool = True
@@ -133,9 +180,14 @@ class TrainConfig:
     # Robust accuracy is always measured with PGD-l2 at eps=1.0 (20 steps), whatever the training attack.
     eval_attack: AttackConfig = field(default_factory=lambda: AttackConfig(eps=1.0, steps=20))
     optim: OptimConfig = field(default_factory=OptimConfig)
+    ema: EmaConfig = field(default_factory=EmaConfig)
+    robust_check: RobustCheckConfig = field(default_factory=RobustCheckConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     seed: int = 0  # initialisation, batch order, augmentation and the attacks' random starts
+    # The recipe's name (configs/recipe/<name>.yaml): "paper" (the STIR paper's, the default) or
+    # "fast"; any other than "paper" appears in the run folder (vanilla-fast/...).
+    recipe_name: str = "paper"
     runs_dir: str = "runs"  # where run folders go
     run_dir: Optional[str] = None  # None: runs_dir/<data>/<arch>[_w<width>]/<loss>[...]/seed<seed>
     init_from: Optional[str] = None  # warm start (a model update) from a checkpoint or run folder

@@ -10,6 +10,9 @@ LOSS_NAMES = ("vanilla", "at", "trades", "mart")
 ATTACK_NORMS = ("l2",)
 SCHEDULES = ("cosine", "onecycle", "constant")
 WANDB_MODES = ("offline", "online", "disabled")
+PADDING_MODES = ("zeros", "reflect")
+TTA_MODES = ("none", "flip", "flip_translate")
+PRECISIONS = ("32-true", "32", "bf16-mixed", "bf16", "16-mixed", "16", "bf16-true", "16-true", "64-true", "64")
 
 
 class ConfigError(ValueError):
@@ -43,6 +46,19 @@ def validate_train(cfg: TrainConfig) -> None:
         check_positive("attack.step_size", cfg.attack.step_size)
     check_positive("loss.beta", cfg.loss.beta, allow_zero=True)
     check_positive("optim.lr", cfg.optim.lr)
+    check_choice("data.padding_mode", cfg.data.padding_mode, PADDING_MODES)
+    check_positive("data.crop_padding", cfg.data.crop_padding, allow_zero=True)
+    check_choice("trainer.test_time_augmentation", cfg.trainer.test_time_augmentation, TTA_MODES)
+    check_choice("trainer.precision", str(cfg.trainer.precision), PRECISIONS)
+    if not 0 <= cfg.loss.label_smoothing < 1:
+        raise ConfigError(f"loss.label_smoothing={cfg.loss.label_smoothing!r} must be in [0, 1)")
+    if cfg.ema.decay is not None and not 0 < cfg.ema.decay < 1:
+        raise ConfigError(f"ema.decay={cfg.ema.decay!r} must be in (0, 1), or null for no average")
+    check_positive("ema.every_n_steps", cfg.ema.every_n_steps)
+    check_positive("robust_check.images", cfg.robust_check.images, allow_zero=True)
+    check_positive("robust_check.steps", cfg.robust_check.steps)
+    if not 0 < cfg.robust_check.max_drop <= 1:
+        raise ConfigError(f"robust_check.max_drop={cfg.robust_check.max_drop!r} must be in (0, 1]")
     check_positive("data.batch_size", cfg.data.batch_size)
     check_positive("data.num_classes", cfg.data.num_classes)
     check_positive("trainer.max_epochs", cfg.trainer.max_epochs)

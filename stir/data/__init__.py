@@ -7,7 +7,7 @@ Public API:
     augment_batch(x, generator=None) / to_float(x)   batched, on-device augmentation and conversion
     stir.data.synthetic                        writers of tiny test data sets in the real layouts
 """
-from stir.data.augment import augment_batch, crop_flip, sample_crop_flip, to_float
+from stir.data.augment import Augment, augment_batch, crop_flip, sample_crop_flip, to_float
 from stir.data.cache import cache_file, cached_dataset
 from stir.data.datamodule import StirDataModule
 from stir.data.dataset import DataNotFoundError, DataSourceError, Dataset
@@ -16,6 +16,7 @@ from stir.data.sources import CIFAR10_CLASSES, cifar_spec, load_cifar, read_cifa
 from stir.data.splits import sample_indices, split_indices
 
 __all__ = [
+    "Augment",
     "CIFAR10_CLASSES",
     "DataNotFoundError",
     "DataSourceError",

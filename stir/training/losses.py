@@ -15,6 +15,11 @@ over classes per example, averaged over the batch (the official TRADES / MART co
 KLDivLoss(log_softmax(f(x_adv)), softmax(f(x))), sum / batch size). In the training objectives the
 gradient flows through both f(x) and f(x_adv) (as in both papers' code); only the attacks treat
 f(x) as a constant.
+
+Label smoothing (``loss_cfg.label_smoothing = s``, Szegedy et al. 2016) replaces the one-hot target
+of every cross-entropy term of the objective by (1 - s) * onehot(y) + s / C; the attacks keep the
+plain cross-entropy (or KL) they maximise, and MART's margin and weight terms are unchanged.
+s = 0 (the default) is each paper's objective.
 """
 from __future__ import annotations
 
@@ -46,9 +51,9 @@ def vanilla_loss(
     model: nn.Module, x: Tensor, y: Tensor, loss_cfg: LossConfig, attack_cfg: AttackConfig,
     generator: Optional[torch.Generator] = None, attack_model: Optional[nn.Module] = None,
 ) -> LossOutput:
-    """Empirical risk: CE(f(x), y). ``loss_cfg`` and ``attack_cfg`` are unused."""
+    """Empirical risk: CE(f(x), y). ``attack_cfg`` is unused."""
     logits = model(x)  # (b, C)
-    ce = F.cross_entropy(logits, y)
+    ce = F.cross_entropy(logits, y, label_smoothing=loss_cfg.label_smoothing)
     return LossOutput(ce, logits_clean=logits, extra={"ce": ce.detach()})
 
 
@@ -63,7 +68,7 @@ def at_loss(
     """
     x_adv = pgd_l2(model if attack_model is None else attack_model, x, y, attack_cfg, generator=generator)
     logits_adv = model(x_adv)  # (b, C)
-    ce = F.cross_entropy(logits_adv, y)
+    ce = F.cross_entropy(logits_adv, y, label_smoothing=loss_cfg.label_smoothing)
     return LossOutput(ce, logits_adv=logits_adv, extra={"ce_adv": ce.detach()})
 
 
@@ -78,12 +83,13 @@ def trades_loss(
     x_adv = trades_l2(model if attack_model is None else attack_model, x, attack_cfg, generator=generator)
     logits_clean = model(x)  # (b, C)
     logits_adv = model(x_adv)  # (b, C)
-    return trades_from_logits(logits_clean, logits_adv, y, loss_cfg.beta)
+    return trades_from_logits(logits_clean, logits_adv, y, loss_cfg.beta, loss_cfg.label_smoothing)
 
 
-def trades_from_logits(logits_clean: Tensor, logits_adv: Tensor, y: Tensor, beta: float) -> LossOutput:
+def trades_from_logits(logits_clean: Tensor, logits_adv: Tensor, y: Tensor, beta: float,
+                       label_smoothing: float = 0.0) -> LossOutput:
     """The TRADES objective from training-forward logits (b, C): CE(clean) + beta * mean_i KL_i."""
-    ce = F.cross_entropy(logits_clean, y)
+    ce = F.cross_entropy(logits_clean, y, label_smoothing=label_smoothing)
     kl = kl_per_example(logits_clean, logits_adv).mean()
     loss = ce + beta * kl
     return LossOutput(loss, logits_clean=logits_clean, logits_adv=logits_adv,
@@ -103,16 +109,17 @@ def mart_loss(
     x_adv = pgd_l2(model if attack_model is None else attack_model, x, y, attack_cfg, generator=generator)
     logits_clean = model(x)  # (b, C)
     logits_adv = model(x_adv)  # (b, C)
-    return mart_from_logits(logits_clean, logits_adv, y, loss_cfg.beta)
+    return mart_from_logits(logits_clean, logits_adv, y, loss_cfg.beta, loss_cfg.label_smoothing)
 
 
-def mart_from_logits(logits_clean: Tensor, logits_adv: Tensor, y: Tensor, beta: float) -> LossOutput:
+def mart_from_logits(logits_clean: Tensor, logits_adv: Tensor, y: Tensor, beta: float,
+                     label_smoothing: float = 0.0) -> LossOutput:
     """The MART objective from training-forward logits (b, C); works for b = 1.
 
     Computed in log space, exactly, without the official code's 1e-12 / 1.0001 / 1.0000001 guards:
     log(1 - p_k) = logsumexp_{j != k} z_j - logsumexp_j z_j.
     """
-    ce = F.cross_entropy(logits_adv, y)
+    ce = F.cross_entropy(logits_adv, y, label_smoothing=label_smoothing)
     num_classes = logits_adv.shape[1]
     is_true = F.one_hot(y, num_classes).bool()  # (b, C)
     top_wrong = logits_adv.masked_fill(is_true, float("-inf")).argmax(dim=1)  # (b,) most likely wrong class

@@ -5,7 +5,7 @@ import dataclasses
 import logging
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, Sequence
 
 import lightning as L
 from lightning.pytorch.loggers import WandbLogger
@@ -13,7 +13,7 @@ from torch import nn
 
 from stir import atomic
 from stir.config.schema import TrainConfig
-from stir.data import StirDataModule
+from stir.data import Augment, StirDataModule
 from stir.models import build, channel_stats
 from stir.models.finite import first_nonfinite_tensor
 from stir.provenance import library_versions
@@ -21,13 +21,14 @@ from stir.training.runs import (
     CORRUPT, FINISHED, RecipeMismatchError, RunFolder, checkpoint_model, point_epoch, load_state_dict, model_artifact_name, recipe_dir, recipe_group, recipe_of,
     weights_identity,
 )
+from stir.training.guard import CatastrophicOverfittingGuard
 from stir.training.system import RobustClassifier
 from stir.training.trainer import build_loggers, build_trainer
 
 log = logging.getLogger(__name__)
 
 
-def train(cfg: TrainConfig) -> Path:
+def train(cfg: TrainConfig, callbacks: Sequence[L.Callback] = ()) -> Path:
     """Train ``cfg``'s recipe (or finish it) and return its run folder.
 
     A folder holding another recipe is refused (RecipeMismatchError naming the keys) before
@@ -36,6 +37,8 @@ def train(cfg: TrainConfig) -> Path:
     decoded (or its cache checked) before any folder, recipe or log is written, so a bad source
     leaves nothing behind; a corrupt folder is set aside and resumed; a second process on the
     same folder waits for the first, then reuses it.
+    ``callbacks``: extra Lightning callbacks for this process (a benchmark's curve recorder); they
+    must not change what is trained.
     """
     run = RunFolder(recipe_dir(cfg))
     L.seed_everything(cfg.seed, workers=True)
@@ -58,7 +61,7 @@ def train(cfg: TrainConfig) -> Path:
                 return run.path
             if state == CORRUPT:
                 run.set_aside_corrupt(why)
-        return _train_locked(cfg, run, network, data)
+        return _train_locked(cfg, run, network, data, callbacks)
 
 
 def _restore_recipe(cfg: TrainConfig, run: RunFolder) -> None:
@@ -84,12 +87,13 @@ def _check_folder(cfg: TrainConfig, run: RunFolder) -> None:
         run.archive()
 
 
-def _train_locked(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataModule) -> Path:
+def _train_locked(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataModule,
+                  callbacks: Sequence[L.Callback]) -> Path:
     if cfg.retrain:
         run.archive()
     run.prepare(cfg)
     with _log_to(run.path / "train.log"):
-        return _fit(cfg, run, network, data)
+        return _fit(cfg, run, network, data, callbacks)
 
 
 @contextmanager
@@ -106,18 +110,20 @@ def _log_to(path: Path) -> Iterator[None]:
         handler.close()
 
 
-def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataModule) -> Path:
-    system = RobustClassifier(
-        network, cfg.loss, cfg.attack, cfg.eval_attack, cfg.optim, augment=cfg.data.augment,
-        robust_val_every=cfg.trainer.robust_val_every_n_epochs, robust_val_size=cfg.trainer.robust_val_size,
-        robust_test_size=cfg.trainer.robust_test_size, channels_last=cfg.trainer.channels_last,
-    )
+def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataModule,
+         callbacks: Sequence[L.Callback] = ()) -> Path:
+    system = build_system(cfg, network)
+    callbacks = list(callbacks)
+    guard = None
+    if cfg.robust_check.images > 0 and cfg.loss.name != "vanilla":
+        guard = CatastrophicOverfittingGuard(cfg.robust_check, cfg.eval_attack)
+        callbacks.insert(0, guard)
     name = _run_name(run.path, cfg.runs_dir)
     recipe = recipe_of(cfg)
     loggers = build_loggers(cfg.logger, run.path, run_name=name, config=wandb_config(cfg, recipe, run.path),
                             group=f"{name.rsplit('/seed', 1)[0]}:{recipe_group(recipe)[:8]}",
                             tags=[cfg.data.name, cfg.model.arch, cfg.loss.name])
-    trainer = build_trainer(cfg.trainer, loggers, run.path)
+    trainer = build_trainer(cfg.trainer, loggers, run.path, callbacks)
     log.info("%s: %s width %d, %.2fM parameters, %s", run.path, cfg.model.arch, cfg.model.width,
              sum(p.numel() for p in network.parameters()) / 1e6, cfg.loss.name)
     resume = run.resume_point()
@@ -135,10 +141,11 @@ def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataMod
             "train_indices_count": len(data.train_indices),
             "init_from": cfg.init_from,
             "init_from_sha256": weights_identity(cfg.init_from) if cfg.init_from else None,
+            **({"robust_check": guard.summary()} if guard is not None else {}),
             "config": dataclasses.asdict(cfg),
             "versions": library_versions(),
         }
-        run.finish(network, cfg, {k: float(v) for k, v in test_metrics.items()}, record)
+        run.finish(system.eval_network, cfg, {k: float(v) for k, v in test_metrics.items()}, record)
         log.info("finished %s: %s", run.path, {k: round(float(v), 4) for k, v in test_metrics.items()})
         if cfg.logger.wandb.log_model:
             _log_model_artifact(loggers, run, recipe, {k: float(v) for k, v in test_metrics.items()})
@@ -146,6 +153,19 @@ def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataMod
         logger.finalize("success")
     _finish_wandb()
     return run.path
+
+
+def build_system(cfg: TrainConfig, network: nn.Module) -> RobustClassifier:
+    """The LightningModule of ``cfg``'s recipe around ``network``, each part from its own config."""
+    return RobustClassifier(
+        network, cfg.loss, cfg.attack, cfg.eval_attack, cfg.optim,
+        # The device-resident loader hands over batches it has already augmented.
+        augment=None if cfg.data.device_resident else Augment.of(cfg.data),
+        robust_val_every=cfg.trainer.robust_val_every_n_epochs, robust_val_size=cfg.trainer.robust_val_size,
+        robust_test_size=cfg.trainer.robust_test_size, channels_last=cfg.trainer.channels_last,
+        cpu_channels_last=cfg.trainer.cpu_channels_last, ema=cfg.ema, tta=cfg.trainer.test_time_augmentation,
+        compile=cfg.trainer.compile,
+    )
 
 
 def wandb_config(cfg: TrainConfig, recipe: Dict[str, Any], run_dir: Path) -> Dict[str, Any]:

@@ -1,8 +1,10 @@
 """The LightningModule: a plain network trained with one objective, checked clean and under attack."""
 from __future__ import annotations
 
+import copy
 import math
 import random
+from typing import Optional
 
 import lightning as L
 import numpy as np
@@ -10,9 +12,11 @@ import torch
 from torch import Tensor, nn
 
 from stir.attacks import AttackNetwork, robust_accuracy
-from stir.config.schema import AttackConfig, LossConfig, OptimConfig
-from stir.data import augment_batch, to_float
+from stir.config.schema import AttackConfig, EmaConfig, LossConfig, OptimConfig
+from stir.data import Augment, to_float
+from stir.training.ema import ema_decay, ema_update
 from stir.training.losses import get_loss
+from stir.training.tta import tta_logits
 
 
 def accuracy(logits: Tensor, labels: Tensor) -> Tensor:
@@ -27,11 +31,20 @@ class RobustClassifier(L.LightningModule):
     network (its eval-mode function up to rounding: batch norm folded, channels-last; switched by
     ``attack.fold_batch_norm`` / ``attack.channels_last``), refreshed before every use.
 
-    Batches arrive as uint8 images (b, 3, h, w) on the training device; augmentation runs there,
-    on the whole batch. Robust accuracy uses PGD-l2 (``eval_attack``) on the first
-    ``robust_val_size`` held-out images every ``robust_val_every`` epochs, and on the first
-    ``robust_test_size`` test images; ``<stage>/robust_subset_acc`` is the clean accuracy on those
-    same images (``<stage>/acc`` covers the whole split).
+    Batches arrive as uint8 images (b, 3, h, w) on the training device; ``augment`` (a
+    ``stir.data.Augment``; None when the batches come augmented, from the device-resident loader,
+    or for no augmentation) runs there, on the whole batch. Robust accuracy uses PGD-l2
+    (``eval_attack``) on the first ``robust_val_size`` held-out images every ``robust_val_every``
+    epochs, and on the first ``robust_test_size`` test images; ``<stage>/robust_subset_acc`` is the
+    clean accuracy on those same images (``<stage>/acc`` covers the whole split). Evaluation runs in
+    float32 whatever the training precision; with ``tta`` other than "none", ``<stage>/acc_tta`` is
+    the clean accuracy under test-time augmentation (``stir.training.tta``), reported beside, never
+    instead of, ``<stage>/acc``.
+
+    With ``ema`` (a decay), ``ema_network`` (a submodule: in checkpoints, not in the optimiser)
+    averages the network's weights after every ``ema.every_n_steps`` optimiser steps, and
+    ``eval_network`` (what validation, testing, the guard and the run's weights.pt use) is the
+    average; otherwise it is the network itself.
     """
 
     def __init__(
@@ -41,11 +54,15 @@ class RobustClassifier(L.LightningModule):
         attack: AttackConfig,
         eval_attack: AttackConfig,
         optim: OptimConfig,
-        augment: bool = True,
+        augment: Optional[Augment] = Augment(),
         robust_val_every: int = 5,
         robust_val_size: int = 500,
         robust_test_size: int = 1000,
         channels_last: bool = True,
+        cpu_channels_last: bool = False,
+        ema: EmaConfig = EmaConfig(),
+        tta: str = "none",
+        compile: bool = False,
     ):
         super().__init__()
         self.network = network
@@ -53,8 +70,13 @@ class RobustClassifier(L.LightningModule):
         self.objective = get_loss(loss.name)
         self.augment = augment
         self.robust_val_every, self.robust_val_size, self.robust_test_size = robust_val_every, robust_val_size, robust_test_size
-        self.channels_last = channels_last
+        self.channels_last, self.cpu_channels_last = channels_last, cpu_channels_last
         self.memory_format = torch.contiguous_format
+        self.ema_cfg, self.tta, self.compile_network = ema, tta, compile
+        self.ema_network: Optional[nn.Module] = None
+        if ema.decay is not None:
+            self.ema_network = copy.deepcopy(network).requires_grad_(False)
+            self.register_buffer("ema_updates", torch.zeros((), dtype=torch.long))
         # What the attacks differentiate: a frozen eval-mode copy of the network (batch norm folded,
         # channels-last), built lazily on the network's device and refreshed before each use. Plain
         # objects, not submodules: never in the state dict, a checkpoint or the optimiser.
@@ -62,11 +84,24 @@ class RobustClassifier(L.LightningModule):
         self._eval_attack_net = AttackNetwork(eval_attack.fold_batch_norm, eval_attack.channels_last)
 
     def setup(self, stage: str) -> None:
-        # NHWC on CUDA only (see TrainerConfig.channels_last). Only strides change: values and
-        # state dicts are the same either way.
-        if self.channels_last and self.device.type == "cuda":
+        # NHWC on CUDA, on the CPU only when asked (see TrainerConfig.channels_last). Only strides
+        # change: values and state dicts are the same either way.
+        if self.channels_last and (self.device.type == "cuda" or self.cpu_channels_last):
             self.memory_format = torch.channels_last
-            self.network.to(memory_format=self.memory_format)
+            for net in (self.network, self.ema_network):
+                if net is not None:
+                    net.to(memory_format=self.memory_format)
+        if self.compile_network and stage == "fit":
+            self.network.compile()  # in place: parameter names and the state dict are unchanged
+
+    @property
+    def eval_network(self) -> nn.Module:
+        """What is evaluated and saved: the weight average with EMA, else the network."""
+        return self.ema_network if self.ema_network is not None else self.network
+
+    def eval_attack_model(self) -> nn.Module:
+        """The eval attack's copy of ``eval_network`` (AttackNetwork), refreshed from its current weights."""
+        return self._eval_attack_net.get(self.eval_network)
 
     def _images(self, images: Tensor) -> Tensor:
         """uint8 (b, 3, h, w) -> float in [0, 1] in the network's memory format."""
@@ -77,7 +112,7 @@ class RobustClassifier(L.LightningModule):
 
     def training_step(self, batch, batch_idx: int) -> Tensor:
         images, labels = batch  # (b, 3, h, w) uint8, (b,)
-        x = self._images(augment_batch(images) if self.augment else images)
+        x = self._images(self.augment(images) if self.augment is not None else images)
         # The attack (AT / TRADES / MART) sees the network's eval-mode function through the copy,
         # re-read from the network's current weights and batch-norm statistics once per step; the
         # training forward and backward below are the network's own.
@@ -103,20 +138,35 @@ class RobustClassifier(L.LightningModule):
             self.log("train/epoch_adv_acc", adv_acc, on_step=False, on_epoch=True, batch_size=b)
         return out.loss
 
+    def on_train_batch_end(self, outputs, batch, batch_idx: int) -> None:
+        # After the optimiser step of this batch (global_step has counted it).
+        if self.ema_network is not None and self.trainer.global_step % self.ema_cfg.every_n_steps == 0:
+            ema_update(self.ema_network, self.network, ema_decay(self.ema_cfg.decay, int(self.ema_updates)))
+            self.ema_updates += 1
+
     def _evaluate(self, batch, batch_idx: int, stage: str, robust_size: int) -> None:
+        # Float32 whatever the training precision: the numbers a run reports (and the 20-step attack's
+        # gradients) are the network's own, not bf16 rounding's.
+        with torch.autocast(self.device.type, enabled=False):
+            self._evaluate_fp32(batch, batch_idx, stage, robust_size)
+
+    def _evaluate_fp32(self, batch, batch_idx: int, stage: str, robust_size: int) -> None:
         images, labels = batch
         x = self._images(images)
         b = len(labels)
-        logits = self.network(x)  # (b, C)
+        network = self.eval_network
+        logits = network(x)  # (b, C)
         self.log(f"{stage}/acc", accuracy(logits, labels), prog_bar=True, batch_size=b, sync_dist=True)
+        if self.tta != "none":  # an extra number beside acc; robust accuracy never uses it
+            self.log(f"{stage}/acc_tta", accuracy(tta_logits(network, x, self.tta), labels), batch_size=b,
+                     sync_dist=True)
         # Robust accuracy on the first `robust_size` images of the (unshuffled) split, and the clean
         # accuracy on exactly those images: the pair to compare (acc is over the whole split).
         start = batch_idx * self._eval_batch_size(stage)
         k = min(b, robust_size - start)
         if k > 0:  # the attack turns gradients on itself (evaluation loops run under no_grad)
             # The attack on the refreshed copy (cheap next to a 20-step attack), the verdict on the network.
-            acc = robust_accuracy(self.network, x[:k], labels[:k], self.eval_attack,
-                                  attack_model=self._eval_attack_net.get(self.network))
+            acc = robust_accuracy(network, x[:k], labels[:k], self.eval_attack, attack_model=self.eval_attack_model())
             self.log(f"{stage}/robust_acc", acc, prog_bar=True, batch_size=k, sync_dist=True)
             self.log(f"{stage}/robust_subset_acc", accuracy(logits[:k], labels[:k]), batch_size=k, sync_dist=True)
 

@@ -158,13 +158,15 @@ class EpochLines(Callback):
                  time.monotonic() - self.started)
 
 
-def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L.Trainer:
+def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path,
+                  callbacks: Sequence[L.Callback] = ()) -> L.Trainer:
     """A Trainer that checkpoints every epoch to ``run_dir/last.ckpt``, written atomically in ``run_dir``
     (``AtomicCheckpointIO``; Lightning's SLURM requeue checkpoints too).
 
     ``inference_mode=False``: robust validation and testing run attacks, which need gradients.
     Progress: Lightning's bar on a terminal (``trainer.enable_progress_bar``); elsewhere a log line per
-    epoch instead of the bar's redraws.
+    epoch instead of the bar's redraws. ``callbacks`` run before the checkpoint callback (Lightning
+    keeps ModelCheckpoint last).
     """
     # monitor=None + save_top_k=1 keeps exactly one checkpoint, the latest, under a fixed name.
     # (save_last with save_top_k=0 writes last.ckpt only when training ends: nothing to resume from.)
@@ -174,7 +176,7 @@ def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path) -> L
     )
     quiet_lightning()
     bar = cfg.enable_progress_bar and on_terminal()
-    callbacks: List[Callback] = [checkpoint] + ([] if bar or not cfg.enable_progress_bar else [EpochLines()])
+    callbacks = [*callbacks, checkpoint] + ([] if bar or not cfg.enable_progress_bar else [EpochLines()])
     if loggers:
         callbacks.append(LearningRateMonitor(logging_interval="epoch"))
     return L.Trainer(

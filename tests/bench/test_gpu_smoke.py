@@ -24,3 +24,6 @@ def test_gpu_script_smoke_writes_its_figures(tmp_path):
     # figures only, no timing claims (the cores may be shared): positive and finite
     assert all(math.isfinite(v) and v > 0 for v in train.values()) and set(train) == {
         "vanilla_images_per_s", "at_images_per_s", "at_over_vanilla", "vanilla_100_epochs_hours"}
+    device = json.loads((tmp_path / "bench_train_device.json").read_text())  # bench_train.py device: train.py's steps
+    assert {"paper vanilla", "fast vanilla, device-resident data", "paper AT (PGD-10)"} <= set(device["runs"])
+    assert all(r["images_per_s"] > 0 for r in device["runs"].values()) and device["paper_100_epochs_hours"]["at"] > 0

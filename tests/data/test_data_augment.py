@@ -65,3 +65,31 @@ def test_to_float():
     assert to_float(y) is not None and to_float(y).dtype == torch.float32
     with pytest.raises(TypeError):
         to_float(x.long())
+
+
+def test_reflect_padding_matches_a_per_image_reference():
+    """padding_mode=reflect: torchvision's RandomCrop(padding_mode="reflect") window, mirrored where flipped."""
+    x = torch.randint(0, 256, (12, 3, 8, 8), generator=torch.Generator().manual_seed(4), dtype=torch.uint8)
+    out = augment_batch(x, torch.Generator().manual_seed(5), padding=2, padding_mode="reflect")
+    top, left, flip = sample_crop_flip(12, 2, "cpu", torch.Generator().manual_seed(5))
+    expected = []
+    for img, t, l, f in zip(x, top.tolist(), left.tolist(), flip.tolist()):
+        padded = F.pad(img[None].float(), (2,) * 4, mode="reflect")[0].to(torch.uint8)
+        crop = padded[:, t:t + 8, l:l + 8]
+        expected.append(crop.flip(-1) if f else crop)
+    assert torch.equal(out, torch.stack(expected))
+    assert not torch.equal(out, augment_batch(x, torch.Generator().manual_seed(5), padding=2))  # zeros differ
+    with pytest.raises(ValueError, match="padding_mode"):
+        augment_batch(x, padding_mode="circular")
+
+
+def test_augment_of_a_data_config():
+    from stir.config.schema import DataConfig
+    from stir.data import Augment
+
+    assert Augment.of(DataConfig()) == Augment(4, True, "zeros")
+    assert Augment.of(DataConfig(augment=False)) is None
+    cfg = DataConfig(crop_padding=2, padding_mode="reflect", flip=False)
+    x = torch.randint(0, 256, (5, 3, 8, 8), dtype=torch.uint8)
+    a = Augment.of(cfg)(x, torch.Generator().manual_seed(0))
+    assert torch.equal(a, augment_batch(x, torch.Generator().manual_seed(0), padding=2, flip=False, padding_mode="reflect"))
