@@ -661,14 +661,14 @@ def plot_main(argv: Sequence[str]) -> None:
     parser.add_argument("--clock", choices=("wall_s", "cpu_s"), default="wall_s",
                         help="x axis: wall time, or the process's CPU time (the wall time on idle cores)")
     args = parser.parse_args(argv)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     runs = [json.loads(p.read_text()) for p in sorted(args.results.glob("bench_train_curve_*.json"))
             if not p.stem.endswith("_quick")]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    fig = Figure(figsize=(12, 4.5))  # no pyplot: no global backend, no figure manager left behind
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2, sharey=True)
     for run in runs:
         ax = axes[0] if run["loss"] == "vanilla" else axes[1]
         c = [r for r in run["curve"] if r.get(args.clock) is not None]
