@@ -8,20 +8,23 @@ from stir.config.argv import group_choices, schema_tree
 from stir.config.help import Group, render
 from stir.config.schema import TrainConfig
 
-TRAIN_GROUPS = ("data", "model", "loss", "profile")
+TRAIN_GROUPS = ("data", "model", "loss", "recipe", "profile")
 # The documentation page of each group and group of keys (docs/; the site: mkdocs serve).
 TRAIN_PAGES = {
     "data": "docs/training.md#data", "model": "docs/models.md", "loss": "docs/training.md#objectives",
     "attack": "docs/training.md#objectives", "eval_attack": "docs/training.md#robust-accuracy",
-    "profile": "docs/presets.md#profiles", "optim": "docs/training.md#the-recipe",
+    "profile": "docs/presets.md#profiles", "recipe": "docs/training.md#the-fast-recipe", "optim": "docs/training.md#the-recipe",
     "trainer": "docs/training.md#trainer-and-devices", "logger": "docs/training.md#wb",
     "init_from": "docs/training.md#run-folders", "retrain": "docs/training.md#run-folders",
     "run_dir": "docs/training.md#run-folders", "runs_dir": "docs/training.md#run-folders",
     "hydra/launcher": "docs/training.md#sweeps-on-a-cluster",
 }
 _WHAT = {"data": "the data set", "model": "the architecture", "loss": "the objective",
+         "recipe": "the training recipe: paper (the STIR paper's, the default) | fast (a short schedule to real "
+                   "accuracy: label smoothing, one-cycle lr, bf16, few-step AT)",
          "profile": "the compute size: full (the paper's recipe: width 64, 100 epochs; a GPU) | cpu (width 8, "
-                    "5,000 images, 3 epochs: minutes on 2 CPU cores)",
+                    "5,000 images, 3 epochs: minutes on 2 CPU cores) | laptop (the fast recipe at width 16, "
+                    "15 epochs: real accuracy in 35-70 min on one CPU thread)",
          "hydra/launcher": "run a sweep (-m) as SLURM jobs or local processes"}
 
 

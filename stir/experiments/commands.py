@@ -70,7 +70,8 @@ def evaluate_command(config_dir: Path):
         listed = [
             Group("experiment", groups["experiment"], "the preset: what is measured (below)", EVALUATE_PAGES["experiment"]),
             Group("profile", groups["profile"], "the compute size: full (the paper's sizes: n=1000, k=5, 1000 "
-                  "faithful steps; a GPU) | cpu (2 CPU cores: width-8 zoo models, n=100, k=2, 150 faithful steps)", EVALUATE_PAGES["profile"]),
+                  "faithful steps; a GPU) | cpu (2 CPU cores: width-8 zoo models, n=100, k=2, 150 faithful steps) | "
+                  "laptop (width-16 zoo models of the fast recipe, 0.85 vanilla test accuracy; n=100, k=2, 300 steps)", EVALUATE_PAGES["profile"]),
             Group("data", groups["data"], "the images of models without training data of their own", EVALUATE_PAGES["data"]),
             Group("hydra/launcher", launchers(config_dir), "run the shards of a sweep (-m) as SLURM jobs or local "
                   "processes", EVALUATE_PAGES["hydra/launcher"]),

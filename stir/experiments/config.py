@@ -54,7 +54,7 @@ class ZooConfig:
     """How zoo names become trained models."""
 
     file: str = "configs/zoo.yaml"  # relative paths are taken from the repository root
-    profile: str = "full"  # the train.py profile of every zoo recipe (full | cpu)
+    profile: str = "full"  # the train.py profile of every zoo recipe (full | cpu | laptop)
     # Added to every recipe. On the command line quote the elements: 'zoo.overrides=["model.width=8"]'.
     overrides: List[str] = field(default_factory=list)
     data_source: Optional[str] = None  # shorthand for data.source=PATH in every recipe (a local data set)
