@@ -193,7 +193,7 @@ def _validate(cfg: EvaluateConfig) -> None:
         raise ConfigError(f"measure={cfg.measure!r}: {err}") from None
     check_choice("iri", cfg.iri, IRI_KINDS)
     check_choice("split", cfg.split, SPLITS)
-    check_choice("zoo.profile", cfg.zoo.profile, ("full", "cpu"))
+    check_choice("zoo.profile", cfg.zoo.profile, ("full", "cpu", "laptop"))
     check_choice("data.name", cfg.data.name, DATA_NAMES)  # images of models of other sources
     check_positive("shards", cfg.shards)
     if not 0 <= cfg.shard < cfg.shards:

@@ -134,3 +134,17 @@ def test_a_preset_without_a_cpu_variant_keeps_its_own_settings():
     assert full.inversion.mode == "faithful" and full.inversion.num_steps == 1000 and full.inversion.fake_relu_spec == "published"
     full = compose_evaluate(CONFIGS / "evaluate", ["experiment=seeds"])
     assert (full.n, full.k, full.zoo.profile) == (1000, 5, "full")
+
+
+@pytest.mark.parametrize("preset", ["seeds", "relative_robustness"])
+def test_profile_laptop_trains_the_presets_zoo_with_the_fast_recipe(preset):
+    """profile=laptop: the zoo of the seeds and relative_robustness presets with train.py's profile=laptop
+    (the fast recipe at width 16, 15 epochs), evaluated at n=100, k=2, 300 steps."""
+    cfg = compose_evaluate(CONFIGS / "evaluate", [f"experiment={preset}", "profile=laptop"])
+    assert cfg.zoo.profile == "laptop" and (cfg.n, cfg.k, cfg.inversion.steps) == (100, 2, 300)
+    for name in models_of(cfg.experiment):
+        train = recipe(name, "laptop")
+        assert (train.recipe_name, train.model.width, train.trainer.max_epochs) == ("fast", 16, 15)
+        assert train.loss.label_smoothing == 0.2 and train.trainer.precision == "bf16-mixed"
+        if train.loss.name != "vanilla":  # few-step AT under the catastrophic-overfitting guard
+            assert train.robust_check.images > 0
