@@ -133,7 +133,9 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
             if not walk.reached.any():
                 notes.append(f"difficulty {label}: no image became controversial within {est.difficulty.steps} "
                              f"steps of {est.difficulty.step_size:g} (r1 <= {plan.cfg.tolerance:g} and "
-                             f"r2 >= {est.difficulty.m2_threshold:g}): m2 shares m1's invariances there")
+                             f"r2 >= {est.difficulty.m2_threshold:g}): difficulty is censored at the distance walked (a "
+                             "lower bound): this budget cannot order the pair, and it is no evidence of "
+                             "shared invariance (raise difficulty.steps)")
     if est.adversarial and self_pair:
         notes.append("STIR_adv and difficulty: undefined for a model against itself at the same tap "
                      "(adversarial IRIs would match and push away the same representation)")
