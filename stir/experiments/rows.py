@@ -197,14 +197,16 @@ def pair_summary(pair: PairResult) -> Dict[str, float]:
 
 
 def convergence_rows(d: DirectionResult, direction: str = "m2|m1") -> List[Row]:
-    """One row per (IRI kind, recorded step) of a direction: STIR there, its std, residual, IRIs."""
+    """One row per (IRI kind, recorded step) of a direction: STIR there, its std, residual, IRIs.
+
+    The std over draws is NaN for one draw (k = 1): a spread of one value is not 0.000."""
     rows = []
     for kind, record in ordered(d.convergence, KINDS):
         for i, step in enumerate(record["steps"]):
             rows.append({
                 "m1 (ref)": d.ref, "m2 (target)": d.target, "tap_ref": d.tap_ref, "tap_target": d.tap_target,
                 "direction": direction, "iri": kind, "step": int(step), "stir": record["stir"][i],
-                "stir_std": record["stir_std"][i], "median_residual": record["median_residual"][i],
+                "stir_std": record["stir_std"][i] if d.k > 1 else math.nan, "median_residual": record["median_residual"][i],
                 "fraction_iri": record["fraction_iri"][i],
             })
     return rows

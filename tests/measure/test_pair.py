@@ -271,3 +271,18 @@ def test_linear_cka_stir_comes_with_the_debiased_estimate_of_the_same_pairs(imag
     assert pair_row(pair)["stir_debiased_m2_given_m1"] == pytest.approx(r.debiased["stir"].mean, abs=1e-12)
     other = evaluate_direction(m1, m2, images, "logits", estimator=est(k=1, iri="arbitrary", inversion=cfg, measure="rbf_cka"))
     assert other.debiased == {}  # only linear CKA has a debiased companion
+
+
+def test_the_convergence_rows_of_one_draw_give_no_spread(images):
+    """k = 1: the std over draws in the convergence rows is NaN (a spread of one value is not 0.000)."""
+    from stir.experiments.rows import convergence_rows
+
+    cfg = InversionConfig(mode="faithful", steps=4, record_steps=(2,), seed=0)
+    one = evaluate_direction(convnet(0), convnet(1), images, "logits", "logits",
+                             est(k=1, iri="arbitrary", inversion=cfg), run=QUIET)
+    rows = convergence_rows(one)
+    assert [r["step"] for r in rows] == [2, 4] and all(math.isnan(r["stir_std"]) for r in rows)
+    assert all(not math.isnan(r["stir"]) for r in rows)
+    two = evaluate_direction(convnet(0), convnet(1), images, "logits", "logits",
+                             est(k=2, iri="arbitrary", inversion=cfg), run=QUIET)
+    assert all(r["stir_std"] >= 0 for r in convergence_rows(two))
