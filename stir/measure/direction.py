@@ -147,6 +147,11 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
         if q["fraction_iri"] < plan.run.warn_below:
             count = sum(r["residual"].numel() for r in kinds[kind].runs)
             notes.append(iri_shortfall(kind, q["fraction_iri"], count, q["median_residual"], plan.cfg))
+    adversarial = quality.get("adversarial")
+    if adversarial is not None and plan.cfg.adversarial_objective == "constrained" and adversarial["fraction_iri"] == 0:
+        notes.append("STIR_adv: no adversarial X' is within the tolerance; the constrained objective pushes m2 away "
+                     "only where r1 <= its bound, so STIR_adv is not a worst case here (it equals STIR where no image "
+                     "reached the bound; inversion.continue_steps, docs/estimator.md)")
     ceiling_rep = _ceiling_representation(m_ref, tap_ref, runs.get("ceiling"), plan)
     calibration = _calibrations(m_ref, tap_ref, plan, tgt_reps[0], kinds, ceiling_rep, notes)
     fake = _fake_relu(m_ref, m_tgt, names, plan, notes, adversarial="adversarial" in kinds and not self_pair)

@@ -286,3 +286,13 @@ def test_the_convergence_rows_of_one_draw_give_no_spread(images):
     two = evaluate_direction(convnet(0), convnet(1), images, "logits", "logits",
                              est(k=2, iri="arbitrary", inversion=cfg), run=QUIET)
     assert all(r["stir_std"] >= 0 for r in convergence_rows(two))
+
+
+def test_stir_adv_of_x_prime_that_never_reached_the_bound_says_it_is_no_worst_case(images):
+    """Constrained adversarial IRIs push m2 away only once r1 <= bound: after 2 faithful steps none did,
+    so STIR_adv equals STIR of the same seed, and the notes say it is not a worst case."""
+    short = est(k=1, iri="both", inversion=InversionConfig(mode="faithful", steps=2, seed=0, tolerance=1e-6))
+    r = evaluate_direction(convnet(0), convnet(1), images, "logits", "logits", short, run=QUIET)
+    assert r.quality["adversarial"]["fraction_iri"] == 0
+    assert r.stir_adv.mean == pytest.approx(r.stir.mean, abs=1e-6)
+    assert any(n.startswith("STIR_adv: no adversarial X' is within the tolerance") for n in r.notes)
