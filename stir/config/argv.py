@@ -112,7 +112,7 @@ def schema_tree(schema: type) -> Dict[str, Any]:
 
 
 def _node(hint: Any) -> Any:
-    hint = _unoptional(hint)
+    hint = unoptional(hint)
     if dataclasses.is_dataclass(hint):
         return schema_tree(hint)
     if hint is Any or typing.get_origin(hint) in (dict, Dict, Mapping) or hint in (dict, Dict):
@@ -120,7 +120,7 @@ def _node(hint: Any) -> Any:
     return None
 
 
-def _unoptional(hint: Any) -> Any:
+def unoptional(hint: Any) -> Any:
     if typing.get_origin(hint) is typing.Union:
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         if len(args) == 1:

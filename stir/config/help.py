@@ -19,6 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from stir.config.argv import unoptional  # one reading of Optional[X] for --help and the command-line checks
+
 WIDTH = 100
 
 
@@ -121,7 +123,7 @@ def render(usage: str, about: str, groups: Sequence[Group], presets: Sequence[Pr
     typed_later, choices = kind_fields or ("", {})
     scalars, nodes = [], []
     for f in dataclasses.fields(schema):
-        hint = _unoptional(hints.get(f.name))
+        hint = unoptional(hints.get(f.name))
         (nodes if dataclasses.is_dataclass(hint) or f.name == typed_later else scalars).append(f)
     out += ["", f"Main keys (key=default; {default_page} unless named):"]
     for f in scalars:
@@ -130,7 +132,7 @@ def render(usage: str, about: str, groups: Sequence[Group], presets: Sequence[Pr
         out += _wrap(f"{f.name}={_show(_default(f))}", text)
     out += ["", "Groups of keys (group.key=value; the values: --cfg job):"]
     for f in nodes:
-        hint = _unoptional(hints.get(f.name))
+        hint = unoptional(hints.get(f.name))
         if f.name == typed_later:
             for label, cls in choices.items():
                 keys = [k.name for k in dataclasses.fields(cls)]
@@ -148,17 +150,9 @@ def _keys(cls: type, prefix: str = "") -> List[str]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
-        sub = _unoptional(hints.get(f.name))
+        sub = unoptional(hints.get(f.name))
         out += _keys(sub, f"{prefix}{f.name}.") if dataclasses.is_dataclass(sub) else [prefix + f.name]
     return out
-
-
-def _unoptional(hint: Any) -> Any:
-    if typing.get_origin(hint) is typing.Union:
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return hint
 
 
 def preset_descriptions(folder: Path) -> List[Preset]:
