@@ -176,11 +176,13 @@ def _numeric(row: Row) -> Dict[str, Any]:
 
 def _display(row: Row) -> Dict[str, Any]:
     acc, gap = row.stat("acc_stitched"), row.stat("gap")
+    spread = len(row.runs) > 1  # one run (the identity stitch: nothing trained, no seed) has no spread
     return {
         "A -> B": f"{row.front} {ARROW} {row.back}", "taps": row.tap_front if row.tap_front == row.tap_back
         else f"{row.tap_front} / {row.tap_back}", "depth": f"{row.depth:.2f}", "layer": row.kind,
-        "stitched acc": mean_std(acc.mean, acc.std), "before training": f"{row.stat('acc_init').mean:.3f}",
-        "B alone": f"{row.runs[0].acc_b:.3f}", "gap": mean_std(gap.mean, gap.std),
+        "stitched acc": mean_std(acc.mean, acc.std if spread else None),
+        "before training": f"{row.stat('acc_init').mean:.3f}",
+        "B alone": f"{row.runs[0].acc_b:.3f}", "gap": mean_std(gap.mean, gap.std if spread else None),
         "STIR(B|A)": interval(row.stir.stir, row.stir.calibration.get("stir")),
     }
 
