@@ -62,6 +62,23 @@ def tiny_train_args(data_root: Path, runs_dir: Path, *extra: str) -> list:
     ]
 
 
+def tiny_run_test_logits(run: Path, data_root: Path):
+    """(logits (n, 10) float32, labels (n,)): a finished tiny run's saved weights (weights.pt, a width-4
+    ResNet18) on the test split of ``data_root`` as ``tiny_train_args`` splits it, eval mode, no gradient."""
+    from stir.config.schema import DataConfig, ModelConfig
+    from stir.data import StirDataModule, to_float
+    from stir.models import build, channel_stats
+    from stir.training.runs import load_state_dict
+
+    data = StirDataModule(DataConfig(root=str(data_root), download=False, holdout_size=40))
+    data.setup()
+    images, labels = data.split_tensors("test")
+    net = build(ModelConfig(width=4), 10, *channel_stats("cifar10"))
+    net.load_state_dict(load_state_dict(str(run)))
+    with torch.no_grad():
+        return net.eval()(to_float(images)), labels
+
+
 def refused(name: str, args, monkeypatch, capsys) -> str:
     """Run ``python <name>.py *args`` in this process as a user would (no HYDRA_FULL_ERROR); assert that it
     refuses the command with exit status 2, and return its one-line message (without ``error: ``)."""

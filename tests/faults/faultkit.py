@@ -31,6 +31,18 @@ def train(data_root: Path, runs: Path, monkeypatch, *extra: str, seed: int = 0) 
     return runs / RUN.format(seed=seed)
 
 
+def train_seed_pair(data_root: Path, tmp_path_factory) -> Path:
+    """A module's runs folder with two finished tiny runs (seeds 0 and 1), for fixtures that damage copies."""
+    runs = tmp_path_factory.mktemp("runs")
+    mp = pytest.MonkeyPatch()
+    try:
+        for seed in (0, 1):
+            train(data_root, runs, mp, seed=seed)
+    finally:
+        mp.undo()
+    return runs
+
+
 def eval_args(out: Path, *extra: str) -> List[str]:
     """evaluate.py at test cost: 8 images, one draw of 6 arbitrary-IRI steps, no extra ceiling draw, no W&B."""
     return [f"out_dir={out}", "n=8", "k=1", "iri=arbitrary", "inversion.steps=6", "inversion.record_steps=[3]",

@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-from faultkit import RUN, eval_args, evaluate, exit_of, full_disk, train
+from faultkit import RUN, eval_args, evaluate, exit_of, full_disk, train_seed_pair
 from stir.provenance import file_sha256
 from stir.zoo.resolve import NonFiniteModelError
 
@@ -18,13 +18,7 @@ from stir.zoo.resolve import NonFiniteModelError
 def runs(tmp_path_factory, cifar10_root):
     """Two finished tiny runs and a third whose training diverged: one NaN in a conv weight, the
     weights.pt and metrics.json consistent (its recorded sha256 is of the NaN weights)."""
-    runs = tmp_path_factory.mktemp("runs")
-    mp = pytest.MonkeyPatch()
-    try:
-        for seed in (0, 1):
-            train(cifar10_root, runs, mp, seed=seed)
-    finally:
-        mp.undo()
+    runs = train_seed_pair(cifar10_root, tmp_path_factory)
     diverged = runs / RUN.format(seed="_diverged")  # label vanilla/seed_diverged
     shutil.copytree(runs / RUN.format(seed=1), diverged)
     blob = torch.load(diverged / "weights.pt", weights_only=True)

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from faultkit import RUN, evaluate, train
+from faultkit import RUN, evaluate, train_seed_pair
 from stir.store import ResultStore
 
 BOTH = ["iri=both", "difficulty.steps=2", "inversion.steps=4", "inversion.record_steps=[2]", "n=6"]
@@ -38,13 +38,7 @@ def test_rows_of_a_result_read_back_from_the_store_have_the_same_columns_and_row
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, cifar10_root):
-    runs = tmp_path_factory.mktemp("runs")
-    mp = pytest.MonkeyPatch()
-    try:
-        for seed in (0, 1):
-            train(cifar10_root, runs, mp, seed=seed)
-    finally:
-        mp.undo()
+    runs = train_seed_pair(cifar10_root, tmp_path_factory)
     return runs
 
 

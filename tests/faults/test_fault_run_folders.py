@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from faultkit import RUN, evaluate, exit_of, train, truncate
+from faultkit import RUN, evaluate, exit_of, train, train_seed_pair, truncate
 from stir.provenance import file_sha256
 from stir.zoo.resolve import UnfinishedRunError
 
@@ -13,13 +13,7 @@ from stir.zoo.resolve import UnfinishedRunError
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory, cifar10_root):
     """Two finished tiny runs, copied by each test that damages one."""
-    runs = tmp_path_factory.mktemp("runs")
-    mp = pytest.MonkeyPatch()
-    try:
-        for seed in (0, 1):
-            train(cifar10_root, runs, mp, seed=seed)
-    finally:
-        mp.undo()
+    runs = train_seed_pair(cifar10_root, tmp_path_factory)
     return runs
 
 

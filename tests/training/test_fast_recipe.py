@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from conftest import REPO, run_entry_point, tiny_train_args
+from conftest import REPO, run_entry_point, tiny_run_test_logits, tiny_train_args
 from stir.config.schema import AttackConfig, LossConfig
 from stir.training.ema import ema_decay, ema_update
 from stir.training.losses import at_loss, trades_from_logits, vanilla_loss
@@ -155,21 +155,11 @@ FAST_TINY = ("recipe=fast", "trainer.max_epochs=2", "data.batch_size=40", "ema.d
 
 def test_the_fast_recipe_trains_and_reports_float32_accuracy_of_the_weights_it_saves(cifar10_root, tmp_path, monkeypatch):
     """bf16 autocast, CPU channels-last, EMA, TTA: test/acc is the fp32 accuracy of weights.pt (the average)."""
-    from stir.config.schema import DataConfig, ModelConfig
-    from stir.data import StirDataModule, to_float
-    from stir.models import build, channel_stats
-
     run_entry_point("train", tiny_train_args(cifar10_root, tmp_path, *FAST_TINY), monkeypatch)
     run = tmp_path / "cifar10/resnet18-w4/vanilla-fast/seed0"
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["config"]["trainer"]["precision"] == "bf16-mixed" and "test/acc_tta" in metrics
-    data = StirDataModule(DataConfig(root=str(cifar10_root), download=False, holdout_size=40))
-    data.setup()
-    images, labels = data.split_tensors("test")
-    net = build(ModelConfig(width=4), 10, *channel_stats("cifar10"))
-    net.load_state_dict(load_state_dict(str(run)))
-    with torch.no_grad():
-        logits = net.eval()(to_float(images))
+    logits, labels = tiny_run_test_logits(run, cifar10_root)
     assert logits.dtype == torch.float32
     assert metrics["test/acc"] == pytest.approx((logits.argmax(1) == labels).float().mean().item(), abs=1e-6)
     ckpt = torch.load(run / "last.ckpt", weights_only=False)["state_dict"]

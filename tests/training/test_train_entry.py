@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REPO, run_entry_point, tiny_train_args
+from conftest import REPO, run_entry_point, tiny_run_test_logits, tiny_train_args
 from stir.provenance import file_sha256
 from stir.training.runs import load_state_dict
 
@@ -279,19 +279,10 @@ def test_a_second_process_on_the_same_recipe_waits_and_reuses_the_run(cifar10_ro
 
 def test_clean_accuracy_is_also_reported_on_the_attacked_subset(cifar10_root, tmp_path, monkeypatch):
     """test/robust_acc is over the first robust_test_size test images: clean accuracy on the same ones too."""
-    from stir.config.schema import DataConfig, ModelConfig
-    from stir.data import StirDataModule, to_float
-    from stir.models import build, channel_stats
-
     run_entry_point("train", tiny_train_args(cifar10_root, tmp_path, "trainer.robust_test_size=15"), monkeypatch)
     run = tmp_path / "cifar10/resnet18-w4/vanilla/seed0"
     metrics = json.loads((run / "metrics.json").read_text())
-    data = StirDataModule(DataConfig(root=str(cifar10_root), download=False, holdout_size=40))
-    data.setup()
-    images, labels = data.split_tensors("test")
-    net = build(ModelConfig(width=4), 10, *channel_stats("cifar10"))
-    net.load_state_dict(load_state_dict(str(run)))
-    with torch.no_grad():
-        correct = (net.eval()(to_float(images)).argmax(1) == labels).float()
+    logits, labels = tiny_run_test_logits(run, cifar10_root)
+    correct = (logits.argmax(1) == labels).float()
     assert metrics["test/robust_subset_acc"] == pytest.approx(correct[:15].mean().item(), abs=1e-6)
     assert metrics["test/acc"] == pytest.approx(correct.mean().item(), abs=1e-6)
