@@ -174,7 +174,7 @@ def report(r) -> None:
 # fast recipe and one lever removed at a time. The widths and data come from the command line.
 VANILLA_LEVERS = [
     ("paper", ["recipe=paper"]),
-    ("paper + batch 512", ["recipe=paper", "data.batch_size=512"]),
+    ("paper + batch 256", ["recipe=paper", "data.batch_size=256"]),
     ("paper + bf16 autocast", ["recipe=paper", "trainer.precision=bf16-mixed"]),
     ("paper + channels-last", ["recipe=paper", "trainer.cpu_channels_last=true"]),
     ("paper + EMA", ["recipe=paper", "ema.decay=0.99"]),
@@ -184,7 +184,8 @@ VANILLA_LEVERS = [
     ("fast", ["recipe=fast"]),
     ("fast - bf16", ["recipe=fast", "trainer.precision=32-true"]),
     ("fast - channels-last", ["recipe=fast", "trainer.cpu_channels_last=false"]),
-    ("fast - batch 512 (128)", ["recipe=fast", "data.batch_size=128"]),
+    ("fast - batch 256 (128)", ["recipe=fast", "data.batch_size=128"]),
+    ("fast, batch 512", ["recipe=fast", "data.batch_size=512"]),
     ("fast + device-resident data", ["recipe=fast", "data.device_resident=true"]),
     ("fast + EMA", ["recipe=fast", "ema.decay=0.99"]),
 ]
