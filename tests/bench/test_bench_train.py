@@ -4,7 +4,7 @@ import json
 import pytest
 import torch
 
-from bench.bench_train import CONFIGS, curve_main, plot_main, time_to
+from bench.bench_train import CONFIGS, common_target_line, curve_main, plot_main, time_to
 from stir.config.store import compose_train
 from stir.data import synthetic
 from stir.training.pipeline import train
@@ -49,3 +49,14 @@ def test_time_to_target_and_the_plot(tmp_path):
     table = (tmp_path / "curves.md").read_text()
     assert "| fast | fast | at | 16 | 3 | 1 | 3.0 | 1.5 | 0.5800 | 0.3100 | 3.0 | 1.5 |" in table
     assert "| paper | paper | vanilla | 16 | 3 | 1 | 3.0 | 1.5 | 0.5800 | 0.3100 | not reached | not reached |" in table
+    assert "to test acc" not in table  # one vanilla curve: nothing to compare
+
+
+def test_the_common_target_compares_vanilla_curves_that_miss_the_fixed_one():
+    slow = [{"wall_s": 60 * e, "cpu_s": 60 * e, "test_acc": a} for e, a in ((1, 0.70), (2, 0.80), (3, 0.83))]
+    fast = [{"wall_s": 45 * e, "cpu_s": 30 * e, "test_acc": a} for e, a in ((1, 0.75), (2, 0.84), (3, 0.86))]
+    runs = [{"name": "paper", "loss": "vanilla", "curve": slow}, {"name": "fast", "loss": "vanilla", "curve": fast},
+            {"name": "fast_at", "loss": "at", "curve": [{"wall_s": 1, "cpu_s": 1, "test_acc": 0.1}]}]
+    line = common_target_line(runs)
+    assert "to test acc >= 0.8300" in line  # paper's final accuracy; the AT curve's 0.1 is not a vanilla one
+    assert "paper 3.0 wall / 3.0 CPU min" in line and "fast 1.5 wall / 1.0 CPU min" in line
