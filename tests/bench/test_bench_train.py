@@ -60,3 +60,5 @@ def test_the_common_target_compares_vanilla_curves_that_miss_the_fixed_one():
     line = common_target_line(runs)
     assert "to test acc >= 0.8300" in line  # paper's final accuracy; the AT curve's 0.1 is not a vanilla one
     assert "paper 3.0 wall / 3.0 CPU min" in line and "fast 1.5 wall / 1.0 CPU min" in line
+    old = [{k: v for k, v in row.items() if k != "cpu_s"} for row in slow]  # no CPU clock recorded
+    assert "paper 3.0 wall / - CPU min" in common_target_line([{**runs[0], "curve": old}, runs[1]])

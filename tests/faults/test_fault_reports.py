@@ -38,8 +38,7 @@ def test_rows_of_a_result_read_back_from_the_store_have_the_same_columns_and_row
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, cifar10_root):
-    runs = train_seed_pair(cifar10_root, tmp_path_factory)
-    return runs
+    return train_seed_pair(cifar10_root, tmp_path_factory)
 
 
 def report(out):

@@ -13,8 +13,7 @@ from stir.zoo.resolve import UnfinishedRunError
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory, cifar10_root):
     """Two finished tiny runs, copied by each test that damages one."""
-    runs = train_seed_pair(cifar10_root, tmp_path_factory)
-    return runs
+    return train_seed_pair(cifar10_root, tmp_path_factory)
 
 
 @pytest.fixture
