@@ -124,6 +124,10 @@ class EvaluateConfig:
     # reason. Off (0) by default: the published procedure itself ends near a median residual of
     # 0.04-0.07 on CIFAR ResNets (0-6% within 0.02), so a floor would leave it without a number.
     min_fraction_iri: float = 0.0
+    # STIR_adv of the constrained objective is measured only where at least this fraction of the
+    # adversarial X' reached the IRI bound (only those were pushed; the rest are arbitrary IRIs, and
+    # with none the value equals STIR by construction): below it, STIR_adv is NaN with the count.
+    min_fraction_adversarial: float = 0.5
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     layers: LayersConfig = field(default_factory=LayersConfig)
     # How it runs (no reported number depends on these).
@@ -144,7 +148,8 @@ class EvaluateConfig:
     def estimator(self) -> Estimator:
         """The estimator these settings describe (``stir.measure.Estimator``)."""
         return Estimator(measure=self.measure, k=self.k, iri=self.iri, inversion=self.inversion,
-                         difficulty=self.difficulty, min_fraction_iri=self.min_fraction_iri, calibration=self.calibration)
+                         difficulty=self.difficulty, min_fraction_iri=self.min_fraction_iri,
+                         min_fraction_adversarial=self.min_fraction_adversarial, calibration=self.calibration)
 
     def run(self) -> ExecutionConfig:
         """``execution``, with the inversion cache under out_dir unless one is named (a new object)."""
@@ -207,6 +212,8 @@ def _validate(cfg: EvaluateConfig) -> None:
     check_positive("k", cfg.k)
     if not 0 <= cfg.min_fraction_iri <= 1:
         raise ConfigError(f"min_fraction_iri={cfg.min_fraction_iri}: a fraction in [0, 1]")
+    if not 0 <= cfg.min_fraction_adversarial <= 1:
+        raise ConfigError(f"min_fraction_adversarial={cfg.min_fraction_adversarial}: a fraction in [0, 1]")
     layers = cfg.layers
     if isinstance(layers.taps, (list, tuple, ListConfig)):
         if not layers.taps:

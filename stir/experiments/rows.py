@@ -22,7 +22,8 @@ from stir.reporting.tables import mean_std
 
 # The agreement of direction "m2|m1" is measured on m1's IRIs: its column says whose.
 AGREEMENT = {"m2|m1": "agreement_on_m1_iris", "m1|m2": "agreement_on_m2_iris"}
-_CALIBRATION_COLUMNS = ("floor", "ceiling", "normalised", "low", "high")
+_CALIBRATION_COLUMNS = ("floor", "ceiling", "ceiling_floor", "normalised", "normalised_low", "normalised_high", "low",
+                        "high", "p_value", "floor_images")
 # Column and row order comes from these lists, never from the order of a result's dicts: a result
 # read back from the store (JSON with sorted keys) then gives the same files as a fresh one.
 KINDS = ("arbitrary", "adversarial")
@@ -57,8 +58,9 @@ def _direction_columns(d: DirectionResult, suffix: str, agreement: str) -> Row:
     _stat(row, f"difficulty{suffix}", d.difficulty)
     _stat(row, f"difficulty_fraction{suffix}", d.difficulty_fraction)
     for reading, km in ordered(d.difficulty_censored, READINGS):  # walk (orders pairs) and perturbation (eq. 8's quantity)
-        for name in ("median", "median_censored", "restricted_mean"):
-            row[f"difficulty_{reading}_{name}{suffix}"] = km[name]
+        for name in ("median", "median_censored", "median_low", "median_high", "restricted_mean", "restricted_mean_low",
+                     "restricted_mean_high"):
+            row[f"difficulty_{reading}_{name}{suffix}"] = km.get(name, math.nan)  # stored before intervals: NaN
     for kind in KINDS:
         for metric, value in ordered(d.quality.get(kind, {}), QUALITY):
             row[f"{kind}_{metric}{suffix}"] = value
@@ -107,6 +109,8 @@ def interval(stat: Optional[Stat], cal: Optional[Calibration]) -> str:
     no interval and more than one draw; the value alone otherwise; '-' when not computed."""
     if stat is None:
         return "-"
+    if not math.isfinite(stat.mean):
+        return "not measured"  # the reason is in the notes (e.g. no adversarial X' reached the bound)
     if cal is not None and math.isfinite(cal.low):
         return f"{stat.mean:.3f} [{cal.low:.3f}, {cal.high:.3f}]"
     return over_draws(stat)
@@ -125,6 +129,24 @@ def _reference(cal: Optional[Calibration], name: str) -> str:
     return f"{value:.3f}" if math.isfinite(value) else "-"
 
 
+def normalised_cell(cal: Optional[Calibration]) -> str:
+    """'0.38 [0.30, 0.46]': the normalised value with its interval (floors and ceiling resampled
+    with it); '-' when undefined (the reason is in the notes)."""
+    if cal is None or not math.isfinite(cal.normalised):
+        return "-"
+    if math.isfinite(cal.normalised_low):
+        return f"{cal.normalised:.2f} [{cal.normalised_low:.2f}, {cal.normalised_high:.2f}]"
+    return f"{cal.normalised:.2f}"
+
+
+def p_cell(cal: Optional[Calibration]) -> str:
+    """'< 0.005' at the resolution of the permutations (1 / (1 + P)), else the p-value; '-' without."""
+    if cal is None or not math.isfinite(cal.p_value):
+        return "-"
+    smallest = 1 / (1 + cal.permutations) if cal.permutations else 0.0
+    return f"< {smallest:.2g}" if cal.p_value <= smallest + 1e-12 else f"{cal.p_value:.2g}"
+
+
 def _iris(d: DirectionResult, kind: str = "arbitrary") -> str:
     """'2% IRIs, r 0.044': the fraction of X' within the tolerance and the median residual."""
     q = d.quality.get(kind)
@@ -132,13 +154,17 @@ def _iris(d: DirectionResult, kind: str = "arbitrary") -> str:
 
 
 def _difficulty(d: DirectionResult) -> str:
-    """'2.31 (40% reached)' (the Kaplan-Meier median of the walk reading) or '> 20.0 (0% reached)'
-    when it is a lower bound."""
+    """The walk reading (the headline: every image censored at the same budget): '2.31 [1.80, 2.90]
+    (40% reached)', the Kaplan-Meier median with its bootstrap interval over images, or
+    '> 20.0 (0% reached)' when the median is a lower bound."""
     c = d.difficulty_censored.get("walk")
     if not c:
         return "-"
-    bound = "> " if c["median_censored"] else ""
-    return f"{bound}{c['median']:.2f} ({c['fraction']:.0%} reached)"
+    if c["median_censored"]:
+        return f"> {c['median']:.2f} ({c['fraction']:.0%} reached)"
+    low, high = c.get("median_low", math.nan), c.get("median_high", math.nan)
+    spread = f" [{low:.2f}, {high:.2f}]" if math.isfinite(low) else ""
+    return f"{c['median']:.2f}{spread} ({c['fraction']:.0%} reached)"
 
 
 def _direction_display(d: DirectionResult, head: str) -> Row:
@@ -146,7 +172,8 @@ def _direction_display(d: DirectionResult, head: str) -> Row:
     cal, adv = d.calibration.get("stir"), d.calibration.get("stir_adv")
     cells = {
         f"STIR{head}": interval(d.stir, cal), f"floor{head}": _reference(cal, "floor"),
-        f"ceiling{head}": _reference(cal, "ceiling"), f"normalised{head}": _reference(cal, "normalised"),
+        f"ceiling{head}": _reference(cal, "ceiling"), f"normalised{head}": normalised_cell(cal),
+        f"p{head}": p_cell(cal),
     }
     if "stir" in d.debiased:  # linear CKA's debiased estimate of the same value: no floor to read it against
         cells[f"debiased{head}"] = over_draws(d.debiased["stir"])

@@ -67,9 +67,7 @@ class ControversialResult:
         "perturbation": ||x_c - x||_2 (eq. 8's quantity), censored at the largest displacement the
         walk reached, which stays small where no feasible step raises r2 (a pair that shares m1's
         invariances keeps x_c near the IRI boundary), so this reading cannot order such pairs."""
-        return {"walk": censored_difficulty(self.first_step * self.step_size,
-                                            torch.full_like(self.walked, self.steps * self.step_size)),
-                "perturbation": censored_difficulty(self.distance, self.walked)}
+        return pooled_censored([self], resamples=0)
 
 
 def controversial_perturbation(
@@ -140,25 +138,43 @@ def controversial_perturbation(
                                first_step, cfg.steps, cfg.step_size)
 
 
-def pooled_censored(walks: Sequence[ControversialResult]) -> Dict[str, Dict[str, float]]:
-    """``ControversialResult.censored`` over the images of several walks (the k draws) pooled."""
-    out = {}
-    for reading, (events, censors) in {
-        "walk": ([w.first_step * w.step_size for w in walks], [torch.full_like(w.walked, w.steps * w.step_size) for w in walks]),
-        "perturbation": ([w.distance for w in walks], [w.walked for w in walks]),
-    }.items():
-        out[reading] = censored_difficulty(torch.cat(events), torch.cat(censors))
-    return out
+DIFFICULTY_RESAMPLES = 1000  # bootstrap resamples of the images behind each difficulty interval
 
 
-def censored_difficulty(distance: Tensor, walked: Tensor) -> Dict[str, float]:
+def pooled_censored(walks: Sequence[ControversialResult], resamples: int = DIFFICULTY_RESAMPLES,
+                    seed: int = 0, confidence: float = 0.95) -> Dict[str, Dict[str, float]]:
+    """``ControversialResult.censored`` over the images of several walks (the k draws) pooled, each
+    reading with a bootstrap interval over the images (``censored_difficulty``).
+
+    The "perturbation" reading is withheld (its values NaN, ``withheld`` = 1) unless every image
+    became controversial: an image that never did is censored at the small displacement its walk
+    reached, which depends on the pair (informative censoring), so a pair where half the images
+    never get there would read like one where all do. The "walk" reading censors every image at the
+    same budget and is the headline.
+    """
+    walk = censored_difficulty(torch.cat([w.first_step * w.step_size for w in walks]),
+                               torch.cat([torch.full_like(w.walked, w.steps * w.step_size) for w in walks]),
+                               resamples, seed, confidence)
+    perturbation = censored_difficulty(torch.cat([w.distance for w in walks]), torch.cat([w.walked for w in walks]),
+                                       resamples, seed, confidence)
+    if not perturbation["fraction"] == 1.0:
+        perturbation = {**{k: math.nan for k in perturbation}, "fraction": perturbation["fraction"], "withheld": 1.0}
+    else:
+        perturbation["withheld"] = 0.0
+    return {"walk": walk, "perturbation": perturbation}
+
+
+def censored_difficulty(distance: Tensor, walked: Tensor, resamples: int = 0, seed: int = 0,
+                        confidence: float = 0.95) -> Dict[str, float]:
     """Difficulty as a censored measurement: Kaplan-Meier over the distances at which images become
     controversial.
 
     Each image is an event at ``distance`` (where it became controversial) or, when it never did
     (``distance`` inf), censored at ``walked`` (how far it was looked at). S(d) = P(an image is not yet
     controversial at d) is the Kaplan-Meier product over event distances d_j: S(d) = prod_{d_j <= d}
-    (1 - events_j / at_risk_j). Returns, over the (n,) images given (several draws pooled):
+    (1 - events_j / at_risk_j); at a tie, events come before censorings (the usual convention: an
+    image reached at the last step of the budget counts as reached). Returns, over the (n,) images
+    given (several draws pooled):
 
         fraction         the fraction that became controversial within the walk
         median           the smallest d with S(d) <= 1/2; when S never gets there, the largest
@@ -168,6 +184,10 @@ def censored_difficulty(distance: Tensor, walked: Tensor) -> Dict[str, float]:
                          mean perturbation needed (an image not reached counts its censoring
                          distance), defined even when no image became controversial
         max_distance     that largest distance
+        median_low, median_high, restricted_mean_low, restricted_mean_high
+                         percentile intervals at ``confidence`` over ``resamples`` bootstrap
+                         resamples of the images (NaN with resamples = 0): they hold the image
+                         sample's variance (and the draws', pooled), not the training seeds'
 
     A pair that shares more of m1's invariances has a higher S: a larger median and restricted
     mean, so pairs order by them even when most images never get there (the mean over reached
@@ -177,23 +197,43 @@ def censored_difficulty(distance: Tensor, walked: Tensor) -> Dict[str, float]:
     reached = torch.isfinite(d)
     times = torch.where(reached, d, walked.detach().double().cpu())
     n = times.numel()
-    order = torch.argsort(times)
-    t, e = times[order], reached[order]
-    survival, s, at_risk = [], 1.0, n
-    for time_i, event in zip(t.tolist(), e.tolist()):
-        if event:
-            s *= 1.0 - 1.0 / at_risk
-        survival.append((time_i, s))
-        at_risk -= 1
-    max_distance = float(t[-1]) if n else math.nan
-    median, censored = max_distance, 1.0
-    for time_i, s_i in survival:
-        if s_i <= 0.5:
-            median, censored = time_i, 0.0
-            break
-    area, previous_t, previous_s = 0.0, 0.0, 1.0
-    for time_i, s_i in survival:
-        area += previous_s * (time_i - previous_t)
-        previous_t, previous_s = time_i, s_i
-    return {"fraction": float(reached.double().mean()) if n else math.nan, "median": median,
-            "median_censored": censored, "restricted_mean": area, "max_distance": max_distance}
+    nan = {"median_low": math.nan, "median_high": math.nan, "restricted_mean_low": math.nan,
+           "restricted_mean_high": math.nan}
+    if n == 0:
+        return {"fraction": math.nan, "median": math.nan, "median_censored": 1.0, "restricted_mean": math.nan,
+                "max_distance": math.nan, **nan}
+    # Events before censorings at equal times: sort by "censored" first, then stably by time.
+    by_censoring = torch.argsort((~reached).double(), stable=True)
+    order = by_censoring[torch.argsort(times[by_censoring], stable=True)]
+    t, e = times[order], reached[order].double()
+    median, censored, area = _kaplan_meier(t, e, torch.ones(1, n, dtype=torch.float64))
+    out = {"fraction": float(e.mean()), "median": float(median[0]), "median_censored": float(censored[0]),
+           "restricted_mean": float(area[0]), "max_distance": float(t[-1]), **nan}
+    if resamples > 0:
+        g = torch.Generator().manual_seed(seed)
+        rows = torch.randint(0, n, (resamples, n), generator=g)
+        w = torch.zeros(resamples, n, dtype=torch.float64).scatter_add_(1, rows, torch.ones(resamples, n, dtype=torch.float64))
+        m_b, _, a_b = _kaplan_meier(t, e, w[:, order])
+        alpha = (1 - confidence) / 2
+        q = torch.tensor([alpha, 1 - alpha], dtype=torch.float64)
+        out["median_low"], out["median_high"] = (float(v) for v in torch.quantile(m_b, q))
+        out["restricted_mean_low"], out["restricted_mean_high"] = (float(v) for v in torch.quantile(a_b, q))
+    return out
+
+
+def _kaplan_meier(t: Tensor, e: Tensor, w: Tensor):
+    """Kaplan-Meier of sorted times t (n,) with event indicators e (n,), for B weightings w (B, n) of
+    the images at once (bootstrap counts; ones for the sample itself).
+
+    Returns (B,) medians (the largest time where S never falls to 1/2), (B,) 1.0 where that median
+    is censored, (B,) restricted means (area under S up to t[-1])."""
+    at_risk = w.flip(1).cumsum(1).flip(1)  # (B, n) weight of the images with time >= t_i
+    factor = torch.where(at_risk > 0, 1 - w * e / at_risk.clamp_min(1e-300), torch.ones_like(w))
+    s = factor.cumprod(1)  # (B, n) S just after t_i
+    below = s <= 0.5
+    first = torch.where(below.any(1), below.double().argmax(1), torch.full((w.shape[0],), t.numel() - 1))
+    median = t[first]
+    censored = (~below.any(1)).double()
+    previous = torch.cat([torch.ones(w.shape[0], 1, dtype=s.dtype), s[:, :-1]], dim=1)
+    dt = torch.diff(t, prepend=t.new_zeros(1))
+    return median, censored, (previous * dt).sum(1)

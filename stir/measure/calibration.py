@@ -1,26 +1,37 @@
-"""What a STIR value means: its floor, its ceiling, the normalised value and an interval.
+"""What a STIR value means: its floor, its ceiling, the normalised value, an interval and a p-value.
 
-A STIR value S = 1/k sum_j S_r(m2(X), m2(X'_j)) is read against two references on the same images,
+A STIR value S = 1/k sum_j S_r(m2(X), m2(X'_j)) is read against references on the same images,
 the same n and the same S_r (Nanda et al. use linear CKA at n = 1000; at n = 100 its chance level
 is about 0.09 on CIFAR ResNets, /work/shared/PITFALLS.md):
 
-    floor     F = mean over P permutations pi of S_r(m2(X), m2(X)[pi])
-                  the value with no shared invariance at all: the rows no longer correspond
-                  (reading "images", the default). The other reading, F' = mean over pi and j of
-                  S_r(m2(X), m2(X'_j)[pi]), keeps the distribution of the X' the inversion made and
-                  destroys only their correspondence (reading "iris"); both are reported.
-    ceiling   C = S_r(m1(X), m1(X'')), X'' arbitrary IRIs of m1 from an independent seed draw
-                  (seed ``inversion.seed + k``): what the same procedure gives when m2 = m1
-                  (reading "independent", the default). The other reading, C' = 1/k sum_j
-                  S_r(m1(X), m1(X'_j)), measures m1 on the very X' of the value (free, always
-                  reported as ``ceiling_same_draws``). Below 1 when the X' are not IRIs.
-    normalised (S - F) / (C - F): 0 at the floor, 1 at the ceiling.
+    floor     F = E_pi 1/k sum_j S_r(m2(X), m2(X'_j)[pi]): the value with the pairing of X and X'
+                  broken and both distributions kept (reading "iris", the default): the null of
+                  "m2 represents x' like x". Exact for linear CKA (sqrt(PR(m2 X) PR(m2 X'_j)) / (n-1))
+                  and its debiased form (0), by ``permutations`` permutations for any other measure
+                  (``stir.measure.null``). The reading "images", E_pi S_r(m2(X), m2(X)[pi]), keeps the
+                  spectrum of m2(X) on both sides: it is off whenever m2(X') has another spectrum
+                  than m2(X) (X' are not natural images), and is reported beside.
+    p-value   the permutation p-value of S against the "iris" null (one permutation shared by the
+                  k draws): (1 + #{null >= S}) / (1 + P); its smallest possible value is 1 / (1 + P).
+    ceiling   C = 1/k sum_j S_r(m1(X), m1(X'_j)): m1 on the very X' of the value (reading
+                  "same_draws", the default: no extra inversion, and it shares the value's draws, so
+                  their variance cancels in the ratio); "independent" measures m1 on X'' from one
+                  more seed draw (seed ``inversion.seed + k``, a third more inversion time). Below 1
+                  when the X' are not IRIs. Its own floor F_C is the same reading on m1.
+    normalised (S - F) / (C - F_C): each value above its own chance level, 0 at the floor, 1 at the
+                  ceiling. NaN when the ceiling does not stand ``guard`` permutation standard
+                  deviations above F_C (the ratio would be noise over noise); above 1 is possible
+                  (m2 = f(m1) can keep more than m1 at this budget) and is flagged, never clipped.
     interval  resamples of the images combined with the k draws: resample b takes the rows I_b
                   (X and every X'_j resampled together) and the draws J_b (k with replacement),
                   S_b = mean_{j in J_b} S_r(m2(X)[I_b], m2(X'_j)[I_b]); the normalised value gets its
-                  interval from the same resamples with the ceiling measured on the same rows. With
-                  k = 1 the draws cannot be resampled: the interval then covers the image sample only
-                  (``method`` says so). Two readings of "a bootstrap over images" (``interval``):
+                  interval from the same resamples with the floors and the ceiling measured on the
+                  same rows (linear CKA: the closed-form floor of each resample; a floor with no
+                  closed form is held fixed, and ``method`` says so). The interval holds the
+                  variance of the images and of the inversion's seed draws, never that of training
+                  seeds (``stir.measure.seeds``). With k = 1 the draws cannot be resampled: the
+                  interval then covers the image sample only (``method`` says so). Two readings
+                  of "a bootstrap over images" (``interval``):
 
                   half_sampling (default): I_b is n/2 rows drawn WITHOUT replacement; the spread of
                       S_b estimates the standard error of S at n (the delete-half jackknife: for a
@@ -40,18 +51,18 @@ generator seeded by ``CalibrationConfig.seed``: calibrating never touches the gl
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
 from stir import similarity
+from stir.measure.null import GRAM_LIMIT, ZERO_FLOOR, centred_gram, closed_form_floor, p_value, permutation_null
 
-CEILINGS = ("independent", "same_draws", "none")
-FLOORS = ("images", "iris")
+CEILINGS = ("same_draws", "independent", "none")
+FLOORS = ("iris", "images")
 INTERVALS = ("half_sampling", "bootstrap")
-GRAM_LIMIT = 5000  # n above which linear CKA is resampled in feature form (an n x n float64 Gram is 200 MB)
 
 
 @dataclass
@@ -59,12 +70,13 @@ class CalibrationConfig:
     """How every STIR and STIR_adv value is calibrated (module docstring); ``calibration.*`` of
     evaluate.py. Part of the store key."""
 
-    permutations: int = 20  # P: permutations of the floor (0: no floor)
-    floor: str = "images"  # images (S_r(m2(X), m2(X)[pi])) | iris (S_r(m2(X), m2(X')[pi])): which reading normalises
-    ceiling: str = "independent"  # independent (one more seed draw of m1) | same_draws (m1 on the k draws) | none
+    permutations: int = 199  # P: permutations of the p-value and the floors' spread (and of a floor with no closed form); 0: none
+    floor: str = "iris"  # iris (S_r(m2(X), m2(X')[pi]): the pairing broken) | images (S_r(m2(X), m2(X)[pi])): which reading normalises
+    ceiling: str = "same_draws"  # same_draws (m1 on the k draws) | independent (one more seed draw of m1) | none
     resamples: int = 1000  # B: resamples of the interval (0: no interval)
     interval: str = "half_sampling"  # half_sampling (n/2 rows without replacement, value +- z se) | bootstrap (percentile)
     confidence: float = 0.95  # the interval's nominal coverage
+    guard: float = 3.0  # the ceiling must stand this many permutation sds above its own floor, or normalised is NaN
     seed: int = 0  # the generator of the permutations and the resamples
 
     def __post_init__(self) -> None:
@@ -79,25 +91,28 @@ class CalibrationConfig:
             raise ValueError(f"calibration.interval must be one of {INTERVALS}, got {self.interval!r}")
         if not 0 < self.confidence < 1:
             raise ValueError(f"calibration.confidence must be in (0, 1), got {self.confidence}")
+        if not (self.guard >= 0 and math.isfinite(self.guard)):
+            raise ValueError(f"calibration.guard must be a finite number >= 0, got {self.guard}")
 
 
 @dataclass
 class Calibration:
-    """One STIR (or STIR_adv) value with its floor, ceiling, normalised value and interval.
+    """One STIR (or STIR_adv) value with its floor, ceiling, normalised value, interval and p-value.
 
-    NaN where undefined (no finite draw, no floor asked for, a ceiling at the floor), with the
-    reason in the owning result's notes.
+    NaN where undefined (no finite draw, no floor asked for, a ceiling not clear of its floor), with
+    the reason in the owning result's notes. ``flags`` names what a reader must not miss
+    ("above_ceiling", "at_floor", "ceiling_at_floor").
     """
 
     value: float  # the STIR value: the mean over the k draws
-    floor: float  # the floor of the reading ``floor_reading`` (mean over permutations)
-    floor_std: float  # its spread over the permutations
-    floor_images: float  # S_r(m2(X), m2(X)[pi]), mean over pi
-    floor_iris: float  # S_r(m2(X), m2(X'_j)[pi]), mean over pi and j
+    floor: float  # the floor of the reading ``floor_reading``
+    floor_std: float  # the standard deviation of its permutation null (NaN without permutations)
+    floor_images: float  # E_pi S_r(m2(X), m2(X)[pi])
+    floor_iris: float  # E_pi 1/k sum_j S_r(m2(X), m2(X'_j)[pi])
     ceiling: float  # the ceiling of the reading ``ceiling_reading``
     ceiling_independent: float  # S_r(m1(X), m1(X'')), X'' an independent draw (NaN when not made)
     ceiling_same_draws: float  # 1/k sum_j S_r(m1(X), m1(X'_j))
-    normalised: float  # (value - floor) / (ceiling - floor)
+    normalised: float  # (value - floor) / (ceiling - ceiling_floor)
     low: float  # the interval of value
     high: float
     normalised_low: float
@@ -105,30 +120,40 @@ class Calibration:
     confidence: float
     resamples: int  # resamples that gave a finite value
     method: str  # what the interval covers, in words
-    floor_reading: str = "images"
-    ceiling_reading: str = "independent"
+    floor_reading: str = "iris"
+    ceiling_reading: str = "same_draws"
     interval_reading: str = "half_sampling"
+    floor_method: str = ""  # "closed form" | "<P> permutations" | "none"
+    ceiling_floor: float = math.nan  # the ceiling's own floor (the same reading, on m1)
+    ceiling_floor_std: float = math.nan
+    p_value: float = math.nan  # permutation p-value of value against the iris null
+    permutations: int = 0  # P behind p_value and the floors' spread
+    flags: List[str] = field(default_factory=list)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "Calibration":
-        return cls(**{k: (float(v) if isinstance(v, (int, float)) and k not in ("resamples",) else v) for k, v in d.items()})
+        known = {f.name for f in fields(cls)}
+        kwargs = {}
+        for k, v in d.items():
+            if k not in known:
+                continue
+            kwargs[k] = v if k in ("resamples", "permutations", "flags") or not isinstance(v, (int, float)) else float(v)
+        return cls(**kwargs)
 
 
 def permutation_floor(measure: str, x: Tensor, y: Tensor, permutations: int,
                       generator: torch.Generator) -> Tuple[float, float]:
     """Mean and std over ``permutations`` random row permutations pi of S_r(x, y[pi]).
 
-    x (n, d1), y (n, d2): with y = x it is the similarity of a representation with itself in
-    shuffled order, the chance level of S_r at this n. (NaN, NaN) for no permutation.
+    x (n, d1), y (n, d2): the sampled estimate of what ``stir.measure.null.closed_form_floor`` gives
+    exactly where a closed form exists. (NaN, NaN) for no permutation.
     """
     if permutations == 0:
         return math.nan, math.nan
-    values = [_value(measure, x, y[torch.randperm(y.shape[0], generator=generator).to(y.device)])
-              for _ in range(permutations)]
-    t = torch.tensor(values, dtype=torch.float64)
+    t = permutation_null(measure, x, [y], permutations, generator)
     return float(t.mean()), float(t.std(unbiased=False))
 
 
@@ -140,6 +165,38 @@ def _value(measure: str, x: Tensor, y: Tensor) -> float:
         return math.nan
 
 
+def _mean(values: Sequence[float]) -> float:
+    return float(torch.tensor(list(values), dtype=torch.float64).mean()) if len(values) else math.nan
+
+
+def _std(null: Tensor) -> float:
+    finite = null[torch.isfinite(null)]
+    return float(finite.std(unbiased=False)) if finite.numel() > 1 else math.nan
+
+
+@dataclass
+class _Floor:
+    """One reading's floor of S_r(x, y_j) over draws j: its mean, its null's spread, how it was had."""
+
+    mean: float
+    std: float
+    method: str
+    null: Tensor  # (P,) the permutation null (empty without permutations)
+
+
+def floor_of(measure: str, x: Tensor, ys: Sequence[Tensor], permutations: int, generator: torch.Generator) -> _Floor:
+    """The floor of 1/k sum_j S_r(x, y_j): exact where ``closed_form_floor`` has it (the mean over j),
+    else the mean of the permutation null; the null's standard deviation either way."""
+    null = permutation_null(measure, x, ys, permutations, generator)
+    exact = [closed_form_floor(measure, x, y) for y in ys]
+    if ys and all(e is not None for e in exact):
+        return _Floor(_mean(exact), _std(null), "closed form", null)
+    if permutations == 0:
+        return _Floor(math.nan, math.nan, "none", null)
+    finite = null[torch.isfinite(null)]
+    return _Floor(float(finite.mean()) if finite.numel() else math.nan, _std(null), f"{permutations} permutations", null)
+
+
 def resample_rows(n: int, resamples: int, generator: torch.Generator, without_replacement: bool = False) -> Tensor:
     """(resamples, m) int64 row indices: m = n drawn with replacement, or m = n // 2 distinct rows."""
     if without_replacement:
@@ -148,17 +205,20 @@ def resample_rows(n: int, resamples: int, generator: torch.Generator, without_re
 
 
 class _Resampler:
-    """S_r(x[I], y[I]) of one fixed x against several y, for many row resamples I at once.
+    """S_r(x[I], y[I]) of one fixed x against several y, for many row resamples I at once, and the
+    closed-form floor of the resampled rows.
 
     Linear CKA goes through its Gram form with the resample as a weight vector: with w the counts of
     each row in I (sum w = m, its size) and M = diag(w) - w w^T / m (so that P^T H P = M for the
     selection P and the centring H of m rows),
 
         HSIC(K, L)_I = tr(K M L M) = w^T (K o L) w - 2 (K u)^T diag(w) (L u) + (u^T K u)(u^T L u),
+        tr(K_I)      = tr(K M)     = w^T diag(K) - u^T K u,
 
     u = w / sqrt(m), K = Xc Xc^T, L = Yc Yc^T: three (B, n) x (n, n) products for B resamples, exactly
-    linear CKA of the resampled rows, and no gathered matrix. Other measures are called on the
-    resampled rows one by one.
+    linear CKA of the resampled rows and its floor tr K_I tr L_I / ((m-1) ||K_I|| ||L_I||), and no
+    gathered matrix. Other measures are called on the resampled rows one by one; their floor is 0
+    for the debiased CKA and has no per-resample form otherwise (None).
     """
 
     def __init__(self, measure: str, x: Tensor, rows: Tensor):
@@ -167,10 +227,12 @@ class _Resampler:
         if self.gram:
             n = x.shape[0]
             ones = torch.ones(rows.shape, dtype=torch.float64)
+            self.m = rows.shape[1]
             self.w = torch.zeros(rows.shape[0], n, dtype=torch.float64).scatter_add_(1, rows, ones).to(x.device)  # (B, n)
-            self.u = self.w / math.sqrt(rows.shape[1])
-            self.k = _gram(x)
+            self.u = self.w / math.sqrt(self.m)
+            self.k = centred_gram(x)
             self.kk = self._hsic(self.k, self.k)
+            self.trk = self._trace(self.k)
 
     def _hsic(self, k: Tensor, l: Tensor) -> Tensor:
         """(B,) HSIC numerators tr(K M_b L M_b) for every resample b."""
@@ -178,22 +240,28 @@ class _Resampler:
         ku, lu = u @ k, u @ l  # (B, n)
         return ((w @ (k * l)) * w).sum(1) - 2 * (ku * w * lu).sum(1) + (ku * u).sum(1) * (lu * u).sum(1)
 
+    def _trace(self, k: Tensor) -> Tensor:
+        """(B,) tr(K M_b): the trace of the centred Gram matrix of resample b's rows."""
+        return (self.w * torch.diagonal(k)).sum(1) - ((self.u @ k) * self.u).sum(1)
+
     def values(self, y: Tensor) -> Tensor:
         """(B,) S_r(x[I_b], y[I_b]) for every resample b; NaN where the measure is undefined."""
+        return self.values_and_floors(y)[0]
+
+    def values_and_floors(self, y: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
+        """(B,) S_r(x[I_b], y[I_b]) and (B,) the closed-form floor of the same rows (None where the
+        measure has no per-resample closed form)."""
         if not self.gram:
             out = [_value(self.measure, self.x[idx], y[idx]) for idx in self.rows.to(self.x.device)]
-            return torch.tensor(out, dtype=torch.float64)
-        l = _gram(y)
+            values = torch.tensor(out, dtype=torch.float64)
+            return values, (torch.zeros_like(values) if self.measure in ZERO_FLOOR else None)
+        l = centred_gram(y)
         num, ll = self._hsic(self.k, l), self._hsic(l, l)
         den = (self.kk.clamp_min(0) * ll.clamp_min(0)).sqrt()
-        return torch.where(den > 0, num / den, torch.full_like(num, math.nan)).cpu()
-
-
-def _gram(z: Tensor) -> Tensor:
-    """Xc Xc^T (n, n) in float64 (centred once for stability; M removes any column shift)."""
-    z = z.detach().double()
-    z = z - z.mean(dim=0, keepdim=True)
-    return z @ z.T
+        nan = torch.full_like(num, math.nan)
+        values = torch.where(den > 0, num / den, nan)
+        floors = torch.where(den > 0, self.trk * self._trace(l) / ((self.m - 1) * den), nan)
+        return values.cpu(), floors.cpu()
 
 
 def percentile_interval(values: Tensor, confidence: float) -> Tuple[float, float, int]:
@@ -217,11 +285,21 @@ def standard_error_interval(value: float, values: Tensor, confidence: float) -> 
     return value - z * se, value + z * se, int(finite.numel())
 
 
-def normalise(value: float, floor: float, ceiling: float) -> float:
-    """(value - floor) / (ceiling - floor); NaN when undefined (missing or equal references)."""
-    if not all(math.isfinite(v) for v in (value, floor, ceiling)) or ceiling == floor:
+def normalise(value: float, floor: float, ceiling: float, ceiling_floor: Optional[float] = None,
+              margin: float = 0.0, distance: bool = False) -> float:
+    """(value - floor) / (ceiling - ceiling_floor), ``ceiling_floor`` defaulting to ``floor``.
+
+    NaN when undefined: a reference missing, or the ceiling not beyond its floor by more than
+    ``margin`` (in the measure's "more similar" direction: down for a distance). A margin of a few
+    permutation standard deviations keeps the ratio from blowing up when the ceiling sits at chance.
+    """
+    ceiling_floor = floor if ceiling_floor is None else ceiling_floor
+    if not all(math.isfinite(v) for v in (value, floor, ceiling, ceiling_floor)):
         return math.nan
-    return (value - floor) / (ceiling - floor)
+    gap = (ceiling_floor - ceiling) if distance else (ceiling - ceiling_floor)
+    if not gap > max(margin, 0.0) or gap == 0:
+        return math.nan
+    return (value - floor) / (ceiling - ceiling_floor)
 
 
 def calibrate(
@@ -245,16 +323,26 @@ def calibrate(
         cfg: what to compute.
     """
     k, n = len(target_primes), target.shape[0]
-    value = float(torch.tensor(list(draw_values), dtype=torch.float64).mean())
+    value = _mean(draw_values)
+    distance = similarity.is_distance(measure)
     gen = torch.Generator().manual_seed(cfg.seed)
-    floor_images, floor_std_images = permutation_floor(measure, target, target, cfg.permutations, gen)
-    per_draw = [permutation_floor(measure, target, y, cfg.permutations, gen) for y in target_primes]
-    floor_iris = float(torch.tensor([m for m, _ in per_draw]).mean()) if cfg.permutations else math.nan
-    floor_std_iris = float(torch.tensor([s for _, s in per_draw]).mean()) if cfg.permutations else math.nan
-    same = float(torch.tensor([_value(measure, reference, y) for y in reference_primes], dtype=torch.float64).mean())
+    iris = floor_of(measure, target, target_primes, cfg.permutations, gen)
+    images = floor_of(measure, target, [target], cfg.permutations, gen)
+    chosen = iris if cfg.floor == "iris" else images
+    p = p_value(value, iris.null, distance)
+
+    same = _mean([_value(measure, reference, y) for y in reference_primes])
     independent = _value(measure, reference, reference_independent) if reference_independent is not None else math.nan
     ceiling = {"independent": independent, "same_draws": same, "none": math.nan}[cfg.ceiling]
-    floor, floor_std = (floor_images, floor_std_images) if cfg.floor == "images" else (floor_iris, floor_std_iris)
+    ceiling_primes: List[Tensor] = []  # the X' the ceiling is measured on, by m1
+    if cfg.ceiling == "same_draws":
+        ceiling_primes = list(reference_primes)
+    elif cfg.ceiling == "independent" and reference_independent is not None:
+        ceiling_primes = [reference_independent]
+    ceiling_floor = (floor_of(measure, reference, ceiling_primes if cfg.floor == "iris" else [reference],
+                              cfg.permutations, gen) if ceiling_primes else _Floor(math.nan, math.nan, "none", torch.empty(0)))
+    margin = cfg.guard * ceiling_floor.std if math.isfinite(ceiling_floor.std) else 0.0
+    normalised = normalise(value, chosen.mean, ceiling, ceiling_floor.mean, margin, distance)
 
     low = high = n_low = n_high = math.nan
     resamples = 0
@@ -263,40 +351,85 @@ def calibrate(
         half = cfg.interval == "half_sampling"
         rows = resample_rows(n, cfg.resamples, gen, without_replacement=half)
         draws = torch.randint(0, k, (cfg.resamples, k), generator=gen) if k > 1 else torch.zeros(cfg.resamples, 1, dtype=torch.long)
-        resampled = _Resampler(measure, target, rows)
-        per = torch.stack([resampled.values(y) for y in target_primes], dim=1)  # (B, k)
-        stir_b = per.gather(1, draws).mean(dim=1)  # (B,)
-        interval = (lambda v, b: standard_error_interval(v, b, cfg.confidence)) if half else (
-            lambda v, b: percentile_interval(b, cfg.confidence))
+
+        def interval(v: float, b: Tensor) -> Tuple[float, float, int]:
+            return standard_error_interval(v, b, cfg.confidence) if half else percentile_interval(b, cfg.confidence)
+
+        target_b = _Resampler(measure, target, rows)
+        stir_b, floor_b = _over_draws(target_b, target_primes if cfg.floor == "iris" else [target] * k, draws)
+        if cfg.floor == "images":
+            stir_b = _over_draws(target_b, target_primes, draws)[0]
         low, high, resamples = interval(value, stir_b)
-        normalised = normalise(value, floor, ceiling)
-        if cfg.ceiling != "none" and math.isfinite(floor) and math.isfinite(normalised):
-            ref = _Resampler(measure, reference, rows)
-            if cfg.ceiling == "independent" and reference_independent is not None:
-                ceil_b = ref.values(reference_independent)
-            else:
-                ceil_b = torch.stack([ref.values(y) for y in reference_primes], dim=1).gather(1, draws).mean(dim=1)
-            n_low, n_high, _ = interval(normalised, (stir_b - floor) / (ceil_b - floor))
-        images = f"{n // 2} of the {n} images without replacement" if half else f"{n} of the {n} images with replacement"
+        held = floor_b is None
+        if math.isfinite(normalised) and ceiling_primes:
+            ref_b = _Resampler(measure, reference, rows)
+            chosen_primes = ceiling_primes if cfg.floor == "iris" else [reference] * len(ceiling_primes)
+            ceil_draws = draws if len(ceiling_primes) == k else torch.zeros(cfg.resamples, 1, dtype=torch.long)
+            ceil_b = _over_draws(ref_b, ceiling_primes, ceil_draws)[0]
+            ceil_floor_b = _over_draws(ref_b, chosen_primes, ceil_draws)[1]
+            held = held or ceil_floor_b is None
+            f_b = floor_b if floor_b is not None else torch.full_like(stir_b, chosen.mean)
+            cf_b = ceil_floor_b if ceil_floor_b is not None else torch.full_like(stir_b, ceiling_floor.mean)
+            n_low, n_high, _ = interval(normalised, (stir_b - f_b) / (ceil_b - cf_b))
+        images_text = f"{n // 2} of the {n} images without replacement" if half else f"{n} of the {n} images with replacement"
         kind = "value +- z se, se from half-samples" if half else "percentile bootstrap"
-        method = (f"{kind}: {cfg.resamples} resamples of {images} and of the {k} draws" if k > 1 else
-                  f"{kind}: {cfg.resamples} resamples of {images} (k=1: the seed variance is not in it)")
-    return Calibration(
-        value=value, floor=floor, floor_std=floor_std, floor_images=floor_images, floor_iris=floor_iris,
+        covers = f"{cfg.resamples} resamples of {images_text} and of the {k} draws" if k > 1 else (
+            f"{cfg.resamples} resamples of {images_text} (k=1: the seed variance is not in it)")
+        method = f"{kind}: {covers}; over images and inversion draws, not training seeds" + (
+            "; the normalised interval holds the floor fixed (no per-resample closed form)" if held and math.isfinite(n_low) else "")
+    cal = Calibration(
+        value=value, floor=chosen.mean, floor_std=chosen.std, floor_images=images.mean, floor_iris=iris.mean,
         ceiling=ceiling, ceiling_independent=independent, ceiling_same_draws=same,
-        normalised=normalise(value, floor, ceiling), low=low, high=high, normalised_low=n_low,
+        normalised=normalised, low=low, high=high, normalised_low=n_low,
         normalised_high=n_high, confidence=cfg.confidence, resamples=resamples, method=method,
         floor_reading=cfg.floor, ceiling_reading=cfg.ceiling, interval_reading=cfg.interval,
+        floor_method=chosen.method, ceiling_floor=ceiling_floor.mean, ceiling_floor_std=ceiling_floor.std,
+        p_value=p, permutations=int(torch.isfinite(iris.null).sum()),
     )
+    cal.flags = _flags(cal)
+    return cal
+
+
+def _over_draws(resampler: _Resampler, ys: Sequence[Tensor], draws: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
+    """(B,) the mean over each resample's draws J_b of S_r on its rows, and of their floors (None
+    where the floor has no per-resample form)."""
+    pairs = [resampler.values_and_floors(y) for y in ys]
+    values = torch.stack([v for v, _ in pairs], dim=1).gather(1, draws).mean(dim=1)
+    if any(f is None for _, f in pairs):
+        return values, None
+    return values, torch.stack([f for _, f in pairs], dim=1).gather(1, draws).mean(dim=1)
+
+
+def _flags(cal: Calibration) -> List[str]:
+    """What a reader must not miss about one calibrated value (``Calibration.flags``)."""
+    flags = []
+    alpha = 1 - cal.confidence
+    decisive = math.isfinite(cal.p_value) and 1 / (1 + cal.permutations) <= alpha  # P large enough to reject at alpha
+    if decisive and cal.p_value > alpha:
+        flags.append("at_floor")
+    elif not decisive and all(math.isfinite(v) for v in (cal.value, cal.floor, cal.low)) and cal.low <= cal.floor:
+        flags.append("at_floor")
+    if math.isfinite(cal.ceiling) and math.isfinite(cal.ceiling_floor) and not math.isfinite(cal.normalised) and math.isfinite(cal.value):
+        flags.append("ceiling_at_floor")
+    if math.isfinite(cal.normalised) and cal.normalised > 1:
+        flags.append("above_ceiling")
+    return flags
 
 
 def calibration_notes(label: str, cal: Calibration) -> List[str]:
     """What a reader must know about one calibrated value (said in the result's notes)."""
     notes = []
-    if math.isfinite(cal.value) and math.isfinite(cal.floor) and math.isfinite(cal.low) and cal.low <= cal.floor:
-        notes.append(f"{label}: {cal.value:.3f} is not above its floor {cal.floor:.3f} "
-                     f"(interval [{cal.low:.3f}, {cal.high:.3f}]): no shared invariance is detected at this n")
-    if math.isfinite(cal.ceiling) and math.isfinite(cal.floor) and cal.ceiling <= cal.floor:
-        notes.append(f"{label}: ceiling {cal.ceiling:.3f} is not above the floor {cal.floor:.3f}: "
-                     "the normalised value is undefined (the X' are far from IRIs of m1)")
+    if "at_floor" in cal.flags:
+        test = (f"permutation p = {cal.p_value:.3g} over {cal.permutations} permutations"
+                if math.isfinite(cal.p_value) and 1 / (1 + cal.permutations) <= 1 - cal.confidence
+                else f"interval [{cal.low:.3f}, {cal.high:.3f}]")
+        notes.append(f"{label}: {cal.value:.3f} is not above its floor {cal.floor:.3f} ({test}): "
+                     "no shared invariance is detected at this n")
+    if "ceiling_at_floor" in cal.flags:
+        notes.append(f"{label}: ceiling {cal.ceiling:.3f} is not clear of its own floor {cal.ceiling_floor:.3f} "
+                     f"(by more than {cal.ceiling_floor_std:.3g} x guard): the normalised value is undefined "
+                     "(the X' are far from IRIs of m1)")
+    if "above_ceiling" in cal.flags:
+        notes.append(f"{label}: normalised value {cal.normalised:.2f} is above 1: m2 represents the X' more alike "
+                     f"than m1 does ({cal.value:.3f} against the ceiling {cal.ceiling:.3f}); not clipped")
     return notes

@@ -148,10 +148,8 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
             count = sum(r["residual"].numel() for r in kinds[kind].runs)
             notes.append(iri_shortfall(kind, q["fraction_iri"], count, q["median_residual"], plan.cfg))
     adversarial = quality.get("adversarial")
-    if adversarial is not None and plan.cfg.adversarial_objective == "constrained" and adversarial["fraction_iri"] == 0:
-        notes.append("STIR_adv: no adversarial X' is within the tolerance; the constrained objective pushes m2 away "
-                     "only where r1 <= its bound, so STIR_adv is not a worst case here (it equals STIR where no image "
-                     "reached the bound; inversion.continue_steps, docs/estimator.md)")
+    if adversarial is not None and plan.cfg.adversarial_objective == "constrained":
+        _adversarial_feasibility(kinds["adversarial"], plan, notes)
     ceiling_rep = _ceiling_representation(m_ref, tap_ref, runs.get("ceiling"), plan)
     calibration = _calibrations(m_ref, tap_ref, plan, tgt_reps[0], kinds, ceiling_rep, notes)
     fake = _fake_relu(m_ref, m_tgt, names, plan, notes, adversarial="adversarial" in kinds and not self_pair)
@@ -169,6 +167,34 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
         debiased={_STAT[kind]: Stat.from_values(c.debiased) for kind, c in kinds.items() if c.debiased},
         calibration=calibration, notes=notes, settings={**plan.settings, "fake_relu_applied": fake},
     )
+
+
+def _adversarial_feasibility(adv: _Kind, plan: Plan, notes: List[str]) -> None:
+    """STIR_adv of the constrained objective says whether it was measured.
+
+    The objective pushes m2 away only from X' whose r1 reached the IRI bound b = stop_fraction *
+    tolerance; every other X' is exactly its arbitrary IRI, so STIR_adv over them equals STIR by
+    construction. Below ``min_fraction_adversarial`` X' at the bound, STIR_adv is not measured: its
+    draws become NaN (no calibration) with the count; above it and below all, a note says the value
+    is an upper bound of the worst case (the rest are arbitrary IRIs).
+    """
+    bound = plan.cfg.stop_fraction * plan.cfg.tolerance
+    residuals = torch.cat([r["residual"] for r in adv.runs]) if adv.runs else torch.empty(0)
+    reached, total = int((residuals <= bound).sum()), residuals.numel()
+    if total == 0:
+        return
+    fraction, floor = reached / total, plan.estimator.min_fraction_adversarial
+    if fraction < floor or reached == 0:
+        notes.append(f"STIR_adv: not measured: {reached} of {total} adversarial X' reached the IRI bound "
+                     f"{bound:g} (min_fraction_adversarial={floor:g}); the constrained objective pushes m2 away "
+                     "only there, so over these X' STIR_adv would equal STIR by construction (reach the bound: "
+                     "inversion.continue_steps, docs/estimator.md)")
+        adv.values = [math.nan] * len(adv.values)
+        adv.debiased = [math.nan] * len(adv.debiased)
+        adv.primes, adv.ref_primes = [], []  # nothing to calibrate
+    elif reached < total:
+        notes.append(f"STIR_adv: {reached} of {total} adversarial X' reached the IRI bound {bound:g}; the others are "
+                     "arbitrary IRIs (not pushed), so STIR_adv is an upper bound of the worst case")
 
 
 def _fake_relu(m_ref: nn.Module, m_tgt: nn.Module, names: Tuple[str, str], plan: Plan, notes: List[str],

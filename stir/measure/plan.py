@@ -40,7 +40,9 @@ class Estimator:
     ``measure`` S_r (``stir.similarity``), ``k`` seed draws (seeds ``inversion.seed + j``), ``iri``
     arbitrary | adversarial | both, ``inversion`` how IRIs are made (default: the published
     procedure), ``difficulty`` the controversial-stimulus walk, ``min_fraction_iri`` the fraction of
-    IRIs below which a draw gives NaN (0: never), ``calibration`` the floor, ceiling and interval
+    IRIs below which a draw gives NaN (0: never), ``min_fraction_adversarial`` the fraction of
+    adversarial X' at the IRI bound below which STIR_adv of the constrained objective is not measured
+    (NaN with the count), ``calibration`` the floor, ceiling and interval
     every STIR value carries (``stir.measure.calibration``).
     """
 
@@ -50,6 +52,7 @@ class Estimator:
     inversion: InversionConfig = field(default_factory=InversionConfig)
     difficulty: ControversialConfig = field(default_factory=ControversialConfig)
     min_fraction_iri: float = 0.0
+    min_fraction_adversarial: float = 0.5
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
 
     def __post_init__(self) -> None:
@@ -60,6 +63,8 @@ class Estimator:
             raise ValueError(f"k (seed draws) must be a positive integer, got {self.k!r}")
         if not 0 <= self.min_fraction_iri <= 1:
             raise ValueError(f"min_fraction_iri must be in [0, 1], got {self.min_fraction_iri}")
+        if not 0 <= self.min_fraction_adversarial <= 1:
+            raise ValueError(f"min_fraction_adversarial must be in [0, 1], got {self.min_fraction_adversarial}")
 
     @property
     def arbitrary(self) -> bool:
@@ -126,6 +131,7 @@ class Plan:
         settings = {"inversion": inversion, "seed": cfg.seed, "seeds": [cfg.seed + j for j in range(self.k)],
                     "measure": self.measure, "resample_images": self.resampled,
                     "min_fraction_iri": self.estimator.min_fraction_iri,
+                    "min_fraction_adversarial": self.estimator.min_fraction_adversarial,
                     "calibration": dataclasses.asdict(self.estimator.calibration)}
         if self.estimator.adversarial:
             settings["difficulty"] = dataclasses.asdict(self.estimator.difficulty)
@@ -168,6 +174,7 @@ def direction_parts(plan: Plan, ids: Tuple[str, str], taps: Tuple[str, str]) -> 
                  calibration=dataclasses.asdict(est.calibration))
     if est.adversarial:
         parts["difficulty"] = dataclasses.asdict(est.difficulty)
+        parts["judging"]["min_fraction_adversarial"] = est.min_fraction_adversarial
     return parts
 
 

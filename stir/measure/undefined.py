@@ -22,7 +22,8 @@ from stir.models.finite import nonfinite_reason
 
 PROBE = 4  # images of X the outputs are checked on
 _NAN = math.nan
-_CENSORED = ("fraction", "median", "median_censored", "restricted_mean", "max_distance")
+_CENSORED = ("fraction", "median", "median_censored", "restricted_mean", "max_distance", "median_low", "median_high",
+             "restricted_mean_low", "restricted_mean_high")
 
 
 def nonfinite_models(plan: Plan, models: Sequence[Tuple[str, nn.Module]]) -> Optional[str]:

@@ -9,6 +9,7 @@ from stir.measure.calibration import (
     CalibrationConfig, _Resampler, calibrate, normalise, percentile_interval, permutation_floor, resample_rows,
     standard_error_interval,
 )
+from stir.measure.null import closed_form_floor
 from stir.similarity import linear_cka, procrustes
 
 
@@ -90,21 +91,32 @@ def test_ceiling_floor_and_normalised_value():
     cal = calibrate("linear_cka", target, primes, values, target, ref_primes, ref_primes[0],
                     CalibrationConfig(permutations=50, resamples=100))
     assert cal.value == pytest.approx(sum(values) / 3)
-    assert cal.floor == cal.floor_images < cal.value < cal.ceiling <= 1
-    assert cal.ceiling == cal.ceiling_independent == pytest.approx(float(linear_cka(target, ref_primes[0])))
-    assert cal.ceiling_same_draws == pytest.approx(sum(float(linear_cka(target, p)) for p in ref_primes) / 3)
-    assert cal.normalised == pytest.approx((cal.value - cal.floor) / (cal.ceiling - cal.floor))
+    assert cal.floor == cal.floor_iris < cal.value < cal.ceiling <= 1 and cal.floor_method == "closed form"
+    assert cal.floor_iris == pytest.approx(sum(closed_form_floor("linear_cka", target, p) for p in primes) / 3)
+    assert cal.floor_images == pytest.approx(closed_form_floor("linear_cka", target, target))
+    assert cal.ceiling == cal.ceiling_same_draws == pytest.approx(sum(float(linear_cka(target, p)) for p in ref_primes) / 3)
+    assert cal.ceiling_independent == pytest.approx(float(linear_cka(target, ref_primes[0])))
+    assert cal.ceiling_floor == pytest.approx(sum(closed_form_floor("linear_cka", target, p) for p in ref_primes) / 3)
+    assert cal.normalised == pytest.approx((cal.value - cal.floor) / (cal.ceiling - cal.ceiling_floor))
     assert cal.normalised_low < cal.normalised < cal.normalised_high
-    iris = calibrate("linear_cka", target, primes, values, target, ref_primes, None,
-                     CalibrationConfig(permutations=50, resamples=0, floor="iris", ceiling="same_draws"))
-    assert iris.floor == iris.floor_iris and iris.ceiling == iris.ceiling_same_draws and math.isnan(iris.ceiling_independent)
-    assert math.isnan(iris.low) and "no interval" in iris.method
+    assert cal.p_value == pytest.approx(1 / 51) and cal.permutations == 50 and cal.flags == []
+    assert "not training seeds" in cal.method
+    images = calibrate("linear_cka", target, primes, values, target, ref_primes, ref_primes[0],
+                       CalibrationConfig(permutations=50, resamples=0, floor="images", ceiling="independent"))
+    assert images.floor == images.floor_images and images.ceiling == images.ceiling_independent
+    assert math.isnan(images.low) and "no interval" in images.method
 
 
 def test_normalise_is_undefined_without_a_gap():
     assert normalise(0.5, 0.1, 0.9) == pytest.approx(0.5)
+    assert normalise(0.5, 0.1, 0.9, 0.3) == pytest.approx(0.4 / 0.6)  # the ceiling against its own floor
     for value, floor, ceiling in ((0.5, 0.3, 0.3), (math.nan, 0.1, 0.9), (0.5, math.nan, 0.9)):
         assert math.isnan(normalise(value, floor, ceiling))
+    # A ceiling a hair above its floor: without a margin the ratio explodes; with one it is undefined.
+    assert normalise(0.30, 0.29, 0.2900001) > 1e4
+    assert math.isnan(normalise(0.30, 0.29, 0.2900001, margin=0.01))
+    assert normalise(2.0, 5.0, 1.0, distance=True) == pytest.approx(0.75)  # distances: lower is more similar
+    assert math.isnan(normalise(2.0, 5.0, 6.0, distance=True))
 
 
 def test_intervals_of_degenerate_resamples():

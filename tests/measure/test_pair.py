@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from stir.experiments.rows import pair_row
+from stir.experiments.rows import direction_display, pair_row
 from stir.inversion import ExecutionConfig, InversionConfig
 from stir.measure import CalibrationConfig, Estimator, evaluate_direction, evaluate_pair
 
@@ -288,11 +288,26 @@ def test_the_convergence_rows_of_one_draw_give_no_spread(images):
     assert all(r["stir_std"] >= 0 for r in convergence_rows(two))
 
 
-def test_stir_adv_of_x_prime_that_never_reached_the_bound_says_it_is_no_worst_case(images):
+def test_stir_adv_of_x_prime_that_never_reached_the_bound_is_not_measured(images):
     """Constrained adversarial IRIs push m2 away only once r1 <= bound: after 2 faithful steps none did,
-    so STIR_adv equals STIR of the same seed, and the notes say it is not a worst case."""
+    so their STIR_adv would equal STIR by construction: it is NaN, uncalibrated, with the count."""
     short = est(k=1, iri="both", inversion=InversionConfig(mode="faithful", steps=2, seed=0, tolerance=1e-6))
     r = evaluate_direction(convnet(0), convnet(1), images, "logits", "logits", short, run=QUIET)
     assert r.quality["adversarial"]["fraction_iri"] == 0
-    assert r.stir_adv.mean == pytest.approx(r.stir.mean, abs=1e-6)
-    assert any(n.startswith("STIR_adv: no adversarial X' is within the tolerance") for n in r.notes)
+    assert math.isnan(r.stir_adv.mean) and math.isfinite(r.stir.mean)
+    assert "stir_adv" not in r.calibration and "stir" in r.calibration
+    n = len(images)
+    assert any(note.startswith(f"STIR_adv: not measured: 0 of {n} adversarial X' reached the IRI bound") for note in r.notes)
+    assert direction_display(r)["STIR_adv"] == "not measured"
+
+
+def test_stir_adv_of_x_prime_at_the_bound_is_measured(images):
+    """With every X' within the bound from the start (a loose tolerance), the push acts on all of them:
+    STIR_adv is measured and calibrated, on X' that pushed m2 further than the arbitrary ones."""
+    loose = est(k=1, iri="both", inversion=InversionConfig(mode="faithful", steps=8, seed=0, tolerance=50.0))
+    r = evaluate_direction(convnet(0), convnet(1), images, "logits", "logits", loose, run=QUIET)
+    assert r.quality["adversarial"]["fraction_iri"] == 1.0
+    assert math.isfinite(r.stir_adv.mean) and r.stir_adv.mean != r.stir.mean and "stir_adv" in r.calibration
+    q = r.quality
+    assert q["adversarial"]["median_target_distance"] > q["arbitrary"]["median_target_distance"]
+    assert not any("STIR_adv: not measured" in note for note in r.notes)
