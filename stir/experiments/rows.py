@@ -28,8 +28,8 @@ _CALIBRATION_COLUMNS = ("floor", "ceiling", "ceiling_floor", "normalised", "norm
 # read back from the store (JSON with sorted keys) then gives the same files as a fresh one.
 KINDS = ("arbitrary", "adversarial")
 READINGS = ("walk", "perturbation")
-QUALITY = ("median_residual", "fraction_iri", "fraction_iri_std", "evaluations", "median_target_distance",
-           "cached_draws")
+QUALITY = ("median_residual", "fraction_iri", "fraction_iri_std", "fraction_iri_null", "median_residual_null_ratio",
+           "evaluations", "median_target_distance", "cached_draws")
 
 
 def ordered(mapping: Dict[str, Any], first: Sequence[str]) -> List[Tuple[str, Any]]:
@@ -148,9 +148,13 @@ def p_cell(cal: Optional[Calibration]) -> str:
 
 
 def _iris(d: DirectionResult, kind: str = "arbitrary") -> str:
-    """'2% IRIs, r 0.044': the fraction of X' within the tolerance and the median residual."""
+    """'2% IRIs, r 0.044; 90% pass the null': the fraction of X' within the tolerance, the median
+    residual, and the fraction closer to x than its nearest natural image (Feather et al.'s null)."""
     q = d.quality.get(kind)
-    return "-" if q is None else f"{q['fraction_iri']:.0%} IRIs, r {q['median_residual']:.3g}"
+    if q is None:
+        return "-"
+    null = f"; {q['fraction_iri_null']:.0%} pass the null" if "fraction_iri_null" in q else ""
+    return f"{q['fraction_iri']:.0%} IRIs, r {q['median_residual']:.3g}{null}"
 
 
 def _difficulty(d: DirectionResult) -> str:

@@ -9,7 +9,7 @@ gives, per step, STIR (mean and std over draws), the median residual and the fra
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -73,9 +73,23 @@ def summary(run: InversionResult) -> Dict[str, Any]:
             "snapshot_residual": {t: r.detach().double().cpu() for t, r in run.snapshot_residual.items()}}
 
 
-def pool_quality(runs: List[Dict[str, Any]]) -> Dict[str, float]:
+def natural_null(reference: Tensor) -> Tensor:
+    """(n,) the IRI criterion of Feather et al. (model metamers, Nature Neuroscience 2023) for each x:
+    min over the other natural images x_b of ||m1(x_b) - m1(x)|| / ||m1(x)||, the relative residual
+    of the nearest other natural image at the same tap. An x' whose residual is below it is closer to
+    x, as m1 sees it, than any natural image of the sample: it passes the null. ``reference`` is m1(X)
+    (n, d); inf for n = 1 (no other image: every x' passes)."""
+    z = reference.detach().double()
+    dist = torch.cdist(z, z)  # (n, n)
+    dist.fill_diagonal_(math.inf)
+    return dist.min(dim=0).values / z.norm(dim=1).clamp_min(1e-12)
+
+
+def pool_quality(runs: List[Dict[str, Any]], null: Optional[Sequence[Tensor]] = None) -> Dict[str, float]:
     """IRI quality over k draws (``summary`` each): medians pooled over the n * k inversions,
-    the fraction within tolerance per draw (mean, std), model evaluations spent."""
+    the fraction within tolerance per draw (mean, std), model evaluations spent; with ``null`` (one
+    ``natural_null`` (n,) per draw) the fraction of X' that pass it and their median residual as a
+    fraction of it (below 1: closer than the nearest natural image)."""
     fractions = Stat.from_values([r["fraction_iri"] for r in runs])
     quality = {
         "median_residual": torch.cat([r["residual"] for r in runs]).quantile(0.5).item(),  # over (n * k,)
@@ -83,6 +97,11 @@ def pool_quality(runs: List[Dict[str, Any]]) -> Dict[str, float]:
         "fraction_iri_std": fractions.std,
         "evaluations": float(sum(r["evaluations"] for r in runs)),
     }
+    if null is not None:
+        passed = [float((r["residual"] < b.cpu()).double().mean()) for r, b in zip(runs, null)]
+        quality["fraction_iri_null"] = sum(passed) / len(passed)
+        ratio = torch.cat([r["residual"] / b.cpu() for r, b in zip(runs, null)])
+        quality["median_residual_null_ratio"] = ratio.quantile(0.5).item()
     if all(r["target_distance"] is not None for r in runs):
         quality["median_target_distance"] = torch.cat([r["target_distance"] for r in runs]).quantile(0.5).item()
     return quality

@@ -24,7 +24,7 @@ from stir.inversion import ExecutionConfig, InversionResult, invert_adversarial_
 from stir.inversion.config import iri_shortfall
 from stir.inversion.controversial import controversial_perturbation, pooled_censored
 from stir.measure.calibration import Calibration, calibrate, calibration_notes
-from stir.measure.convergence import convergence_record, curve, pool_quality, refuse_failed, summary
+from stir.measure.convergence import convergence_record, curve, natural_null, pool_quality, refuse_failed, summary
 from stir.measure.observe import check_models, measure_value, observe
 from stir.measure.plan import DEFAULT_TAP, DIRECTION, Estimator, Images, Plan, direction_parts, make_plan
 from stir.measure.results import DirectionResult, Stat
@@ -142,7 +142,9 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
         kinds["adversarial"] = _Kind(values=[math.nan] * est.k)
         difficulty, reached = [math.nan] * est.k, [0.0] * est.k
 
-    quality = {kind: pool_quality(c.runs) for kind, c in kinds.items() if c.runs}
+    ref_reps = _reference_representations(m_ref, tap_ref, plan)  # m1(X_j) (n, d_ref) per draw
+    null = [natural_null(rep) for rep in ref_reps]  # Feather et al.'s criterion per image and draw
+    quality = {kind: pool_quality(c.runs, null) for kind, c in kinds.items() if c.runs}
     for kind, q in quality.items():  # X' that are not IRIs still count in STIR: say how many
         if q["fraction_iri"] < plan.run.warn_below:
             count = sum(r["residual"].numel() for r in kinds[kind].runs)
@@ -151,7 +153,7 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
     if adversarial is not None and plan.cfg.adversarial_objective == "constrained":
         _adversarial_feasibility(kinds["adversarial"], plan, notes)
     ceiling_rep = _ceiling_representation(m_ref, tap_ref, runs.get("ceiling"), plan)
-    calibration = _calibrations(m_ref, tap_ref, plan, tgt_reps[0], kinds, ceiling_rep, notes)
+    calibration = _calibrations(plan, tgt_reps[0], ref_reps[0], kinds, ceiling_rep, notes)
     fake = _fake_relu(m_ref, m_tgt, names, plan, notes, adversarial="adversarial" in kinds and not self_pair)
     return DirectionResult(
         ref=names[0], target=names[1], ref_id=ids[0], target_id=ids[1], tap_ref=tap_ref, tap_target=tap_tgt,
@@ -273,7 +275,14 @@ def _ceiling_representation(m_ref: nn.Module, tap_ref: str, runs: Optional[List[
     return None if runs is None else observe(m_ref, runs[0].x_prime, tap_ref, plan.batch_size)[0]
 
 
-def _calibrations(m_ref: nn.Module, tap_ref: str, plan: Plan, tgt_rep: Tensor, kinds: Dict[str, _Kind],
+def _reference_representations(m_ref: nn.Module, tap_ref: str, plan: Plan) -> List[Tensor]:
+    """ref(X_j) (n, d_ref) of every draw: computed once for a fixed X, once per draw when resampled."""
+    if plan.resampled:
+        return [observe(m_ref, x, tap_ref, plan.batch_size)[0] for x in plan.draw_images]
+    return [observe(m_ref, plan.images, tap_ref, plan.batch_size)[0]] * plan.k
+
+
+def _calibrations(plan: Plan, tgt_rep: Tensor, ref_rep: Tensor, kinds: Dict[str, _Kind],
                   ceiling_rep: Optional[Tensor], notes: List[str]) -> Dict[str, Calibration]:
     """{"stir" | "stir_adv": Calibration} of every kind measured on draws (``stir.measure.calibration``).
 
@@ -286,7 +295,6 @@ def _calibrations(m_ref: nn.Module, tap_ref: str, plan: Plan, tgt_rep: Tensor, k
     if plan.resampled:
         notes.append("calibration: not computed with resample_images=true (no single X to resample rows of)")
         return {}
-    ref_rep = observe(m_ref, plan.images, tap_ref, plan.batch_size)[0]  # ref(X) (n, d_ref)
     out = {}
     for kind, c in measured.items():
         cal = calibrate(plan.measure, tgt_rep, c.primes, c.values, ref_rep, c.ref_primes, ceiling_rep,
