@@ -70,7 +70,8 @@ def run(ctx: Context, cfg: ExperimentConfig) -> Report:
                 convergence += rows.pair_convergence_rows(pair)
                 report.summary.update({f"{m1.label}_vs_{m2.label}/{pair.similarity.tap_ref}/{k}": v
                                        for k, v in rows.pair_summary(pair).items()})
-            report.figures[f"layers_{m1.label}_vs_{m2.label}"] = _layers_figure(ctx, m1, m2, result, report)
+            report.figures[f"layers_{m1.label}_vs_{m2.label}"] = _layers_figure(ctx, m1, m2, result, report, "stir_normalised")
+            report.figures[f"layers_raw_{m1.label}_vs_{m2.label}"] = _layers_figure(ctx, m1, m2, result, report, "stir")
         else:
             pair = ctx.pair(m1, m2)
             numeric.append(rows.pair_row(pair))
@@ -106,28 +107,37 @@ def convergence_figure(ctx: Context, pair: PairResult) -> Figure:
                                          title=f"STIR along the inversion budget ({cfg.mode} mode): {pair.ref} vs {pair.target}"))
 
 
-def _layers_figure(ctx: Context, m1: Model, m2: Model, result: LayerwiseResult, report: Report) -> Figure:
-    """STIR against relative depth, both directions, error bars = the calibration interval."""
+def _layers_figure(ctx: Context, m1: Model, m2: Model, result: LayerwiseResult, report: Report,
+                   reading: str) -> Figure:
+    """STIR against relative depth, both directions, error bars = the calibration interval: the
+    normalised values (``reading="stir_normalised"``: each tap against its own floor and ceiling,
+    what a depth claim rests on) or the raw ones ("stir"), each with its least-squares slope."""
+    normalised = reading == "stir_normalised"
     series, errors, fits = {}, {}, {}
     for direction in DIRECTIONS:
         stats = [row.stat(direction, "stir") for row in result.rows]
         if any(s is None for s in stats):
             continue
         name = NAMES[direction].format(m1=m1.label, m2=m2.label)
-        values = [s.mean for s in stats]
         cals = [row.get(direction).calibration.get("stir") for row in result.rows]
+        if normalised:
+            values = [c.normalised if c else math.nan for c in cals]
+            low, high = [c.normalised_low if c else math.nan for c in cals], [c.normalised_high if c else math.nan for c in cals]
+        else:
+            values = [s.mean for s in stats]
+            low, high = [c.low if c else math.nan for c in cals], [c.high if c else math.nan for c in cals]
         series[name] = values
-        errors[name] = interval_errors(values, [c.low if c else math.nan for c in cals],
-                                       [c.high if c else math.nan for c in cals])
-        slope = result.slope(direction)
-        if slope is not None:
-            fits[name] = (slope, result.fits[direction]["stir"]["intercept"])
-            report.summary[f"slope/{m1.label}_vs_{m2.label}/stir_{rows.SLUGS[direction]}"] = slope
+        errors[name] = interval_errors(values, low, high)
+        fit = result.fits.get(direction, {}).get(reading)
+        if fit is not None:
+            fits[name] = (fit["slope"], fit["intercept"])
+            report.summary[f"slope/{m1.label}_vs_{m2.label}/{reading}_{rows.SLUGS[direction]}"] = fit["slope"]
+    what = "normalised STIR ((S - floor) / (ceiling - its floor), per tap)" if normalised else "raw STIR (not floor-corrected)"
     return Figure(plot_layerwise, dict(
-        depths=result.depths, series=series, fits=fits, errors=errors,
-        title=f"Layer-wise STIR ({ctx.estimator.measure}): {m1.label} vs {m2.label}",
+        depths=result.depths, series=series, fits=fits, errors=errors, ylabel="normalised STIR" if normalised else "STIR",
+        title=f"Layer-wise {what}, {ctx.estimator.measure}: {m1.label} vs {m2.label}",
         error_note=f"bars: {ctx.estimator.calibration.confidence:.0%} interval over images and draws "
-                   f"({ctx.estimator.calibration.interval})"))
+                   f"({ctx.estimator.calibration.interval}), not training seeds"))
 
 
 def units(ctx: Context, cfg: ExperimentConfig) -> List[Unit]:

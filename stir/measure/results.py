@@ -204,8 +204,10 @@ class LayerwiseResult:
     """One ``PairResult`` per corresponding tap pair, and STIR's least-squares trend over depth.
 
     ``depths[i]`` is the relative depth (0 = first tap, 1 = last) of ``rows[i]``. ``fits[direction]
-    [stat]`` = {"slope", "intercept"} fits the stat ("stir", "stir_adv"; mean over draws) =
-    slope * depth + intercept (``stir.measure.layers.fit_slope``); NaN (reason in ``notes``) when
+    [reading]`` = {"slope", "intercept"} fits the reading = slope * depth + intercept, for the raw
+    values ("stir", "stir_adv"; mean over draws) and the calibrated ones a depth claim rests on
+    ("stir_normalised": against each tap's own floor and ceiling; "stir_debiased": debiased linear
+    CKA, chance level 0; ``stir.measure.layers.READINGS``) (``stir.measure.layers.fit_slope``); NaN (reason in ``notes``) when
     fewer than two finite points exist; absent when that stat was not computed.
     """
 

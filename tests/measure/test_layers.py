@@ -82,6 +82,10 @@ def test_evaluate_layers_rows_depths_and_slopes():
     # Tap "0" of both is the flattened image: an injective reference, STIR ~ 1 both ways.
     assert r.rows[0].stat("m2|m1", "stir").mean > 0.95 and r.rows[0].stat("m1|m2", "stir").mean > 0.95
     assert math.isfinite(r.slope("m2|m1")) and math.isfinite(r.slope("m1|m2"))
-    assert set(r.fits) == {"m2|m1", "m1|m2"} and set(r.fits["m2|m1"]) == {"stir"}  # arbitrary IRIs only
+    # Arbitrary IRIs only: the raw slope and the calibrated ones a depth claim rests on.
+    assert set(r.fits) == {"m2|m1", "m1|m2"} and set(r.fits["m2|m1"]) == {"stir", "stir_normalised", "stir_debiased"}
     values = [row.stat("m2|m1", "stir").mean for row in r.rows]
     assert (r.slope("m2|m1"), r.fits["m2|m1"]["stir"]["intercept"]) == pytest.approx(fit_slope(r.depths, values))
+    normalised = [row.get("m2|m1").calibration["stir"].normalised for row in r.rows]
+    fit = r.fits["m2|m1"]["stir_normalised"]
+    assert (fit["slope"], fit["intercept"]) == pytest.approx(fit_slope(r.depths, normalised), nan_ok=True)
