@@ -32,7 +32,8 @@ FLAT_SLOPE = 0.1
 # "tracks" (claims 5, 6): Spearman rank correlation at least this, over at least MIN_POINTS points.
 TRACKS_RHO = 0.5
 MIN_POINTS = 3
-# "plateaus" (claim 8): the rise over the last third of the sizes at most this fraction of the whole rise.
+# "plateaus" (claim 8): the rise over the last third of the steps between sizes at most this fraction of
+# the whole rise (a straight line's is a third or more).
 PLATEAU_FRACTION = 0.25
 
 
@@ -259,7 +260,7 @@ def rises_and_plateaus(e: CurveEvidence) -> Verdict:
             return not_testable(f"{family}: {len(points)} training-set sizes; rise and plateau need 4 or more")
         values = [v for _, v in points]
         first, last = values[0], values[-1]
-        tail = values[-max(2, len(values) // 3):]  # the last third (two points at least)
+        tail = values[-(math.ceil((len(values) - 1) / 3) + 1):]  # the last third of the steps between sizes
         rise = max(v.value for v in values) - first.value
         tail_rise = tail[-1].value - tail[0].value
         numbers[family] = {"first": str(first), "last": str(last), "rise": rise, "last_third_rise": tail_rise}
