@@ -114,6 +114,16 @@ def test_evaluate_measures_the_shipped_pair_on_a_fresh_clone(trained, cifar10_ro
     for label, entry in zip(("vanilla", "vanilla_s1"), entries):
         assert models[label]["source"] == "shipped" and models[label]["shipped_sha256"] == entry.sha256
         assert models[label]["shipped_file"].endswith(entry.weights.name)
+    notes = json.loads(record.read_text())["notes"]
+    assert any(n.startswith("model vanilla: the shipped ") and entries[0].sha256[:12] in n for n in notes), notes
+
+
+def test_shipped_dir_null_turns_the_shipped_models_off(tmp_path):
+    from stir.experiments.config import ZooConfig
+    from stir.experiments.context import _shipped_zoo
+
+    assert ZooConfig().shipped_dir == "zoo" and _shipped_zoo("zoo", tmp_path).folder == tmp_path / "zoo"
+    assert _shipped_zoo(None, tmp_path) is None
 
 
 def test_a_weights_file_that_is_not_its_entry_s_is_refused_in_one_line(trained, cifar10_root, tmp_path, monkeypatch,
