@@ -128,8 +128,12 @@ class ShippedZoo:
         if not named:
             return ""
         newest = named[-1]
-        return (f"{self.folder / ENTRIES / newest.entry.name} ships {name!r} at profile={profile} for another recipe "
-                f"({recipe_differences(newest.recipe, dict(recipe))})")
+        why = (f"{self.folder / ENTRIES / newest.entry.name} ships {name!r} at profile={profile} for another recipe "
+               f"({recipe_differences(newest.recipe, dict(recipe))})")
+        if newest.recipe.get("data.source") != recipe.get("data.source"):
+            trained_on = newest.record.get("trained_on") or "a local copy"
+            why += f"; it was trained on {trained_on}: give the same data with zoo.data_source=PATH"
+        return why
 
 
 def export_state(state: Mapping[str, Tensor]) -> bytes:
