@@ -8,8 +8,9 @@ number this project could not read from a source is ``None`` (``Published.value`
 
 Sources: the paper's Table 1 as quoted in this project's issue 31 (STIR both ways and CKA per pair,
 n = 1000, 5 runs, full-width ResNet18, 100 epochs) and the STIR_adv range of that table as quoted in
-issue 29 ("0.05-0.10 where STIR is 0.4-0.94"); the original code's README (github.com/nvedant07/STIR:
-STIR at the penultimate layer, linear CKA as S_r, n = 1000 in its example); the other protocols as this
+issue 29 ("0.05-0.10 where STIR is 0.4-0.94"); the original code (github.com/nvedant07/STIR: its README,
+STIR at the penultimate layer with linear CKA as S_r and n = 1000 in its example; its default of 1000
+inversion steps); the other protocols as this
 repository's presets read the paper (``configs/evaluate/experiment/*.yaml``). The paper's text beyond
 its first page was not available to this project: the other tables' and figures' numbers are None.
 """
@@ -85,10 +86,11 @@ class Claim:
 
 
 TABLE_1 = Protocol(
-    architectures=("resnet18",), width=64, epochs=100, n=1000, runs=5, layer="penultimate", similarity="linear CKA",
-    iri="arbitrary", models=("vanilla", "vanilla_s1", "at", "at_s1"),
-    note="width 64 is the full-width ResNet18; the inversion step count is not in the sources at hand "
-         "(profile=full uses 1000)",
+    architectures=("resnet18",), width=64, epochs=100, n=1000, runs=5, steps=1000, layer="penultimate",
+    similarity="linear CKA", iri="arbitrary", models=("vanilla", "vanilla_s1", "at", "at_s1"),
+    note="n, runs, width and epochs: issue 31's quote of Table 1 (width 64 is the full-width ResNet18); steps: the "
+         "original code's default (1000 iterations of step 0.5, unconstrained; stir/stir.py of nvedant07/STIR), not "
+         "read from the paper; layer and S_r: " + ORIGINAL_README,
 )
 
 
@@ -119,7 +121,7 @@ CLAIMS: Tuple[Claim, ...] = (
     Claim(4, "stir_adv_near_zero",
           "With adversarial IRIs (eq. 7) STIR_adv is near 0 for every pair: the reference's IRIs can be chosen so that "
           "the other model does not share them.", "Table 1 (STIR_adv row)",
-          Protocol(architectures=TABLE_1.architectures, width=64, epochs=100, n=1000, runs=5, layer="penultimate",
+          Protocol(architectures=TABLE_1.architectures, width=64, epochs=100, n=1000, runs=5, steps=1000, layer="penultimate",
                    similarity="linear CKA", iri="adversarial", models=TABLE_1.models,
                    note="which objective the published numbers came from is issue 31's item 5"),
           STIR_ADV, v.stir_adv_near_zero,
