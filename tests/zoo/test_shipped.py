@@ -202,3 +202,24 @@ def test_the_repository_s_shipped_models_are_intact():
         assert all(v.dtype == torch.float32 for v in state.values() if v.is_floating_point())
         total += entry.weights.stat().st_size
     assert total < 100e6  # the issue's budget for all shipped weights together
+
+
+def test_training_time_and_curve_of_a_resumed_run(tmp_path):
+    """Two attempts (the second resumed): their spans are summed; a later attempt's epoch replaces an earlier one's."""
+    from stir.zoo.shipped import training_curve, training_wall_s
+
+    line = "[2026-12-01 {}][stir.training.pipeline][INFO] - /runs/x/seed0: resnet18 width 16, 0.70M parameters, vanilla"
+    epoch = "[2026-12-01 {}][stir.training.trainer][INFO] - epoch 1 of 15: train/epoch_loss 1.9 (81 s)"
+    (tmp_path / "train.log").write_text("\n".join([
+        line.format("10:00:00,000"), epoch.format("10:01:30,500"), "a traceback line without a time stamp",
+        line.format("11:00:00,000"), epoch.format("11:02:00,000"), "[2026-12-01 11:03:00,000][x][INFO] - finished"]))
+    assert training_wall_s(tmp_path) == pytest.approx(90.5 + 180.0)
+    assert training_wall_s(tmp_path / "nothing") is None
+    header = "epoch,step,train/loss,train/epoch_loss,val/acc\n"
+    for version, rows in ((0, "0,10,2.0,,\n0,10,,1.9,0.3\n1,20,,1.5,0.4\n"), (1, "1,20,,1.4,0.45\n2,30,,1.2,0.5\n")):
+        folder = tmp_path / f"csv/version_{version}"
+        folder.mkdir(parents=True)
+        (folder / "metrics.csv").write_text(header + rows)
+    assert training_curve(tmp_path) == [{"epoch": 0, "train/epoch_loss": 1.9, "val/acc": 0.3},
+                                        {"epoch": 1, "train/epoch_loss": 1.4, "val/acc": 0.45},
+                                        {"epoch": 2, "train/epoch_loss": 1.2, "val/acc": 0.5}]
