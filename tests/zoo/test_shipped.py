@@ -223,3 +223,26 @@ def test_training_time_and_curve_of_a_resumed_run(tmp_path):
     assert training_curve(tmp_path) == [{"epoch": 0, "train/epoch_loss": 1.9, "val/acc": 0.3},
                                         {"epoch": 1, "train/epoch_loss": 1.4, "val/acc": 0.45},
                                         {"epoch": 2, "train/epoch_loss": 1.2, "val/acc": 0.5}]
+
+
+def test_a_model_trained_on_a_local_copy_is_served_for_that_data_by_content(tmp_path, monkeypatch):
+    """As the laptop zoo is trained (data.source=a tar): served when the evaluation gives the same data
+    (zoo.data_source, any path with that content), refused with the fix when it gives none."""
+    from stir.data import synthetic
+
+    source = tmp_path / "c10.tar.gz"
+    synthetic.write_image_tar(source, n_train=60, n_test=20, seed=0)
+    common = [*tiny(tmp_path / "cache"), "data.holdout_size=20"]
+    run_entry_point("train", [f"profile={PROFILE}", "loss=vanilla", *common, f"data.source={source}",
+                              f"runs_dir={tmp_path / 'runs'}"], monkeypatch)
+    (run,) = [p for p in (tmp_path / "runs/cifar10").glob("*/*/seed0") if p.is_dir()]
+    entry = ship(run, "vanilla", PROFILE, tmp_path / "zoo", overrides=common)
+    assert entry.record["trained_on"] == str(source)
+    moved = tmp_path / "elsewhere/copy.tar.gz"
+    moved.parent.mkdir()
+    shutil.copy(source, moved)
+    model = zoo_of(tmp_path / "cache", tmp_path / "no-runs", ShippedZoo(tmp_path / "zoo"), "data.holdout_size=20",
+                   f"data.source={moved}").model("vanilla")
+    assert model.record["source"] == "shipped" and model.data.source == str(moved)
+    with pytest.raises(MissingModelError, match=rf"trained on {source}: give the same data with zoo.data_source=PATH"):
+        zoo_of(tmp_path / "cache", tmp_path / "no-runs", ShippedZoo(tmp_path / "zoo"), "data.holdout_size=20").model("vanilla")
