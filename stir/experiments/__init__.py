@@ -47,10 +47,14 @@ def estimator_notes(ctx: Context) -> list:
 
 
 def model_notes(ctx: Context) -> list:
-    """What the report must say about its models: those evaluated from an unfinished run
-    (allow_unfinished=true) and those that are not finite (allow_nonfinite=true), in label order."""
+    """What the report must say about its models: those served by the shipped zoo (their weights file
+    and its sha256), those evaluated from an unfinished run (allow_unfinished=true) and those that are
+    not finite (allow_nonfinite=true), in label order."""
     notes = []
     for label, model in sorted(ctx.zoo.resolved().items()):
+        if model.record.get("source") == "shipped":
+            notes.append(f"model {label}: the shipped {model.record['shipped_file']} (sha256 "
+                         f"{model.record['shipped_sha256'][:12]}...; no finished run folder of its recipe here)")
         if "unfinished" in model.record:
             notes.append(f"model {label}: {model.record['unfinished']}")
         if "nonfinite" in model.record:

@@ -59,6 +59,10 @@ class ZooConfig:
     overrides: List[str] = field(default_factory=list)
     data_source: Optional[str] = None  # shorthand for data.source=PATH in every recipe (a local data set)
     runs_dir: str = "runs"
+    # The shipped models (weights in the repository, stir.zoo.shipped): a zoo name without a finished
+    # run folder resolves to the entry of its name, profile and recipe; relative paths are taken from
+    # the repository root; null: none (train_missing=true then trains every missing model).
+    shipped_dir: Optional[str] = "zoo"
     # The folder of the real pretrained networks (realnet: sources, the zoo's r20, r56_b, rob_* ...);
     # None: $STIR_REALNETS, else ../shared/realnets beside the repository.
     weights_root: Optional[str] = None

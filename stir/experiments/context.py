@@ -28,6 +28,7 @@ from stir.measure import (
 from stir.measure.plan import Images
 from stir.store import ResultStore
 from stir.zoo import Model, Recipes, Zoo
+from stir.zoo.shipped import ShippedZoo
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ class Context:
         images: Dict[str, Any] = {"split": spec.split, "n": spec.n, "seed": spec.seed, "resampled_per_draw": spec.resample}
         if models:
             data = models[0].data
-            own = models[0].record.get("source") in ("zoo", "checkpoint")
+            own = models[0].record.get("source") in ("zoo", "shipped", "checkpoint")
             images.update(data=data.name, source=data.source or f"torchvision {data.name} under {data.root}",
                           chosen_by=f"the training data of {models[0].label}" if own else "data= (a model of another source)")
         return {"config": self.config, "models": {m.label: m.record for m in models}, "images": images}
@@ -170,7 +171,8 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
     zoo = Zoo(recipes, data=cfg.data, local_source=cfg.zoo.data_source, data_overrides=data_overrides,
               robustbench=dataclasses.asdict(cfg.robustbench), download=cfg.download_weights,
               weights_root=cfg.zoo.weights_root, train_missing=cfg.train_missing, device=device,
-              allow_nonfinite=cfg.allow_nonfinite, allow_unfinished=cfg.allow_unfinished)
+              allow_nonfinite=cfg.allow_nonfinite, allow_unfinished=cfg.allow_unfinished,
+              shipped=_shipped_zoo(cfg.zoo.shipped_dir, repo))
     config = {**{k: v for k, v in OmegaConf.to_container(OmegaConf.structured(cfg)).items() if k != "experiment"},
               "experiment": dataclasses.asdict(experiment)}
     # The budget as run, not null: records, report settings and index.md show 1000 for the default run.
@@ -181,3 +183,11 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
         device=device, config=config, iri_grid_images=cfg.iri_grid_images,
         roles={"ref": (cfg.ref, cfg.tap1, cfg.weights1), "target": (cfg.target, cfg.tap2, cfg.weights2)},
     )
+
+
+def _shipped_zoo(folder: Optional[str], repo: Path) -> Optional[ShippedZoo]:
+    """The shipped models of ``zoo.shipped_dir`` (relative to the repository root), or None."""
+    if folder is None:
+        return None
+    path = Path(folder)
+    return ShippedZoo(path if path.is_absolute() else repo / path)

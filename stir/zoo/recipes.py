@@ -101,6 +101,7 @@ class Recipes:
         self.sourced = load_sourced(Path(zoo_file))  # entries naming models of other sources
         self.zoo_file = Path(zoo_file)
         self.config_dir = Path(config_dir)
+        self.profile = profile
         self.common = [f"profile={profile}", *overrides] + ([f"runs_dir={runs_dir}"] if runs_dir else [])
 
     def overrides(self, name: str) -> List[str]:

@@ -4,7 +4,10 @@ A name is, in this order: a zoo entry that names a model of another source (``{s
 zoo file); a source string (``robustbench:NAME``, ``torchvision:ARCH``, ``timm:ARCH``,
 ``python:module:factory``, ``stir.models.sources``); a zoo name (``zoo:NAME`` too), resolved to the
 run folder its recipe trains (trained first with ``train_missing``); an existing run folder or
-checkpoint file. ``tap`` and ``weights`` (evaluate.py's tap1/weights1, tap2/weights2) are options of
+checkpoint file. A zoo name whose recipe has no finished run folder resolves to a shipped model of
+the same name, profile and recipe identity when there is one (``stir.zoo.shipped``: the repository's
+``zoo/``); a finished local run of the recipe wins, and with neither the name is trained
+(``train_missing``) or refused. ``tap`` and ``weights`` (evaluate.py's tap1/weights1, tap2/weights2) are options of
 models of other sources; a zoo model is read at other taps with ``layers.taps`` and other weights
 are named by their path.
 
@@ -31,14 +34,16 @@ import torch
 
 from stir.config.schema import DataConfig
 from stir.config.validate import ConfigError
-from stir.models import sources
+from stir.models import build, channel_stats, sources
 from stir.models.finite import PROBE_SHAPE, nonfinite_reason, probe_images
 from stir.models.identity import content_identity
 from stir.models.sources import RobustBenchOptions, SourceError, SourceOptions
+from stir.models.weights import load_state
 from stir.training.runs import FINISHED, UNFINISHED, RunFolder, resolve_weights_file
 from stir.zoo import checkpoints
 from stir.zoo.model import Model
-from stir.zoo.recipes import Recipes, UnknownModelError, close_matches
+from stir.zoo.recipes import MissingModelError, Recipes, UnknownModelError, close_matches
+from stir.zoo.shipped import ShippedZoo, relative
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +73,17 @@ class Zoo:
         train_missing: train zoo models that have no finished run.  device: where models live.
         allow_nonfinite: measure models that are not finite (every number of theirs NaN) instead of refusing them.
         allow_unfinished: evaluate an unfinished run from its last checkpoint instead of refusing it.
+        shipped: the shipped models (``zoo.shipped_dir``) that serve zoo names without a finished run
+            folder; None: none.
     """
 
     def __init__(self, recipes: Recipes, *, data: DataConfig, local_source: Optional[str] = None,
                  data_overrides: Optional[Mapping[str, Any]] = None, robustbench: Optional[Mapping[str, Any]] = None,
                  download: bool = False, weights_root: Optional[str] = None, train_missing: bool = False,
                  device: torch.device = torch.device("cpu"), allow_nonfinite: bool = False,
-                 allow_unfinished: bool = False):
+                 allow_unfinished: bool = False, shipped: Optional[ShippedZoo] = None):
         self.recipes = recipes
+        self.shipped = shipped
         self.data = dataclasses.replace(data, source=data.source or local_source)
         self.local_source = local_source
         self.data_overrides = dict(data_overrides or {})
@@ -141,7 +149,15 @@ class Zoo:
     def _zoo(self, name: str) -> Model:
         from stir.training.runs import model_artifact_name, recipe_of
 
-        run = self.recipes.ensure(name, train_missing=self.train_missing, allow_unfinished=self.allow_unfinished)
+        shipped, why_not = self._shipped(name)
+        if shipped is not None:
+            return shipped
+        try:
+            run = self.recipes.ensure(name, train_missing=self.train_missing, allow_unfinished=self.allow_unfinished)
+        except MissingModelError as err:
+            if why_not:
+                raise MissingModelError(f"{err}\n(no shipped model fits: {why_not})") from None
+            raise
         unfinished = self._unfinished(run.run_dir, f"zoo model {name!r}", run.command)
         module = checkpoints.network(run.run_dir, run.config)
         identity = content_identity(module)
@@ -149,6 +165,35 @@ class Zoo:
                   "artifact": f"{model_artifact_name(recipe_of(run.config))}:latest", **unfinished}
         return Model(label=name, module=module, identity=identity, record=record, data=run.config.data,
                      train=run.config, metrics=_metrics(run.run_dir))
+
+    def _shipped(self, name: str) -> Tuple[Optional[Model], str]:
+        """(the shipped model of zoo name ``name``, "") when its recipe has no finished run folder and an
+        entry of the same name, profile and recipe identity is shipped; else (None, why no entry fits:
+        empty when none is shipped under that name, or a local run wins)."""
+        from stir.training.runs import model_artifact_name, recipe_of
+
+        if self.shipped is None or self.recipes.recipes[name].init_from is not None:
+            return None, ""  # warm-started recipes name their parent's run folder: not shipped
+        run = self.recipes.resolve(name)
+        if RunFolder(run.run_dir).finished:
+            return None, ""  # a finished local run of the same recipe wins
+        recipe = recipe_of(run.config)
+        entry = self.shipped.find(name, self.recipes.profile, recipe)
+        if entry is None:
+            return None, self.shipped.why_none(name, self.recipes.profile, recipe)
+        cfg = run.config
+        net = build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name))
+        load_state(net, entry.state_dict(), source=str(entry.weights), arch=f"{cfg.model.arch} (width {cfg.model.width})")
+        module = net.eval()
+        identity = content_identity(module)
+        log.info("zoo model %s: the shipped %s (sha256 %s...; no finished run in %s)", name, relative(entry.weights),
+                 entry.sha256[:12], run.run_dir)
+        record = {"source": "shipped", "shipped_file": relative(entry.weights), "shipped_sha256": entry.sha256,
+                  "shipped_entry": relative(entry.entry), "recipe_sha256": entry.recipe_sha256,
+                  "command": run.command, "sha256": identity,
+                  "artifact": f"{model_artifact_name(recipe)}:latest"}
+        return Model(label=name, module=module, identity=identity, record=record, data=cfg.data, train=cfg,
+                     metrics=dict(entry.metrics)), ""
 
     def _checkpoint(self, path: Path) -> Model:
         unfinished = self._unfinished(path, str(path), None)

@@ -1,0 +1,362 @@
+"""Verdicts on the paper's claims: pure functions of our measured values (with intervals).
+
+Each function takes the evidence one claim needs (a small dataclass of ``Interval``s, built by the
+runner from its readings) and returns a ``Verdict``: ``holds``, ``does not hold`` or ``not testable
+here``, with the reason and the numbers behind it. A claim holds only where the intervals show it:
+an interval that straddles the threshold is "does not hold (not resolved at this budget)", one that
+lies on the wrong side is "does not hold (contradicted)"; a value that was not measured (NaN, or no
+evidence at all) makes the claim not testable, with the reason.
+
+Notation as in the paper and ``docs/evaluation.md``: STIR(m2|m1) is S_r(m2(X), m2(X')) for IRIs X' of
+m1: how much m2 shares m1's invariances.
+
+The qualitative words of the claims ("well below", "high", "near 0", "flat", "tracks", "plateaus")
+are the thresholds below, each chosen against the paper's own numbers where it gives them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+HOLDS, FAILS, NOT_TESTABLE = "holds", "does not hold", "not testable here"
+
+# "STIR well below CKA" (claim 1): CKA - STIR above this. The paper's vanilla pair: 0.967 - 0.605 = 0.36.
+WELL_BELOW = 0.1
+# "STIR high" (claim 2): above this. The paper's AT pair: 0.934 / 0.939.
+HIGH_STIR = 0.8
+# "STIR_adv near 0" (claim 4): below this. The paper's Table 1 row: 0.05-0.10.
+NEAR_ZERO = 0.15
+# "flat" (claims 9, 10): |slope of STIR over relative depth 0..1| below this (a change of 0.1 over the network).
+FLAT_SLOPE = 0.1
+# "tracks" (claims 5, 6): Spearman rank correlation at least this, over at least MIN_POINTS points.
+TRACKS_RHO = 0.5
+MIN_POINTS = 3
+# "plateaus" (claim 8): the rise over the last third of the steps between sizes at most this fraction of
+# the whole rise (a straight line's is a third or more).
+PLATEAU_FRACTION = 0.25
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A measured value and its interval (e.g. the calibrated reading's bootstrap interval, or one
+    that includes the between-seed spread). NaN anywhere: not measured."""
+
+    value: float
+    low: float
+    high: float
+
+    def __post_init__(self):
+        if self.measured and not self.low <= self.value <= self.high:
+            raise ValueError(f"interval [{self.low}, {self.high}] does not hold its value {self.value}")
+
+    @property
+    def measured(self) -> bool:
+        return all(math.isfinite(v) for v in (self.value, self.low, self.high))
+
+    def above(self, threshold: float) -> bool:
+        return self.low > threshold
+
+    def below(self, threshold: float) -> bool:
+        return self.high < threshold
+
+    def within(self, low: float, high: float) -> bool:
+        return self.low >= low and self.high <= high
+
+    def __str__(self) -> str:
+        return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str  # HOLDS | FAILS | NOT_TESTABLE
+    reason: str
+    numbers: Dict[str, Any] = field(default_factory=dict)  # what the reason rests on, by name
+
+    @property
+    def holds(self) -> bool:
+        return self.outcome == HOLDS
+
+
+def not_testable(reason: str, **numbers: Any) -> Verdict:
+    return Verdict(NOT_TESTABLE, reason, numbers)
+
+
+def _unmeasured(named: Mapping[str, Interval]) -> Optional[Verdict]:
+    """NOT_TESTABLE naming the values that were not measured (None when all were)."""
+    missing = [name for name, v in named.items() if not v.measured]
+    if missing:
+        return not_testable(f"not measured: {', '.join(missing)}", **{k: str(v) for k, v in named.items()})
+    return None
+
+
+def _side(intervals: Mapping[str, Interval], test, fails, what: str) -> Verdict:
+    """HOLDS when ``test`` is true of every interval; else FAILS, 'contradicted' where ``fails`` is
+    true of one (its interval on the wrong side), 'not resolved' otherwise."""
+    numbers = {k: str(v) for k, v in intervals.items()}
+    bad = [k for k, v in intervals.items() if not test(v)]
+    if not bad:
+        return Verdict(HOLDS, f"{what}: " + ", ".join(f"{k} {v}" for k, v in intervals.items()), numbers)
+    contradicted = [k for k in bad if fails(intervals[k])]
+    if contradicted:
+        return Verdict(FAILS, f"contradicted: {', '.join(f'{k} {intervals[k]}' for k in contradicted)} ({what} "
+                              "is not so)", numbers)
+    return Verdict(FAILS, f"not resolved at this budget: the interval of {', '.join(f'{k} {intervals[k]}' for k in bad)} "
+                          f"includes the threshold ({what})", numbers)
+
+
+# ---- claims 1-4, 7: intervals against thresholds --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GapEvidence:
+    """CKA - STIR in each direction of a seed pair, each with its interval (of the difference)."""
+
+    cka_minus_stir_m1_m2: Interval
+    cka_minus_stir_m2_m1: Interval
+
+
+def stir_well_below_cka(e: GapEvidence) -> Verdict:
+    """Claim 1: on vanilla seed pairs STIR is well below CKA (both directions, by more than WELL_BELOW)."""
+    named = {"CKA - STIR(m1|m2)": e.cka_minus_stir_m1_m2, "CKA - STIR(m2|m1)": e.cka_minus_stir_m2_m1}
+    return _unmeasured(named) or _side(named, lambda v: v.above(WELL_BELOW), lambda v: v.below(WELL_BELOW),
+                                       f"CKA - STIR above {WELL_BELOW}")
+
+
+@dataclass(frozen=True)
+class PairEvidence:
+    """STIR in both directions of one pair."""
+
+    stir_m1_m2: Interval
+    stir_m2_m1: Interval
+
+
+def stir_high(e: PairEvidence) -> Verdict:
+    """Claim 2: on AT seed pairs STIR is high (both directions above HIGH_STIR)."""
+    named = {"STIR(m1|m2)": e.stir_m1_m2, "STIR(m2|m1)": e.stir_m2_m1}
+    return _unmeasured(named) or _side(named, lambda v: v.above(HIGH_STIR), lambda v: v.below(HIGH_STIR),
+                                       f"STIR above {HIGH_STIR}")
+
+
+@dataclass(frozen=True)
+class DirectionEvidence:
+    """STIR(m2|m1) - STIR(m1|m2) per ordered pair (m1 the more robust model), with its interval."""
+
+    differences: Mapping[str, Interval]  # pair label (m1/m2) -> STIR(m2|m1) - STIR(m1|m2)
+
+
+def more_robust_shares_less(e: DirectionEvidence) -> Verdict:
+    """Claims 3 and 7: when m1 is more robust than m2, STIR(m2|m1) > STIR(m1|m2) (every pair's
+    difference interval above 0). Claim 3 is the pair AT / vanilla: STIR(AT|vanilla) < STIR(vanilla|AT)."""
+    if not e.differences:
+        return not_testable("no pair of models of different robustness")
+    named = {f"STIR(m2|m1) - STIR(m1|m2) for {k}": v for k, v in e.differences.items()}
+    return _unmeasured(named) or _side(named, lambda v: v.above(0.0), lambda v: v.below(0.0), "above 0")
+
+
+@dataclass(frozen=True)
+class AdversarialEvidence:
+    """STIR_adv per direction of each pair (NaN: not measured, e.g. no adversarial X' reached the bound)."""
+
+    stir_adv: Mapping[str, Interval]  # "STIR_adv(m2|m1) for at/vanilla" -> value
+
+
+def stir_adv_near_zero(e: AdversarialEvidence) -> Verdict:
+    """Claim 4: STIR_adv is near 0 for every pair (every interval below NEAR_ZERO)."""
+    if not e.stir_adv:
+        return not_testable("STIR_adv was not measured")
+    return _unmeasured(dict(e.stir_adv)) or _side(dict(e.stir_adv), lambda v: v.below(NEAR_ZERO),
+                                                  lambda v: v.above(NEAR_ZERO), f"STIR_adv below {NEAR_ZERO}")
+
+
+# ---- claims 5, 6: one quantity tracks another --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrackingEvidence:
+    """Per direction or pair (label), STIR and the quantity that should track it."""
+
+    stir: Mapping[str, Interval]
+    other: Mapping[str, Interval]  # agreement on X' (claim 5) or controversial-stimulus difficulty (claim 6)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation (average ranks for ties); NaN when a side is constant."""
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for m in range(i, j + 1):
+                r[order[m]] = (i + j) / 2
+            i = j + 1
+        return r
+
+    rx, ry = ranks(list(x)), ranks(list(y))
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx, syy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else float("nan")
+
+
+def tracks(e: TrackingEvidence, what: str) -> Verdict:
+    """``what`` tracks STIR: Spearman's rho of the point values at least TRACKS_RHO over at least
+    MIN_POINTS labels (the labels both sides have, all measured)."""
+    labels = [k for k in e.stir if k in e.other]
+    named = {**{f"STIR {k}": e.stir[k] for k in labels}, **{f"{what} {k}": e.other[k] for k in labels}}
+    missing = _unmeasured(named)
+    if missing:
+        return missing
+    if len(labels) < MIN_POINTS:
+        return not_testable(f"{len(labels)} paired values of STIR and {what}; a rank correlation needs {MIN_POINTS}",
+                            labels=labels)
+    rho = spearman([e.stir[k].value for k in labels], [e.other[k].value for k in labels])
+    numbers = {"spearman_rho": rho, "points": len(labels), **{k: str(v) for k, v in named.items()}}
+    if math.isnan(rho):
+        return Verdict(FAILS, f"{what} or STIR is the same for every pair: nothing to track", numbers)
+    if rho >= TRACKS_RHO:
+        return Verdict(HOLDS, f"{what} tracks STIR: Spearman rho {rho:.2f} over {len(labels)} (>= {TRACKS_RHO})", numbers)
+    return Verdict(FAILS, f"{what} does not track STIR: Spearman rho {rho:.2f} over {len(labels)} (< {TRACKS_RHO})",
+                   numbers)
+
+
+def agreement_tracks_stir(e: TrackingEvidence) -> Verdict:
+    """Claim 5: agreement (argmax m1(X') = argmax m2(X')) on IRIs is ordered like STIR."""
+    return tracks(e, "agreement")
+
+
+def controversial_harder_for_higher_stir(e: TrackingEvidence) -> Verdict:
+    """Claim 6: controversial stimuli are harder to find (higher difficulty) for pairs of higher STIR."""
+    return tracks(e, "controversial difficulty")
+
+
+# ---- claim 8: a curve that rises and plateaus ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CurveEvidence:
+    """Per family (vanilla, at): STIR between consecutive incremental models, by training-set size."""
+
+    curves: Mapping[str, Sequence[Tuple[int, Interval]]]  # family -> [(train size, STIR)], sizes increasing
+
+
+def rises_and_plateaus(e: CurveEvidence) -> Verdict:
+    """Claim 8: in every family STIR rises with data (the last size's interval above the first's) and
+    plateaus (the rise over the last third of the sizes at most PLATEAU_FRACTION of the whole rise)."""
+    if not e.curves:
+        return not_testable("no incremental-data curves")
+    numbers: Dict[str, Any] = {}
+    failures = []
+    for family, curve in e.curves.items():
+        points = sorted(curve)
+        named = {f"{family} n={n}": v for n, v in points}
+        missing = _unmeasured(named)
+        if missing:
+            return missing
+        if len(points) < 4:
+            return not_testable(f"{family}: {len(points)} training-set sizes; rise and plateau need 4 or more")
+        values = [v for _, v in points]
+        first, last = values[0], values[-1]
+        tail = values[-(math.ceil((len(values) - 1) / 3) + 1):]  # the last third of the steps between sizes
+        rise = max(v.value for v in values) - first.value
+        tail_rise = tail[-1].value - tail[0].value
+        numbers[family] = {"first": str(first), "last": str(last), "rise": rise, "last_third_rise": tail_rise}
+        if not last.above(first.high):
+            failures.append(f"{family}: no resolved rise (first {first}, last {last})")
+        elif tail_rise > PLATEAU_FRACTION * rise:
+            failures.append(f"{family}: still rising over the last third ({tail_rise:+.3f} of a {rise:.3f} rise)")
+    if failures:
+        return Verdict(FAILS, "; ".join(failures), numbers)
+    return Verdict(HOLDS, "rises and plateaus in " + ", ".join(e.curves), numbers)
+
+
+# ---- claims 9, 10: layer-wise slopes ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlopeEvidence:
+    """Least-squares slope of STIR over relative depth (0 first tap, 1 last), per setting (an
+    architecture, or a data set): vanilla seed pair and AT seed pair."""
+
+    vanilla: Mapping[str, Interval]
+    at: Mapping[str, Interval]
+
+
+def vanilla_falls_at_flat(e: SlopeEvidence) -> Verdict:
+    """Claim 9: layer-wise, the vanilla slope is negative and the AT slope flat (within +-FLAT_SLOPE)
+    in every setting; claim 10 asks it of each data set."""
+    if not e.vanilla and not e.at:
+        return not_testable("no layer-wise slopes")
+    named = {**{f"vanilla slope {k}": v for k, v in e.vanilla.items()}, **{f"AT slope {k}": v for k, v in e.at.items()}}
+    missing = _unmeasured(named)
+    if missing:
+        return missing
+    return _slopes(e)
+
+
+def _slopes(e: SlopeEvidence) -> Verdict:
+    vanilla = {f"vanilla slope {k}": v for k, v in e.vanilla.items()}
+    at = {f"AT slope {k}": v for k, v in e.at.items()}
+    numbers = {k: str(v) for k, v in {**vanilla, **at}.items()}
+    failed = [v for v in (
+        _side(vanilla, lambda v: v.below(0.0), lambda v: v.above(0.0), "negative") if vanilla else None,
+        _side(at, lambda v: v.within(-FLAT_SLOPE, FLAT_SLOPE),
+              lambda v: v.above(FLAT_SLOPE) or v.below(-FLAT_SLOPE), f"within +-{FLAT_SLOPE}") if at else None,
+    ) if v is not None and not v.holds]
+    if not vanilla or not at:
+        lacking = "vanilla" if not vanilla else "AT"
+        return not_testable(f"no {lacking} layer-wise slope", **numbers)
+    if failed:
+        return Verdict(FAILS, "; ".join(f.reason for f in failed), numbers)
+    return Verdict(HOLDS, "vanilla slopes negative, AT slopes flat: " + ", ".join(f"{k} {v}" for k, v in
+                                                                                   {**vanilla, **at}.items()), numbers)
+
+
+@dataclass(frozen=True)
+class DatasetSlopeEvidence:
+    """Claim 9's slopes per data set; None for a data set not measured, with the reason in ``missing``."""
+
+    by_dataset: Mapping[str, Optional[SlopeEvidence]]  # "cifar10" / "cifar100" -> slopes
+    missing: Mapping[str, str] = field(default_factory=dict)  # data set -> why it was not measured
+
+
+def same_across_datasets(e: DatasetSlopeEvidence) -> Verdict:
+    """Claim 10: claim 9 holds on every data set (CIFAR-10 and CIFAR-100). A data set without evidence
+    makes the claim not testable, with its reason (e.g. CIFAR-100 not available on this machine)."""
+    absent = [d for d, ev in e.by_dataset.items() if ev is None]
+    if len(e.by_dataset) < 2:
+        return not_testable(f"slopes of {len(e.by_dataset)} data set(s); the claim compares two")
+    if absent:
+        return not_testable("; ".join(f"{d}: {e.missing.get(d, 'not measured')}" for d in absent))
+    verdicts = {d: vanilla_falls_at_flat(ev) for d, ev in e.by_dataset.items()}
+    numbers = {d: {"outcome": v.outcome, **v.numbers} for d, v in verdicts.items()}
+    untestable = [d for d, v in verdicts.items() if v.outcome == NOT_TESTABLE]
+    if untestable:
+        return not_testable("; ".join(f"{d}: {verdicts[d].reason}" for d in untestable), **numbers)
+    failed = [d for d, v in verdicts.items() if not v.holds]
+    if failed:
+        return Verdict(FAILS, "; ".join(f"{d}: {verdicts[d].reason}" for d in failed), numbers)
+    return Verdict(HOLDS, f"on every data set ({', '.join(verdicts)}): vanilla slopes negative, AT flat", numbers)
+
+
+# ---- claims 11, 12: one group shares more than another -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContrastEvidence:
+    """Differences of mean STIR between two groups of pairs, each with its interval (group A - group B)."""
+
+    differences: Mapping[str, Interval]  # e.g. "residual/residual - residual/VGG" -> interval
+
+
+def shares_more(e: ContrastEvidence) -> Verdict:
+    """Claims 11 and 12: every difference (the group the paper says shares more, minus the other) is
+    above 0. Claim 11: STIR among residual nets minus STIR between residual and non-residual nets;
+    claim 12: STIR(AT, TRADES) minus STIR(AT, MART) and minus STIR(TRADES, MART)."""
+    if not e.differences:
+        return not_testable("no pairs of the groups compared")
+    named = dict(e.differences)
+    return _unmeasured(named) or _side(named, lambda v: v.above(0.0), lambda v: v.below(0.0), "above 0")

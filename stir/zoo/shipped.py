@@ -1,0 +1,213 @@
+"""Shipped models: trained zoo models whose weights live in the repository (``zoo/``), so that an
+evaluation on a fresh clone needs no training.
+
+    zoo/
+        weights/<name>-<profile>-<sha256[:12]>.pt   a plain float32 state dict (torch.save(state_dict))
+        models/<name>-<profile>-<sha256[:12]>.json  its entry: zoo name, profile, recipe and its identity,
+                                                    architecture, accuracy, robust accuracy, training
+                                                    time and curve, versions, the sha256 of the weights
+
+Every file is written once and never rewritten: the sha256 is in the name, and shipping refuses a
+file that exists. A retrained model is a new pair of files beside the old one; the old entry stops
+resolving as soon as its recipe is no longer the zoo name's (and, for the same recipe, the newest
+entry wins).
+
+A zoo name resolves to a shipped model when no finished run folder of its recipe exists (a local run
+of the same recipe wins) and an entry of the same name and profile has exactly the recipe identity
+the name resolves to now (``recipe_identity(recipe_of(config))``: every key that changes the trained
+weights, the data by content). The weights' sha256 is checked when they are loaded.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from stir.provenance import file_sha256
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_DIR = REPO / "zoo"
+WEIGHTS, ENTRIES = "weights", "models"
+# The epoch-level columns of a run's metrics.csv that make the training curve.
+_CURVE_PREFIXES = ("train/epoch_", "val/")
+_LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
+_ATTEMPT_START = re.compile(r"\[stir\.training\.pipeline\]\[INFO\] - .*: \S+ width \d+, [\d.]+M parameters")
+
+
+class ShippedModelError(ValueError):
+    """A shipped model's file is missing or is not the file its entry names (sha256), or an entry is unreadable."""
+
+
+def recipe_identity(recipe: Mapping[str, Any]) -> str:
+    """sha256 of a recipe (``stir.training.runs.recipe_of``, seed included): two runs with the same
+    identity were trained by the same command on the same data."""
+    return hashlib.sha256(json.dumps(dict(recipe), sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ShippedModel:
+    """One entry of the shipped zoo (``zoo/models/*.json``), with its weights file resolved."""
+
+    entry: Path  # the entry's JSON file
+    weights: Path  # the weights file
+    name: str
+    profile: str
+    sha256: str  # of the weights file
+    arch: str
+    width: int
+    data: str  # data set name (cifar10 | cifar100)
+    num_classes: int
+    recipe: Dict[str, Any]
+    recipe_sha256: str
+    metrics: Dict[str, float]  # test/acc, test/robust_acc, ...
+    shipped_at: str
+    record: Dict[str, Any]  # the whole entry as written
+
+    @classmethod
+    def read(cls, entry: Path) -> "ShippedModel":
+        try:
+            raw = json.loads(Path(entry).read_text())
+            return cls(entry=Path(entry), weights=Path(entry).parent.parent / raw["file"], name=raw["name"],
+                       profile=raw["profile"], sha256=raw["sha256"], arch=raw["model"]["arch"],
+                       width=int(raw["model"]["width"]), data=raw["data"]["name"],
+                       num_classes=int(raw["data"]["num_classes"]), recipe=raw["recipe"],
+                       recipe_sha256=raw["recipe_sha256"], metrics={k: float(v) for k, v in raw["test"].items()},
+                       shipped_at=raw["shipped_at"], record=raw)
+        except (ValueError, KeyError, TypeError) as err:
+            raise ShippedModelError(f"shipped zoo entry {entry} is unreadable ({type(err).__name__}: {err})") from None
+
+    def state_dict(self) -> Dict[str, Tensor]:
+        """The weights, after checking the file's sha256 against the entry (``weights_only=True``)."""
+        if not self.weights.is_file():
+            raise ShippedModelError(f"shipped model {self.name} ({self.entry.name}): its weights file {self.weights} "
+                                    "is missing (git lfs or a partial clone?)")
+        data = self.weights.read_bytes()
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != self.sha256:
+            raise ShippedModelError(f"shipped model {self.name}: {self.weights} ({len(data)} bytes) has sha256 "
+                                    f"{actual[:12]}..., not the {self.sha256[:12]}... its entry {self.entry.name} "
+                                    "records; restore the file from git (git checkout -- zoo/)")
+        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+
+
+class ShippedZoo:
+    """The shipped models under one folder (``zoo.shipped_dir``)."""
+
+    def __init__(self, folder: Path = DEFAULT_DIR):
+        self.folder = Path(folder)
+
+    def entries(self) -> List[ShippedModel]:
+        """Every entry, oldest shipped first."""
+        found = [ShippedModel.read(p) for p in sorted((self.folder / ENTRIES).glob("*.json"))]
+        return sorted(found, key=lambda e: (e.shipped_at, e.entry.name))
+
+    def named(self, name: str, profile: str) -> List[ShippedModel]:
+        return [e for e in self.entries() if e.name == name and e.profile == profile]
+
+    def find(self, name: str, profile: str, recipe: Mapping[str, Any]) -> Optional[ShippedModel]:
+        """The newest entry of ``name`` at ``profile`` with exactly this recipe (None when there is none)."""
+        identity = recipe_identity(recipe)
+        matching = [e for e in self.named(name, profile) if e.recipe_sha256 == identity]
+        return matching[-1] if matching else None
+
+    def why_none(self, name: str, profile: str, recipe: Mapping[str, Any]) -> str:
+        """Why no entry serves ``name`` (empty when none is shipped under that name): the keys in which
+        the newest entry's recipe differs from the one asked for."""
+        from stir.training.runs import recipe_differences
+
+        named = self.named(name, profile)
+        if not named:
+            return ""
+        newest = named[-1]
+        why = (f"{self.folder / ENTRIES / newest.entry.name} ships {name!r} at profile={profile} for another recipe "
+               f"({recipe_differences(newest.recipe, dict(recipe))})")
+        if newest.recipe.get("data.source") != recipe.get("data.source"):
+            trained_on = newest.record.get("trained_on") or "a local copy"
+            why += f"; it was trained on {trained_on}: give the same data with zoo.data_source=PATH"
+        return why
+
+
+def export_state(state: Mapping[str, Tensor]) -> bytes:
+    """A state dict as a shipped weights file: floating tensors float32, contiguous CPU copies, saved
+    into a buffer (so the bytes, and the sha256, do not depend on the file's name)."""
+    plain = {k: (v.detach().to("cpu", torch.float32) if v.is_floating_point() else v.detach().cpu()).contiguous().clone()
+             for k, v in state.items()}
+    buffer = io.BytesIO()
+    torch.save(plain, buffer)
+    return buffer.getvalue()
+
+
+def same_logits(a: nn.Module, b: nn.Module, images: Tensor) -> Optional[str]:
+    """None when the two networks give identical logits on ``images``, else how far apart they are."""
+    with torch.no_grad():
+        la, lb = a.eval()(images), b.eval()(images)
+    if la.shape == lb.shape and torch.equal(la, lb):
+        return None
+    if la.shape != lb.shape:
+        return f"logits of shape {tuple(lb.shape)}, not {tuple(la.shape)}"
+    return f"logits differ by up to {(la - lb).abs().max().item():.3g}"
+
+
+def training_curve(run_dir: Path) -> List[Dict[str, Any]]:
+    """Per epoch, the epoch-level metrics of a run's CSV logs (``csv/version_*/metrics.csv``; a later
+    attempt's value of an epoch replaces an earlier one's): ``[{"epoch": 0, "train/epoch_loss": ..., "val/acc": ...}]``."""
+    epochs: Dict[int, Dict[str, Any]] = {}
+    versions = sorted(Path(run_dir).glob("csv/version_*/metrics.csv"), key=lambda p: int(p.parent.name.split("_")[-1]))
+    for path in versions:
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                if not row.get("epoch"):
+                    continue
+                values = {k: float(v) for k, v in row.items() if v and k.startswith(_CURVE_PREFIXES)}
+                if values:
+                    epochs.setdefault(int(float(row["epoch"])), {}).update(values)
+    return [{"epoch": e, **epochs[e]} for e in sorted(epochs)]
+
+
+def training_wall_s(run_dir: Path) -> Optional[float]:
+    """Seconds of training, from the run's train.log: per attempt (a line naming the network starts
+    one), its last time stamp minus its first, summed (None without a log). Includes the final test."""
+    log = Path(run_dir) / "train.log"
+    if not log.is_file():
+        return None
+    total, start, last = 0.0, None, None
+    for line in log.read_text(errors="replace").splitlines():
+        stamp = _LOG_TIME.match(line)
+        if not stamp:
+            continue
+        t = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S").timestamp() + int(stamp.group(2)) / 1000
+        if _ATTEMPT_START.search(line) or start is None:
+            if start is not None and last is not None:
+                total += last - start
+            start = t
+        last = t
+    if start is not None and last is not None:
+        total += last - start
+    return round(total, 1)
+
+
+def entry_stem(name: str, profile: str, sha256: str) -> str:
+    return f"{name}-{profile}-{sha256[:12]}"
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def relative(path: Path, root: Sequence[Path] = (REPO,)) -> str:
+    """``path`` relative to the repository when inside it (records name files portably), else absolute."""
+    for r in root:
+        try:
+            return str(Path(path).resolve().relative_to(r))
+        except ValueError:
+            continue
+    return str(Path(path).resolve())

@@ -1,0 +1,175 @@
+"""The paper's claims (stir.paper): the data as published, and every verdict's outcomes on constructed values."""
+import math
+
+import pytest
+
+from stir.paper import CLAIMS, FAILS, HOLDS, NOT_TESTABLE, Interval, claim
+from stir.paper import verdicts as v
+
+NAN = float("nan")
+
+
+def iv(value, half=0.02):
+    return Interval(value, value - half, value + half)
+
+
+def test_twelve_claims_numbered_with_their_sources_and_verdicts():
+    assert [c.number for c in CLAIMS] == list(range(1, 13))
+    assert len({c.key for c in CLAIMS}) == 12
+    for c in CLAIMS:
+        assert c.statement and c.where and c.needs and callable(c.verdict)
+        assert all(p.value is None or p.source for p in c.published), c.key  # every number says where it was read
+
+
+def test_table_1_as_published():
+    table = {(p.quantity, p.pair): p.value for n in (1, 2, 3) for p in claim(n).published}
+    assert table[("STIR(m1|m2)", "AT / vanilla")] == 0.405 and table[("STIR(m2|m1)", "AT / vanilla")] == 0.509
+    assert table[("CKA", "AT / vanilla")] == 0.536
+    assert (table[("STIR(m1|m2)", "AT / AT seed")], table[("STIR(m2|m1)", "AT / AT seed")]) == (0.934, 0.939)
+    assert table[("CKA", "AT / AT seed")] == 0.937
+    assert (table[("STIR(m1|m2)", "vanilla / vanilla seed")], table[("STIR(m2|m1)", "vanilla / vanilla seed")]) == (0.605, 0.562)
+    assert table[("CKA", "vanilla / vanilla seed")] == 0.967
+    protocol = claim(1).protocol
+    assert (protocol.n, protocol.runs, protocol.architectures,
+            protocol.width, protocol.epochs) == (1000, 5, ("resnet18",), 64, 100)
+    adv = claim(4).published
+    assert all(p.value is None and (p.low, p.high) == (0.05, 0.10) for p in adv)
+
+
+def test_numbers_not_in_the_sources_are_none():
+    for n in (5, 6, 7, 8, 9, 10, 11, 12):
+        assert all(p.value is None for p in claim(n).published), n
+
+
+def test_a_claim_without_evidence_is_not_testable_with_its_reason():
+    assert claim(10).judge().outcome == NOT_TESTABLE and "CIFAR-100 is not available" in claim(10).judge().reason
+    verdict = claim(7).judge(missing="the relative_robustness preset was not run")
+    assert verdict.outcome == NOT_TESTABLE and verdict.reason == "the relative_robustness preset was not run"
+    assert "experiment=seeds" in claim(1).judge().reason
+    with pytest.raises(KeyError, match="no paper claim 13"):
+        claim(13)
+
+
+def test_interval_rejects_a_value_outside_it():
+    with pytest.raises(ValueError, match="does not hold its value"):
+        Interval(0.5, 0.6, 0.7)
+    assert not Interval(NAN, NAN, NAN).measured
+
+
+@pytest.mark.parametrize("gaps, outcome, words", [
+    ((iv(0.36), iv(0.41)), HOLDS, "CKA - STIR above 0.1"),
+    ((iv(0.36), iv(0.05)), FAILS, "contradicted"),
+    ((iv(0.36), Interval(0.12, 0.05, 0.2)), FAILS, "not resolved"),
+    ((iv(0.36), Interval(NAN, NAN, NAN)), NOT_TESTABLE, "not measured: CKA - STIR(m2|m1)"),
+])
+def test_claim_1_stir_well_below_cka(gaps, outcome, words):
+    verdict = claim(1).judge(v.GapEvidence(*gaps))
+    assert verdict.outcome == outcome and words in verdict.reason
+    assert "CKA - STIR(m1|m2)" in verdict.numbers
+
+
+@pytest.mark.parametrize("pair, outcome", [
+    ((iv(0.93), iv(0.94)), HOLDS), ((iv(0.93), iv(0.5)), FAILS), ((iv(0.93), Interval(0.8, 0.7, 0.9)), FAILS),
+    ((iv(0.93), Interval(NAN, NAN, NAN)), NOT_TESTABLE),
+])
+def test_claim_2_at_seeds_stir_high(pair, outcome):
+    assert claim(2).judge(v.PairEvidence(*pair)).outcome == outcome
+
+
+@pytest.mark.parametrize("difference, outcome, words", [
+    (Interval(0.104, 0.05, 0.16), HOLDS, "above 0"),  # STIR(vanilla|AT) - STIR(AT|vanilla): the paper's 0.509 - 0.405
+    (Interval(-0.1, -0.15, -0.05), FAILS, "contradicted"),
+    (Interval(0.02, -0.03, 0.07), FAILS, "not resolved"),  # the interval includes 0
+])
+def test_claim_3_directional_holds_when_the_difference_s_interval_excludes_0(difference, outcome, words):
+    verdict = claim(3).judge(v.DirectionEvidence({"at / vanilla": difference}))
+    assert verdict.outcome == outcome and words in verdict.reason
+    assert verdict.numbers == {"STIR(m2|m1) - STIR(m1|m2) for at / vanilla": str(difference)}
+
+
+def test_claim_7_needs_every_ordered_pair():
+    good, unresolved = Interval(0.1, 0.05, 0.15), Interval(0.01, -0.02, 0.04)
+    assert claim(7).judge(v.DirectionEvidence({"at / vanilla": good, "at / at_it1": good})).outcome == HOLDS
+    verdict = claim(7).judge(v.DirectionEvidence({"at / vanilla": good, "at / at_it1": unresolved}))
+    assert verdict.outcome == FAILS and "at / at_it1" in verdict.reason
+    assert claim(7).judge(v.DirectionEvidence({})).outcome == NOT_TESTABLE
+
+
+@pytest.mark.parametrize("values, outcome", [
+    ({"a": iv(0.07), "b": iv(0.09)}, HOLDS), ({"a": iv(0.07), "b": iv(0.6)}, FAILS),
+    ({"a": iv(0.07), "b": Interval(NAN, NAN, NAN)}, NOT_TESTABLE), ({}, NOT_TESTABLE),
+])
+def test_claim_4_stir_adv_near_zero(values, outcome):
+    assert claim(4).judge(v.AdversarialEvidence(values)).outcome == outcome
+
+
+@pytest.mark.parametrize("number", [5, 6])
+def test_claims_5_6_tracking(number):
+    stir = {"a": iv(0.4), "b": iv(0.6), "c": iv(0.9)}
+    rising = {"a": iv(0.2), "b": iv(0.5), "c": iv(0.8)}
+    verdict = claim(number).judge(v.TrackingEvidence(stir, rising))
+    assert verdict.outcome == HOLDS and verdict.numbers["spearman_rho"] == pytest.approx(1.0)
+    falling = {"a": iv(0.8), "b": iv(0.5), "c": iv(0.2)}
+    assert claim(number).judge(v.TrackingEvidence(stir, falling)).outcome == FAILS
+    constant = {k: iv(0.5) for k in stir}
+    assert claim(number).judge(v.TrackingEvidence(stir, constant)).outcome == FAILS
+    two = claim(number).judge(v.TrackingEvidence({"a": iv(0.4), "b": iv(0.6)}, rising))
+    assert two.outcome == NOT_TESTABLE and "needs 3" in two.reason
+
+
+def test_spearman_with_ties():
+    assert v.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert v.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert v.spearman([1, 1, 2, 3], [1, 2, 3, 4]) == pytest.approx(0.9486832980505138)
+    assert math.isnan(v.spearman([1, 1, 1], [1, 2, 3]))
+
+
+def curve(values, half=0.02):
+    return [(5000 * (i + 1), iv(x, half)) for i, x in enumerate(values)]
+
+
+@pytest.mark.parametrize("curves, outcome, words", [
+    ({"vanilla": curve([0.3, 0.5, 0.6, 0.65, 0.66, 0.66]), "at": curve([0.6, 0.8, 0.85, 0.86, 0.86, 0.87])}, HOLDS,
+     "rises and plateaus"),
+    ({"vanilla": curve([0.3, 0.4, 0.5, 0.6, 0.7, 0.8])}, FAILS, "still rising"),
+    ({"vanilla": curve([0.5, 0.5, 0.51, 0.5, 0.5, 0.5])}, FAILS, "no resolved rise"),
+    ({"vanilla": curve([0.3, 0.5, 0.6])}, NOT_TESTABLE, "need 4"),
+    ({}, NOT_TESTABLE, "no incremental"),
+])
+def test_claim_8_rises_and_plateaus(curves, outcome, words):
+    verdict = claim(8).judge(v.CurveEvidence(curves))
+    assert verdict.outcome == outcome and words in verdict.reason
+
+
+@pytest.mark.parametrize("vanilla, at, outcome, words", [
+    ({"resnet18": iv(-0.3)}, {"resnet18": iv(0.0)}, HOLDS, "vanilla slopes negative"),
+    ({"resnet18": iv(-0.3)}, {"resnet18": iv(-0.3)}, FAILS, "contradicted"),
+    ({"resnet18": iv(0.2)}, {"resnet18": iv(0.0)}, FAILS, "contradicted"),
+    ({"resnet18": Interval(-0.05, -0.1, 0.01)}, {"resnet18": iv(0.0)}, FAILS, "not resolved"),
+    ({"resnet18": iv(-0.3)}, {}, NOT_TESTABLE, "no AT layer-wise slope"),
+])
+def test_claim_9_layerwise_slopes(vanilla, at, outcome, words):
+    verdict = claim(9).judge(v.SlopeEvidence(vanilla, at))
+    assert verdict.outcome == outcome and words in verdict.reason
+
+
+def test_claim_10_across_datasets():
+    good = v.SlopeEvidence({"resnet18": iv(-0.3)}, {"resnet18": iv(0.0)})
+    bad = v.SlopeEvidence({"resnet18": iv(0.3)}, {"resnet18": iv(0.0)})
+    assert claim(10).judge(v.DatasetSlopeEvidence({"cifar10": good, "cifar100": good})).outcome == HOLDS
+    verdict = claim(10).judge(v.DatasetSlopeEvidence({"cifar10": good, "cifar100": bad}))
+    assert verdict.outcome == FAILS and verdict.reason.startswith("cifar100:")
+    absent = claim(10).judge(v.DatasetSlopeEvidence({"cifar10": good, "cifar100": None},
+                                                    {"cifar100": "CIFAR-100 is not available on this machine"}))
+    assert absent.outcome == NOT_TESTABLE and "cifar100: CIFAR-100 is not available" in absent.reason
+    assert claim(10).judge(v.DatasetSlopeEvidence({"cifar10": good})).outcome == NOT_TESTABLE
+
+
+@pytest.mark.parametrize("number", [11, 12])
+def test_claims_11_12_one_group_shares_more(number):
+    assert claim(number).judge(v.ContrastEvidence({"A - B": iv(0.1), "A - C": iv(0.2)})).outcome == HOLDS
+    verdict = claim(number).judge(v.ContrastEvidence({"A - B": iv(0.1), "A - C": Interval(0.0, -0.05, 0.05)}))
+    assert verdict.outcome == FAILS and "not resolved" in verdict.reason and "A - C" in verdict.reason
+    assert claim(number).judge(v.ContrastEvidence({"A - B": iv(-0.1)})).outcome == FAILS
+    assert claim(number).judge(v.ContrastEvidence({})).outcome == NOT_TESTABLE
+    assert claim(number).judge(v.ContrastEvidence({"A - B": Interval(NAN, NAN, NAN)})).outcome == NOT_TESTABLE

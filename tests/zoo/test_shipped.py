@@ -1,0 +1,248 @@
+"""The shipped zoo (stir.zoo.shipped, python -m stir.zoo.ship): tiny trained runs shipped into a tmp zoo
+folder, resolved by name with no run folder, measured through the real evaluate.py; refusals."""
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import REPO, refused, run_entry_point, tiny_train_args
+from stir.config.schema import DataConfig
+from stir.training.runs import RunFolder, recipe_of
+from stir.zoo import MissingModelError, Recipes, Zoo
+from stir.zoo.ship import main as ship_main
+from stir.zoo.ship import ship
+from stir.zoo.shipped import ShippedModelError, ShippedZoo, recipe_identity
+
+PROFILE = "laptop"
+
+
+def tiny(data_root: Path) -> list:
+    """The tiny overrides without runs_dir: what train.py, the ship command and the zoo recipes share."""
+    return [a for a in tiny_train_args(data_root, Path("unused")) if not a.startswith("runs_dir=")]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, cifar10_root):
+    """Two tiny finished runs of the zoo recipes vanilla and vanilla_s1 at profile=laptop, shipped into a tmp zoo."""
+    root = tmp_path_factory.mktemp("shipped")
+    mp = pytest.MonkeyPatch()
+    try:
+        for seed in (0, 1):
+            run_entry_point("train", [f"profile={PROFILE}", "loss=vanilla", f"seed={seed}", *tiny(cifar10_root),
+                                      f"runs_dir={root / 'runs'}"], mp)
+    finally:
+        mp.undo()
+    runs = sorted(p for p in (root / "runs/cifar10").glob("resnet18-w4/vanilla-fast/seed*") if p.is_dir())
+    assert [r.name for r in runs] == ["seed0", "seed1"]
+    zoo = root / "zoo"
+    entries = [ship(run, name, PROFILE, zoo, overrides=tiny(cifar10_root))
+               for run, name in zip(runs, ("vanilla", "vanilla_s1"))]
+    return root, runs, zoo, entries
+
+
+def recipes(data_root: Path, runs_dir: Path, *extra: str) -> Recipes:
+    return Recipes(REPO / "configs/zoo.yaml", REPO / "configs", profile=PROFILE, overrides=[*tiny(data_root), *extra],
+                   runs_dir=str(runs_dir))
+
+
+def zoo_of(data_root: Path, runs_dir: Path, shipped, *extra: str, train_missing: bool = False) -> Zoo:
+    return Zoo(recipes(data_root, runs_dir, *extra), data=DataConfig(), shipped=shipped, train_missing=train_missing)
+
+
+def test_a_shipped_model_is_a_plain_float32_state_dict_with_its_record(trained):
+    root, runs, zoo, (entry, _) = trained
+    assert entry.weights == zoo / "weights" / f"vanilla-{PROFILE}-{entry.sha256[:12]}.pt"
+    state = torch.load(entry.weights, weights_only=True)
+    assert all(isinstance(v, torch.Tensor) for v in state.values()) and "stem.0.weight" in state
+    assert all(v.dtype == torch.float32 for v in state.values() if v.is_floating_point())
+    record = entry.record
+    metrics = json.loads((runs[0] / "metrics.json").read_text())
+    assert record["test"]["test/acc"] == metrics["test/acc"] and "test/robust_acc" in record["test"]
+    assert record["recipe"] == json.loads((runs[0] / "recipe.json").read_text())["recipe"]
+    assert record["recipe_sha256"] == recipe_identity(record["recipe"])
+    assert record["model"] == {"arch": "resnet18", "width": 4} and record["parameters"] > 0
+    assert [row["epoch"] for row in record["curve"]] == [0] and "train/epoch_loss" in record["curve"][0]
+    assert record["train_wall_s"] is not None and record["robust_attack"]["eps"] == 1.0
+    assert record["trained_with"]["torch"] and record["shipped_with"]["stir-lab"]
+
+
+def test_a_zoo_name_without_a_run_folder_resolves_to_the_shipped_model(trained, cifar10_root, tmp_path):
+    root, runs, zoo, (entry, _) = trained
+    model = zoo_of(cifar10_root, tmp_path / "no-runs", ShippedZoo(zoo)).model("vanilla")
+    assert model.record["source"] == "shipped" and model.record["shipped_sha256"] == entry.sha256
+    assert model.metrics["test/acc"] == entry.metrics["test/acc"] and model.train.model.width == 4
+    local = zoo_of(cifar10_root, root / "runs", None).model("vanilla")
+    assert model.identity == local.identity  # the same weights: the results store serves both alike
+
+
+def test_a_finished_local_run_of_the_recipe_wins_over_the_shipped_model(trained, cifar10_root):
+    root, runs, zoo, _ = trained
+    model = zoo_of(cifar10_root, root / "runs", ShippedZoo(zoo)).model("vanilla")
+    assert model.record["source"] == "zoo" and model.record["run_dir"] == str(runs[0])
+
+
+def test_a_shipped_model_of_another_recipe_is_not_served_and_the_refusal_says_why(trained, cifar10_root, tmp_path):
+    _, _, zoo, _ = trained
+    with pytest.raises(MissingModelError, match=r"no shipped model fits: .*vanilla-laptop-.*optim.lr: 0.2 -> 0.1"):
+        zoo_of(cifar10_root, tmp_path / "no-runs", ShippedZoo(zoo), "optim.lr=0.1").model("vanilla")
+
+
+def test_a_retrained_model_has_the_shipped_recipe_identity(trained, cifar10_root, tmp_path):
+    """train_missing=true without the shipped zoo retrains the name from its recipe: the same recipe identity."""
+    _, _, _, (entry, _) = trained
+    model = zoo_of(cifar10_root, tmp_path / "retrained", None, train_missing=True).model("vanilla")
+    folder = RunFolder(Path(model.record["run_dir"]))
+    assert folder.finished
+    assert recipe_identity(folder.stored_recipe()) == entry.recipe_sha256
+    assert recipe_identity(recipe_of(model.train)) == entry.recipe_sha256
+
+
+def test_evaluate_measures_the_shipped_pair_on_a_fresh_clone(trained, cifar10_root, tmp_path, monkeypatch):
+    _, _, zoo, entries = trained
+    overrides = ",".join(f'"{o}"' for o in tiny(cifar10_root))
+    run_entry_point("evaluate", [
+        "ref=vanilla", "target=vanilla_s1", f"zoo.profile={PROFILE}", f"zoo.shipped_dir={zoo}",
+        f"zoo.overrides=[{overrides}]", f"zoo.runs_dir={tmp_path / 'runs'}", f"out_dir={tmp_path / 'results'}",
+        "n=12", "k=2", "inversion.steps=15", "inversion.tolerance=0.05", "min_fraction_iri=0", "iri_grid_images=4",
+        "calibration.permutations=4", "calibration.resamples=50", "logger.wandb.mode=disabled"], monkeypatch)
+    assert not (tmp_path / "runs").exists()  # nothing trained
+    record = tmp_path / "results/pair_vanilla_vs_vanilla_s1/record.json"  # the link to the newest report
+    models = json.loads(record.read_text())["config"]["models"]
+    for label, entry in zip(("vanilla", "vanilla_s1"), entries):
+        assert models[label]["source"] == "shipped" and models[label]["shipped_sha256"] == entry.sha256
+        assert models[label]["shipped_file"].endswith(entry.weights.name)
+    notes = json.loads(record.read_text())["notes"]
+    assert any(n.startswith("model vanilla: the shipped ") and entries[0].sha256[:12] in n for n in notes), notes
+
+
+def test_shipped_dir_null_turns_the_shipped_models_off(tmp_path):
+    from stir.experiments.config import ZooConfig
+    from stir.experiments.context import _shipped_zoo
+
+    assert ZooConfig().shipped_dir == "zoo" and _shipped_zoo("zoo", tmp_path).folder == tmp_path / "zoo"
+    assert _shipped_zoo(None, tmp_path) is None
+
+
+def test_a_weights_file_that_is_not_its_entry_s_is_refused_in_one_line(trained, cifar10_root, tmp_path, monkeypatch,
+                                                                       capsys):
+    _, _, zoo, (entry, _) = trained
+    bad = tmp_path / "zoo"
+    shutil.copytree(zoo, bad)
+    weights = bad / "weights" / entry.weights.name
+    data = bytearray(weights.read_bytes())
+    data[-100] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ShippedModelError, match=r"has sha256 .*, not the .* its entry vanilla-laptop-.*json records"):
+        zoo_of(cifar10_root, tmp_path / "no-runs", ShippedZoo(bad)).model("vanilla")
+    overrides = ",".join(f'"{o}"' for o in tiny(cifar10_root))
+    message = refused("evaluate", ["ref=vanilla", "target=vanilla_s1", f"zoo.profile={PROFILE}", f"zoo.shipped_dir={bad}",
+                                   f"zoo.overrides=[{overrides}]", f"zoo.runs_dir={tmp_path / 'runs'}",
+                                   f"out_dir={tmp_path / 'results'}", "n=12", "logger.wandb.mode=disabled"],
+                      monkeypatch, capsys)
+    assert "sha256" in message and entry.weights.name in message
+
+
+def ship_refused(args, capsys) -> str:
+    """``python -m stir.zoo.ship *args`` must refuse with exit status 2 and one line; returns it."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        ship_main([str(a) for a in args])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert done.value.code == 2 and err[0].startswith("error: ") and len(err) == 2, err
+    return err[0]
+
+
+def override_args(data_root: Path) -> list:
+    return [w for o in tiny(data_root) for w in ("--override", o)]
+
+
+def test_shipping_never_overwrites_a_file(trained, cifar10_root, capsys, monkeypatch):
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    _, runs, zoo, (entry, _) = trained
+    before = entry.weights.stat().st_mtime_ns
+    line = ship_refused([runs[0], "--name", "vanilla", "--profile", PROFILE, "--zoo-dir", zoo,
+                         *override_args(cifar10_root)], capsys)
+    assert "exists: shipped files are never rewritten" in line and entry.weights.stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize("damage, name, message", [
+    ("metrics.json", "vanilla", r"is not a finished run .*has no metrics.json"),
+    ("csv", "vanilla", r"has no training curve"),
+    (None, "at", r"holds another recipe than zoo model 'at' at profile=laptop \(loss.name: 'vanilla' -> 'at'\)"),
+    (None, "nosuchname", r"unknown zoo name 'nosuchname'"),
+])
+def test_an_unshippable_run_is_one_line_and_exit_2(trained, cifar10_root, tmp_path, capsys, monkeypatch, damage, name,
+                                                    message):
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    _, runs, _, _ = trained
+    run = tmp_path / "run"
+    shutil.copytree(runs[0], run)
+    if damage is not None:
+        target = run / damage
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
+    line = ship_refused([run, "--name", name, "--profile", PROFILE, "--zoo-dir", tmp_path / "zoo",
+                         *override_args(cifar10_root)], capsys)
+    assert re.search(message, line), line
+    assert not (tmp_path / "zoo").exists()
+
+
+def test_the_repository_s_shipped_models_are_intact():
+    """Every entry of the repository's zoo/ reads, names a zoo name, and its weights have its sha256."""
+    shipped = ShippedZoo()
+    names = set(Recipes(REPO / "configs/zoo.yaml", REPO / "configs").recipes)
+    total = 0
+    for entry in shipped.entries():
+        assert entry.name in names, entry.entry
+        assert entry.entry.stem == f"{entry.name}-{entry.profile}-{entry.sha256[:12]}"
+        assert entry.weights.name == f"{entry.entry.stem}.pt"
+        state = entry.state_dict()  # checks the sha256
+        assert all(v.dtype == torch.float32 for v in state.values() if v.is_floating_point())
+        total += entry.weights.stat().st_size
+    assert total < 100e6  # the issue's budget for all shipped weights together
+
+
+def test_training_time_and_curve_of_a_resumed_run(tmp_path):
+    """Two attempts (the second resumed): their spans are summed; a later attempt's epoch replaces an earlier one's."""
+    from stir.zoo.shipped import training_curve, training_wall_s
+
+    line = "[2026-12-01 {}][stir.training.pipeline][INFO] - /runs/x/seed0: resnet18 width 16, 0.70M parameters, vanilla"
+    epoch = "[2026-12-01 {}][stir.training.trainer][INFO] - epoch 1 of 15: train/epoch_loss 1.9 (81 s)"
+    (tmp_path / "train.log").write_text("\n".join([
+        line.format("10:00:00,000"), epoch.format("10:01:30,500"), "a traceback line without a time stamp",
+        line.format("11:00:00,000"), epoch.format("11:02:00,000"), "[2026-12-01 11:03:00,000][x][INFO] - finished"]))
+    assert training_wall_s(tmp_path) == pytest.approx(90.5 + 180.0)
+    assert training_wall_s(tmp_path / "nothing") is None
+    header = "epoch,step,train/loss,train/epoch_loss,val/acc\n"
+    for version, rows in ((0, "0,10,2.0,,\n0,10,,1.9,0.3\n1,20,,1.5,0.4\n"), (1, "1,20,,1.4,0.45\n2,30,,1.2,0.5\n")):
+        folder = tmp_path / f"csv/version_{version}"
+        folder.mkdir(parents=True)
+        (folder / "metrics.csv").write_text(header + rows)
+    assert training_curve(tmp_path) == [{"epoch": 0, "train/epoch_loss": 1.9, "val/acc": 0.3},
+                                        {"epoch": 1, "train/epoch_loss": 1.4, "val/acc": 0.45},
+                                        {"epoch": 2, "train/epoch_loss": 1.2, "val/acc": 0.5}]
+
+
+def test_a_model_trained_on_a_local_copy_is_served_for_that_data_by_content(tmp_path, monkeypatch):
+    """As the laptop zoo is trained (data.source=a tar): served when the evaluation gives the same data
+    (zoo.data_source, any path with that content), refused with the fix when it gives none."""
+    from stir.data import synthetic
+
+    source = tmp_path / "c10.tar.gz"
+    synthetic.write_image_tar(source, n_train=60, n_test=20, seed=0)
+    common = [*tiny(tmp_path / "cache"), "data.holdout_size=20"]
+    run_entry_point("train", [f"profile={PROFILE}", "loss=vanilla", *common, f"data.source={source}",
+                              f"runs_dir={tmp_path / 'runs'}"], monkeypatch)
+    (run,) = [p for p in (tmp_path / "runs/cifar10").glob("*/*/seed0") if p.is_dir()]
+    entry = ship(run, "vanilla", PROFILE, tmp_path / "zoo", overrides=common)
+    assert entry.record["trained_on"] == str(source)
+    moved = tmp_path / "elsewhere/copy.tar.gz"
+    moved.parent.mkdir()
+    shutil.copy(source, moved)
+    model = zoo_of(tmp_path / "cache", tmp_path / "no-runs", ShippedZoo(tmp_path / "zoo"), "data.holdout_size=20",
+                   f"data.source={moved}").model("vanilla")
+    assert model.record["source"] == "shipped" and model.data.source == str(moved)
+    with pytest.raises(MissingModelError, match=rf"trained on {source}: give the same data with zoo.data_source=PATH"):
+        zoo_of(tmp_path / "cache", tmp_path / "no-runs", ShippedZoo(tmp_path / "zoo"), "data.holdout_size=20").model("vanilla")
