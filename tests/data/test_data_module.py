@@ -26,8 +26,10 @@ def test_setup_and_loaders(cfg):
     holdout, train = split_indices(60, 10, 30, 4)
     assert torch.equal(dm.train_indices, train) and torch.equal(dm.holdout_indices, holdout)
     written = synthetic.make_dataset(10, 60, 20)
-    for loader, size, bs in ((dm.train_dataloader(), 30, 8), (dm.val_dataloader(), 10, 7), (dm.test_dataloader(), 20, 7)):
-        x, y = next(iter(loader))
+    for loader, size, bs, fields in ((dm.train_dataloader(), 30, 8, 2), (dm.val_dataloader(), 10, 7, 3),
+                                     (dm.test_dataloader(), 20, 7, 3)):
+        x, y, *rows = next(iter(loader))  # evaluation batches also carry their rows in the split
+        assert len(rows) == fields - 2 and all(torch.equal(r, torch.arange(bs)) for r in rows)
         assert x.shape == (bs, 3, 32, 32) and x.dtype == torch.uint8 and y.dtype == torch.int64
         assert len(loader.dataset) == size
     x, y = dm.split_tensors("train")
