@@ -194,8 +194,10 @@ class RobustClassifier(L.LightningModule):
         every rank holds the same names: each is counted on every batch, with 0 where none applies)."""
         for name in sorted(self._eval_means):
             value = self._eval_means[name].compute(self.device)
-            # The same value on every rank; sync_dist only keeps Lightning from warning about it.
-            self.log(name, value, prog_bar=name.endswith("/acc") or name.endswith("/robust_acc"), sync_dist=True)
+            # The same value on every rank; sync_dist only keeps Lightning from warning about it, and
+            # batch_size=1 keeps its weighted mean of identical values exact (not the last batch's size).
+            self.log(name, value, prog_bar=name.endswith("/acc") or name.endswith("/robust_acc"), batch_size=1,
+                     sync_dist=True)
 
     def on_validation_epoch_start(self) -> None:
         self._eval_means = {}
