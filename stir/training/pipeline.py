@@ -58,7 +58,7 @@ def train(cfg: TrainConfig, callbacks: Sequence[L.Callback] = ()) -> Path:
     if not cfg.retrain and run.finished:
         run.check(cfg)
         run.check_processes(cfg, processes)
-        _restore_recipe(cfg, run)
+        _restore_recipe(cfg, run, processes)
         log.info("%s is finished; skipping (retrain=true trains it again)", run.path)
         return run.path
     data = StirDataModule(cfg.data, shuffle_seed=cfg.seed)
@@ -75,13 +75,13 @@ def train(cfg: TrainConfig, callbacks: Sequence[L.Callback] = ()) -> Path:
         return _train_locked(cfg, run, network, data, callbacks, processes)
 
 
-def _restore_recipe(cfg: TrainConfig, run: RunFolder) -> None:
+def _restore_recipe(cfg: TrainConfig, run: RunFolder, processes: int) -> None:
     """Write recipe.json back when it was unreadable (moved aside; the check read config.yaml), where
-    the folder is writable: the recipe just checked equal to ``cfg``'s."""
+    the folder is writable: the recipe and the process count just checked equal to ``cfg``'s."""
     if run.recipe.is_file() or not run.config.is_file():
         return
     try:
-        atomic.write_json(run.recipe, {"recipe": recipe_of(cfg)})
+        atomic.write_json(run.recipe, {"recipe": recipe_of(cfg), "processes": processes})
     except OSError as err:
         log.info("recipe.json of %s not restored (%s); config.yaml serves instead", run.path, err)
 

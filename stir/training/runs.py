@@ -355,12 +355,17 @@ class RunFolder:
             )
 
     def trained_processes(self) -> int:
-        """The number of processes that trained this folder (recipe.json "processes"; 1 for a folder
-        written before it was recorded: every run until then trained on one process)."""
-        try:
-            return int(json.loads(self.recipe.read_text()).get("processes", 1))
-        except (OSError, ValueError, AttributeError, TypeError, UnicodeDecodeError):
-            return 1
+        """The number of processes that trained this folder: recipe.json's "processes", else (recipe.json
+        unreadable or missing) metrics.json's, else 1 (a folder written before the count was recorded:
+        every run until then trained on one process)."""
+        for file in (self.recipe, self.metrics):
+            try:
+                recorded = json.loads(file.read_text()).get("processes")
+            except (OSError, ValueError, AttributeError, UnicodeDecodeError):
+                continue
+            if recorded is not None:
+                return int(recorded)
+        return 1
 
     def check_processes(self, cfg: TrainConfig, processes: int) -> None:
         """Raise ProcessCountError (with the command that continues the run as it was) when this folder
