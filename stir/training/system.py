@@ -161,9 +161,9 @@ class RobustClassifier(L.LightningModule):
         network = self.eval_network
         logits = network(x)  # (b, C)
         real = rows >= 0  # (b,): not the padding that evens out the ranks' batches
-        self._log_acc(f"{stage}/acc", logits, labels, real)
+        self._count_correct(f"{stage}/acc", logits, labels, real)
         if self.tta != "none":  # an extra number beside acc; robust accuracy never uses it
-            self._log_acc(f"{stage}/acc_tta", tta_logits(network, x, self.tta), labels, real)
+            self._count_correct(f"{stage}/acc_tta", tta_logits(network, x, self.tta), labels, real)
         if robust_size <= 0:
             return
         # Robust accuracy on the images of rows 0..robust_size-1 of the (unshuffled) split, wherever
@@ -178,16 +178,16 @@ class RobustClassifier(L.LightningModule):
                                      attack_model=self.eval_attack_model())
             robust_correct = robust * k
         self._mean(f"{stage}/robust_acc").update(robust_correct, k)
-        self._log_acc(f"{stage}/robust_subset_acc", logits, labels, subset)
+        self._count_correct(f"{stage}/robust_subset_acc", logits, labels, subset)
 
-    def _log_acc(self, name: str, logits: Tensor, labels: Tensor, counted: Tensor) -> None:
-        """Count the ``counted`` rows (b,) bool that ``logits`` classify correctly into ``name``'s epoch mean."""
+    def _count_correct(self, name: str, logits: Tensor, labels: Tensor, counted: Tensor) -> None:
+        """Add the ``counted`` rows (b,) bool, and how many of them ``logits`` classify correctly, to ``name``'s
+        epoch mean (logged at the end of the epoch, over every rank: ``_log_eval_epoch``)."""
         correct = (logits.argmax(dim=1) == labels) & counted
         self._mean(name).update(correct.sum(), int(counted.sum()))
 
     def _mean(self, name: str) -> "CountedMean":
         return self._eval_means.setdefault(name, CountedMean())
-
 
     def _log_eval_epoch(self) -> None:
         """The epoch's evaluation accuracies: correct / counted over every rank (one collective per name;

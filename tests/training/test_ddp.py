@@ -102,7 +102,7 @@ def test_two_processes_train_the_global_batch_and_report_what_one_process_measur
     assert sum("data cifar10:" in line for line in lines) == 1, lines
 
 
-def test_a_finished_run_is_refused_under_another_process_count(cifar10_root, tmp_path, monkeypatch, capsys):
+def test_a_finished_or_killed_run_is_refused_under_another_process_count(cifar10_root, tmp_path, monkeypatch, capsys):
     """data.batch_size is the global batch; the process count is no key of the folder name, so the same
     folder is found, and refused with the command that continues it as it was (not skipped)."""
     args = tiny_train_args(cifar10_root, tmp_path)
@@ -113,6 +113,8 @@ def test_a_finished_run_is_refused_under_another_process_count(cifar10_root, tmp
     assert "finished run trained by 1 process(es)" in message and "this command trains with 2" in message
     assert f"`python train.py run_dir={tmp_path / RUN} " in message and "retrain=true" in message
     assert metrics.stat().st_mtime_ns == stamp
+    metrics.unlink()  # as if killed after its checkpoint: not resumed under another count either
+    assert "holds an unfinished run trained by 1 process(es)" in refused("train", args + DDP, monkeypatch, capsys)
     assert "must be a multiple of the 2" in refused("train", args + DDP + ["data.batch_size=39", "runs_dir=" + str(tmp_path / "b")],
                                        monkeypatch, capsys)
     assert not (tmp_path / "b").exists()
