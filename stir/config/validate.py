@@ -76,12 +76,14 @@ def validate_train(cfg: TrainConfig) -> None:
 def check_sync_batchnorm(sync_batchnorm: bool, accelerator: str) -> None:
     """Refuse ``trainer.sync_batchnorm=true`` where training would run on the CPU.
 
-    torch's SyncBatchNorm has no CPU kernel: under DDP on the CPU the first training step fails
-    (after the processes started and the run folder was made); on one process it does nothing.
+    torch's SyncBatchNorm runs on CUDA / XPU (HPU, a PrivateUse1 backend) only: under DDP on the CPU
+    the first training step fails (after the processes started and the run folder was made); on one
+    process it does nothing.
     """
     import torch
 
-    on_cpu = accelerator == "cpu" or (accelerator == "auto" and not torch.cuda.is_available())
+    has_gpu = torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
+    on_cpu = accelerator == "cpu" or (accelerator == "auto" and not has_gpu)
     if sync_batchnorm and on_cpu:
         raise ConfigError(
             f"trainer.sync_batchnorm=true needs CUDA devices (torch's SyncBatchNorm does not run on the CPU), and "
