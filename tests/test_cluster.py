@@ -79,3 +79,55 @@ def test_a_local_sweep_trains_the_zoo_then_shards_evaluate_it(cifar10_root, tmp_
     assert {p: p.stat().st_mtime_ns for p in store.glob("direction/*.json")} == directions
     matrix = list(csv.DictReader(open(tmp_path / "results/relative_robustness/matrix_stir.csv")))
     assert [r["m1 (ref) \\ m2 (target)"] for r in matrix] == ["at", "vanilla"]
+
+
+def _submitit_tasks(folder) -> list:
+    """PIDs of the submitit task processes (``python -m submitit.core._submit <folder>/...``) under ``folder``."""
+    from pathlib import Path
+
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0") if proc.name.isdigit() else []
+        except OSError:  # the process ended meanwhile
+            continue
+        if b"submitit.core._submit" in args and any(str(folder).encode() in a for a in args):
+            pids.append(int(proc.name))
+    return pids
+
+
+@pytest.mark.slow  # ~70 s: a submitit_local job, its requeue, and a plain run beside it
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the job's process in /proc")
+def test_a_requeued_submitit_job_resumes_to_the_uninterrupted_weights(cifar10_root, tmp_path):
+    """SIGUSR2 (what SLURM sends before a time limit, and submitit_local at its own) after the first epoch's
+    checkpoint: submitit requeues the job, the restarted train.py resumes from last.ckpt, and ends with the
+    weights of a run never interrupted."""
+    import signal
+    import time
+
+    import torch
+
+    from stir.training.runs import load_state_dict
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    recipe = [f"data.root={cifar10_root}", *TINY_ZOO, "trainer.max_epochs=4"]
+    runs = tmp_path / "runs"
+    sweep = subprocess.Popen([sys.executable, str(REPO / "train.py"), "-m", "hydra/launcher=submitit_local", *recipe,
+                              f"runs_dir={runs}"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    whole = subprocess.Popen([sys.executable, str(REPO / "train.py"), *recipe, f"runs_dir={tmp_path / 'whole'}"],
+                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = runs / "cifar10/resnet18-w4/vanilla/seed0"
+    deadline = time.time() + 300
+    while not (run / "last.ckpt").exists() and sweep.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    tasks = _submitit_tasks(runs)
+    assert len(tasks) == 1 and not (run / "metrics.json").exists()
+    os.kill(tasks[0], signal.SIGUSR2)
+    out = sweep.communicate(timeout=600)[0]
+    assert sweep.returncode == 0, out[-4000:]
+    assert whole.wait(timeout=600) == 0, whole.stderr.read()[-3000:]
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["resumed_from_epoch"] is not None and metrics["epochs"] == 4
+    resumed, reference = load_state_dict(str(run)), load_state_dict(str(tmp_path / "whole/cifar10/resnet18-w4/vanilla/seed0"))
+    assert [k for k in reference if not torch.equal(resumed[k], reference[k])] == []

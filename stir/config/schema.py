@@ -23,8 +23,10 @@ class DataConfig:
     holdout_size: int = 5000  # fixed validation split taken from the training set
     train_size: Optional[int] = None  # nested training subset of the rest; None = all of it
     data_seed: int = 0  # fixes the holdout split and the nesting order of training subsets
+    # The global training batch: one optimiser step sees batch_size images whatever the number of
+    # processes (each of W DDP processes takes batch_size / W of them; see StirDataModule).
     batch_size: int = 128
-    eval_batch_size: int = 500
+    eval_batch_size: int = 500  # per process
     augment: bool = True  # random crop (crop_padding pixels each side) + horizontal flip, batched on device
     crop_padding: int = 4  # the random crop translates each image by up to this many pixels
     padding_mode: str = "zeros"  # zeros | reflect: what the crop sees beyond the border (airbench: reflect)

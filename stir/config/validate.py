@@ -60,6 +60,7 @@ def validate_train(cfg: TrainConfig) -> None:
     if not 0 < cfg.robust_check.max_drop <= 1:
         raise ConfigError(f"robust_check.max_drop={cfg.robust_check.max_drop!r} must be in (0, 1]")
     check_positive("data.batch_size", cfg.data.batch_size)
+    check_sync_batchnorm(cfg.trainer.sync_batchnorm, cfg.trainer.accelerator)
     check_positive("data.num_classes", cfg.data.num_classes)
     check_positive("trainer.max_epochs", cfg.trainer.max_epochs)
     if cfg.data.train_size is not None:
@@ -70,3 +71,21 @@ def validate_train(cfg: TrainConfig) -> None:
             f"data.num_classes={cfg.data.num_classes} but data.name={cfg.data.name} has {expected_classes} classes; "
             f"select the data set with data={cfg.data.name} instead of setting data.name alone"
         )
+
+
+def check_sync_batchnorm(sync_batchnorm: bool, accelerator: str) -> None:
+    """Refuse ``trainer.sync_batchnorm=true`` where training would run on the CPU.
+
+    torch's SyncBatchNorm runs on CUDA / XPU (HPU, a PrivateUse1 backend) only: under DDP on the CPU
+    the first training step fails (after the processes started and the run folder was made); on one
+    process it does nothing.
+    """
+    import torch
+
+    has_gpu = torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
+    on_cpu = accelerator == "cpu" or (accelerator == "auto" and not has_gpu)
+    if sync_batchnorm and on_cpu:
+        raise ConfigError(
+            f"trainer.sync_batchnorm=true needs CUDA devices (torch's SyncBatchNorm does not run on the CPU), and "
+            f"trainer.accelerator={accelerator} trains on the CPU here; drop it (each process then normalises its "
+            "own share of the batch) or train on GPUs")

@@ -6,6 +6,15 @@ converts (:func:`stir.data.to_float`). Keeping uint8 until then moves 4x fewer b
 With ``data.device_resident`` the training split lives on the device instead and its batches come
 out of :class:`stir.data.device_loader.DeviceBatches` already augmented (the system then does not
 augment them again).
+
+Under DDP (W processes) ``data.batch_size`` stays the global batch: each process loads
+``batch_size / W`` images per step, rank r positions r, r + W, ... of the same (seed, epoch)
+permutation (``EpochShards``), so the union of the ranks' i-th batches is the one-process run's i-th
+batch. (Left to Lightning, ``EpochShuffle`` would be wrapped in a ``DistributedSamplerWrapper`` with
+shuffling on, which permutes the permutation again with its own seed: other batches than one
+process's.) Validation and test batches are ``(images, labels, rows)``: ``rows``
+are the images' indices in the split, -1 for the padding that keeps every rank's batch count equal
+(``EvalShards``), so the system counts every image once and draws robust subsets by index.
 """
 from __future__ import annotations
 
@@ -15,7 +24,7 @@ from typing import Iterator, Optional
 import lightning as L
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader, Sampler, TensorDataset
+from torch.utils.data import DataLoader, Dataset as TorchDataset, DistributedSampler, Sampler, TensorDataset
 
 from stir.config.schema import DataConfig
 from stir.data.augment import Augment
@@ -54,6 +63,60 @@ class EpochShuffle(Sampler[int]):
         return self.n
 
 
+class EpochShards(DistributedSampler):
+    """Rank ``rank``'s share of ``EpochShuffle(n, seed)``: positions rank, rank + W, ... of the epoch's order.
+
+    Like torch's DistributedSampler the order is padded to a multiple of W with its own first
+    positions (every rank runs as many steps; when W does not divide n a few images come twice in an
+    epoch). A DistributedSampler subclass, so Lightning uses it as it is (it would otherwise wrap
+    EpochShuffle and shuffle the positions again); Lightning calls ``set_epoch`` before every epoch.
+    """
+
+    def __init__(self, n: int, seed: int, num_replicas: int, rank: int) -> None:
+        super().__init__(range(n), num_replicas=num_replicas, rank=rank, shuffle=False, drop_last=False)
+        self.order = EpochShuffle(n, seed)
+
+    def set_epoch(self, epoch: int) -> None:
+        super().set_epoch(epoch)
+        self.order.set_epoch(epoch)
+
+    def __iter__(self) -> Iterator[int]:
+        order = self.order.permutation().tolist()
+        order += order[: self.total_size - len(order)]
+        return iter(order[self.rank:self.total_size:self.num_replicas])
+
+
+class EvalShards(DistributedSampler):
+    """Rank ``rank``'s share of an evaluation split: positions rank, rank + W, ... of ``range(total)``.
+
+    ``total`` is n rounded up to a multiple of W, as in torch's DistributedSampler (every rank then
+    runs the same number of batches: validation steps inside ``fit`` run through the DDP wrapper,
+    whose forward is a collective). Positions >= n are padding, which ``EvalRows`` marks with row -1
+    instead of repeating the first images (DistributedSampler's padding counts them twice). A
+    DistributedSampler subclass, so Lightning uses it as it is instead of wrapping it.
+    """
+
+    def __init__(self, n: int, num_replicas: int, rank: int) -> None:
+        super().__init__(range(n), num_replicas=num_replicas, rank=rank, shuffle=False, drop_last=False)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(self.rank, self.total_size, self.num_replicas))
+
+
+class EvalRows(TorchDataset):
+    """Position p of an evaluation split -> ``(image, label, row)``: row p, or -1 for padding (p >= n)."""
+
+    def __init__(self, images: Tensor, labels: Tensor) -> None:
+        self.images, self.labels = images, labels  # (n, 3, H, W) uint8, (n,) int64
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, p: int) -> tuple[Tensor, Tensor, int]:
+        n = len(self.labels)
+        return self.images[p % n], self.labels[p % n], p if p < n else -1
+
+
 class StirDataModule(L.LightningDataModule):
     """CIFAR (or an image-folder source) held in memory, with a fixed holdout and nested training subsets.
 
@@ -62,7 +125,8 @@ class StirDataModule(L.LightningDataModule):
         shuffle_seed: seeds the training loader's shuffling generator. None: ``torch.initial_seed()``
             when the loader is built, i.e. the seed ``lightning.seed_everything`` set, so the batch
             order follows the run's seed while ``cfg.data_seed`` fixes only which images are used.
-            (Under DDP Lightning swaps in a DistributedSampler, which shuffles with its own seed.)
+            Under DDP every rank draws the same permutation and takes every W-th position of it
+            (``EpochShards``; see the module docstring).
     """
 
     def __init__(self, cfg: DataConfig, shuffle_seed: Optional[int] = None) -> None:
@@ -110,8 +174,10 @@ class StirDataModule(L.LightningDataModule):
         if self.cfg.device_resident:
             return DeviceBatches(images, labels, self.cfg.batch_size, EpochShuffle(len(labels), seed),
                                  self.device, Augment.of(self.cfg), seed)
-        return DataLoader(TensorDataset(images, labels), batch_size=self.cfg.batch_size,
-                          sampler=EpochShuffle(len(labels), seed), num_workers=0,
+        world, rank = self._world()
+        sampler = EpochShards(len(labels), seed, world, rank) if world > 1 else EpochShuffle(len(labels), seed)
+        return DataLoader(TensorDataset(images, labels), batch_size=self.process_batch_size,
+                          sampler=sampler, num_workers=0,
                           pin_memory=torch.cuda.is_available())
 
     def val_dataloader(self) -> DataLoader:
@@ -121,10 +187,27 @@ class StirDataModule(L.LightningDataModule):
         return self._loader("test", self.cfg.eval_batch_size, shuffle=False)
 
     def _loader(self, split: str, batch_size: int, shuffle: bool, generator: Optional[torch.Generator] = None) -> DataLoader:
+        """Batches ``(images, labels, rows)`` of a split in its fixed order; this rank's ``EvalShards`` under DDP."""
         images, labels = self.split_tensors(split)
+        world, rank = self._world()
+        sampler = EvalShards(len(labels), world, rank) if world > 1 else None
         # num_workers=0: the data is already decoded in memory; worker processes would only copy it.
-        return DataLoader(TensorDataset(images, labels), batch_size=batch_size, shuffle=shuffle, generator=generator,
-                          num_workers=0, pin_memory=torch.cuda.is_available())
+        return DataLoader(EvalRows(images, labels), batch_size=batch_size, shuffle=shuffle if sampler is None else None,
+                          sampler=sampler, generator=generator, num_workers=0, pin_memory=torch.cuda.is_available())
+
+    def _world(self) -> tuple[int, int]:
+        """(processes, this one's global rank) of the Trainer (1, 0 outside one)."""
+        trainer = getattr(self, "trainer", None)
+        return (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
+
+    @property
+    def process_batch_size(self) -> int:
+        """The training batch of this process: ``data.batch_size`` (global) / the Trainer's process count."""
+        world, _ = self._world()
+        if self.cfg.batch_size % world:
+            raise ValueError(f"data.batch_size={self.cfg.batch_size} (the global batch) is not a multiple of the "
+                             f"{world} training processes; give a multiple of {world}")
+        return self.cfg.batch_size // world
 
     # ---------------------------------------------------------------- for evaluation code
     def split_tensors(self, split: str) -> tuple[Tensor, Tensor]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Dict, Iterator, Sequence
 
@@ -12,18 +12,19 @@ from lightning.pytorch.loggers import WandbLogger
 from torch import nn
 
 from stir import atomic
+from stir.config import ConfigError
 from stir.config.schema import TrainConfig
 from stir.data import Augment, StirDataModule
 from stir.models import build, channel_stats
 from stir.models.finite import first_nonfinite_tensor
 from stir.provenance import library_versions
 from stir.training.runs import (
-    CORRUPT, FINISHED, RecipeMismatchError, RunFolder, checkpoint_model, point_epoch, load_state_dict, model_artifact_name, recipe_dir, recipe_group, recipe_of,
+    CORRUPT, FINISHED, ProcessCountError, RecipeMismatchError, RunFolder, _is_global_zero, checkpoint_model, point_epoch, load_state_dict, model_artifact_name, recipe_dir, recipe_group, recipe_of,
     weights_identity,
 )
 from stir.training.guard import CatastrophicOverfittingGuard
 from stir.training.system import RobustClassifier
-from stir.training.trainer import build_loggers, build_trainer
+from stir.training.trainer import build_loggers, build_trainer, process_count
 
 log = logging.getLogger(__name__)
 
@@ -36,49 +37,63 @@ def train(cfg: TrainConfig, callbacks: Sequence[L.Callback] = ()) -> Path:
     so a read-only runs_dir serves its finished runs. Otherwise the data source is opened and
     decoded (or its cache checked) before any folder, recipe or log is written, so a bad source
     leaves nothing behind; a corrupt folder is set aside and resumed; a second process on the
-    same folder waits for the first, then reuses it.
+    same folder waits for the first, then reuses it. A folder trained by another number of processes
+    (``process_count``: data.batch_size is the global batch, the count is recorded beside the recipe)
+    is refused with the command that continues it as it was, never skipped or resumed.
     ``callbacks``: extra Lightning callbacks for this process (a benchmark's curve recorder); they
     must not change what is trained.
     """
     run = RunFolder(recipe_dir(cfg))
+    processes = process_count(cfg.trainer)
+    if cfg.data.batch_size % processes:
+        raise ConfigError(f"data.batch_size={cfg.data.batch_size} is the global batch and must be a multiple of the "
+                          f"{processes} training processes (devices x num_nodes); give a multiple of {processes}")
+    if cfg.data.device_resident and processes > 1:  # DeviceBatches has no per-rank share: every rank would see every batch
+        raise ConfigError(f"data.device_resident=true trains on one device only; this command trains with {processes} "
+                          "processes: drop it (the DataLoader path shards the batches)")
     L.seed_everything(cfg.seed, workers=True)
     network = build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name))
     if cfg.init_from:  # a model update: start from earlier weights, train on this recipe's data
         load_init(network, cfg)  # before any folder or lock is made: a wrong checkpoint leaves nothing behind
     if not cfg.retrain and run.finished:
         run.check(cfg)
-        _restore_recipe(cfg, run)
+        run.check_processes(cfg, processes)
+        _restore_recipe(cfg, run, processes)
         log.info("%s is finished; skipping (retrain=true trains it again)", run.path)
         return run.path
     data = StirDataModule(cfg.data, shuffle_seed=cfg.seed)
     data.prepare_data()  # the source read and decoded (or its cache loaded) before anything is written
     with run.lock():
         if not cfg.retrain:
-            _check_folder(cfg, run)
+            _check_folder(cfg, run, processes)
             state, why = run.verify()
             if state == FINISHED:  # another process finished it while this one waited
                 log.info("%s is finished; skipping (retrain=true trains it again)", run.path)
                 return run.path
             if state == CORRUPT:
                 run.set_aside_corrupt(why)
-        return _train_locked(cfg, run, network, data, callbacks)
+        return _train_locked(cfg, run, network, data, callbacks, processes)
 
 
-def _restore_recipe(cfg: TrainConfig, run: RunFolder) -> None:
+def _restore_recipe(cfg: TrainConfig, run: RunFolder, processes: int) -> None:
     """Write recipe.json back when it was unreadable (moved aside; the check read config.yaml), where
-    the folder is writable: the recipe just checked equal to ``cfg``'s."""
+    the folder is writable: the recipe and the process count just checked equal to ``cfg``'s."""
     if run.recipe.is_file() or not run.config.is_file():
         return
     try:
-        atomic.write_json(run.recipe, {"recipe": recipe_of(cfg)})
+        atomic.write_json(run.recipe, {"recipe": recipe_of(cfg), "processes": processes})
     except OSError as err:
         log.info("recipe.json of %s not restored (%s); config.yaml serves instead", run.path, err)
 
 
-def _check_folder(cfg: TrainConfig, run: RunFolder) -> None:
-    """Refuse a folder of another recipe, unless nothing was trained in it yet (then it is moved aside)."""
+def _check_folder(cfg: TrainConfig, run: RunFolder, processes: int) -> None:
+    """Refuse a folder of another recipe or process count, unless nothing was trained in it yet (then
+    it is moved aside)."""
     try:
         run.check(cfg)
+        if run.path.exists() and run.trained_processes() != processes:
+            run.check_processes(cfg, processes)  # refuses a folder that holds training
+            raise ProcessCountError(f"made for {run.trained_processes()} process(es), nothing trained yet")
     except RecipeMismatchError:
         if run.holds_training():
             raise
@@ -88,12 +103,13 @@ def _check_folder(cfg: TrainConfig, run: RunFolder) -> None:
 
 
 def _train_locked(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataModule,
-                  callbacks: Sequence[L.Callback]) -> Path:
+                  callbacks: Sequence[L.Callback], processes: int) -> Path:
     if cfg.retrain:
         run.archive()
-    run.prepare(cfg)
-    with _log_to(run.path / "train.log"):
-        return _fit(cfg, run, network, data, callbacks)
+    run.prepare(cfg, processes)
+    # One writer of train.log: rank 0 (under DDP the other ranks' records would repeat its lines).
+    with _log_to(run.path / "train.log") if _is_global_zero() else nullcontext():
+        return _fit(cfg, run, network, data, callbacks, processes)
 
 
 @contextmanager
@@ -111,7 +127,7 @@ def _log_to(path: Path) -> Iterator[None]:
 
 
 def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataModule,
-         callbacks: Sequence[L.Callback] = ()) -> Path:
+         callbacks: Sequence[L.Callback] = (), processes: int = 1) -> Path:
     system = build_system(cfg, network)
     callbacks = list(callbacks)
     guard = None
@@ -139,6 +155,7 @@ def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataMod
             # random streams are restored from the checkpoint, so it matches an uninterrupted run.
             "resumed_from_epoch": resumed_from,
             "train_indices_count": len(data.train_indices),
+            "processes": processes,  # data.batch_size (the global batch) / processes per process and step
             "init_from": cfg.init_from,
             "init_from_sha256": weights_identity(cfg.init_from) if cfg.init_from else None,
             **({"robust_check": guard.summary()} if guard is not None else {}),

@@ -48,6 +48,12 @@ log = logging.getLogger(__name__)
 # how it is computed where that changes results by floating-point rounding only (memory formats, the
 # attack's folded batch norm).
 # data.source is not among them: it enters the recipe as the identity of its content (source_identity).
+# trainer.devices / num_nodes / strategy are, because data.batch_size is the global batch (each of W
+# processes takes batch_size / W; StirDataModule): the recipe's optimisation (images per step, steps
+# per epoch, the lr schedule) is the same on any number of processes. What the process count does
+# change (per-process batch-norm statistics unless sync_batchnorm, the random draws of each rank) is
+# recorded beside the recipe (recipe.json "processes", ``RunFolder.check_processes``): train.py
+# refuses to skip or resume a folder under another count, while evaluate.py's zoo reads its weights.
 _RUNTIME_KEYS = {
     "runs_dir", "run_dir", "retrain", "logger", "data.root", "data.download", "data.eval_batch_size",
     "trainer.accelerator", "trainer.devices", "trainer.num_nodes", "trainer.strategy", "trainer.enable_progress_bar",
@@ -113,6 +119,10 @@ _DEFAULT_FLAT = _flatten(dataclasses.asdict(DEFAULT))
 
 class RecipeMismatchError(ValueError):
     """A run folder holds another recipe than the one asked for."""
+
+
+class ProcessCountError(RecipeMismatchError):
+    """A run folder was trained by another number of processes than the command would train it with."""
 
 
 FINISHED, UNFINISHED, CORRUPT = "finished", "unfinished", "corrupt"
@@ -344,17 +354,50 @@ class RunFolder:
                 f"(the old folder is kept beside it) or run_dir=PATH to train elsewhere"
             )
 
-    def prepare(self, cfg: TrainConfig) -> None:
-        """Write the resolved config and the recipe, or check that an existing folder holds the same recipe."""
+    def trained_processes(self) -> int:
+        """The number of processes that trained this folder: recipe.json's "processes", else (recipe.json
+        unreadable or missing) metrics.json's, else 1 (a folder written before the count was recorded:
+        every run until then trained on one process)."""
+        for file in (self.recipe, self.metrics):
+            try:
+                recorded = json.loads(file.read_text()).get("processes")
+            except (OSError, ValueError, AttributeError, UnicodeDecodeError):
+                continue
+            if recorded is not None:
+                return int(recorded)
+        return 1
+
+    def check_processes(self, cfg: TrainConfig, processes: int) -> None:
+        """Raise ProcessCountError (with the command that continues the run as it was) when this folder
+        holds training by another number of processes than ``processes``.
+
+        The global batch is the same either way (``data.batch_size``), but batch norm normalises each
+        process's share (unless trainer.sync_batchnorm) and every rank draws its own augmentation and
+        attack starts: resuming or reusing the run under another count would mix two realisations.
+        """
+        old = self.trained_processes()
+        if old == processes or not self.holds_training():
+            return
+        batch = cfg.data.batch_size
+        state = "a finished run" if self.finished else "an unfinished run"
+        raise ProcessCountError(
+            f"run folder {self.path} holds {state} trained by {old} process(es) (global batch {batch}, "
+            f"{batch // old} per process); this command trains with {processes} ({batch // processes} per process). "
+            f"Continue it as it was: `{self.finish_command()}`; or pass retrain=true to train it again with "
+            f"{processes} (the old folder is kept beside it) or run_dir=PATH to train elsewhere")
+
+    def prepare(self, cfg: TrainConfig, processes: int = 1) -> None:
+        """Write the resolved config and the recipe (with the process count), or check that an existing
+        folder holds the same recipe."""
         recipe = recipe_of(cfg)
         if self.config.is_file():
             self.check(cfg, recipe)
             if not self.recipe.is_file():
-                atomic.write_json(self.recipe, {"recipe": recipe})
+                atomic.write_json(self.recipe, {"recipe": recipe, "processes": processes})
             return
         self.path.mkdir(parents=True, exist_ok=True)
         atomic.remove_stale_tmp(self.path)
-        atomic.write_json(self.recipe, {"recipe": recipe})
+        atomic.write_json(self.recipe, {"recipe": recipe, "processes": processes})
         atomic.write_text(self.config, OmegaConf.to_yaml(OmegaConf.create(dataclasses.asdict(cfg))))
 
     def _checkpoints(self) -> list:

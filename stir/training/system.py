@@ -35,7 +35,8 @@ class RobustClassifier(L.LightningModule):
     ``stir.data.Augment``; None when the batches come augmented, from the device-resident loader,
     or for no augmentation) runs there, on the whole batch. Robust accuracy uses PGD-l2
     (``eval_attack``) on the first ``robust_val_size`` held-out images every ``robust_val_every``
-    epochs, and on the first ``robust_test_size`` test images; ``<stage>/robust_subset_acc`` is the
+    epochs, and on the first ``robust_test_size`` test images (by their index in the split, so under
+    DDP the ranks together attack the same images as one process); ``<stage>/robust_subset_acc`` is the
     clean accuracy on those same images (``<stage>/acc`` covers the whole split). Evaluation runs in
     float32 whatever the training precision; with ``tta`` other than "none", ``<stage>/acc_tta`` is
     the clean accuracy under test-time augmentation (``stir.training.tta``), reported beside, never
@@ -82,6 +83,7 @@ class RobustClassifier(L.LightningModule):
         # objects, not submodules: never in the state dict, a checkpoint or the optimiser.
         self._attack_net = AttackNetwork(attack.fold_batch_norm, attack.channels_last)
         self._eval_attack_net = AttackNetwork(eval_attack.fold_batch_norm, eval_attack.channels_last)
+        self._eval_means: dict = {}  # name -> CountedMean of the evaluation epoch under way
 
     def setup(self, stage: str) -> None:
         # NHWC on CUDA, on the CPU only when asked (see TrainerConfig.channels_last). Only strides
@@ -120,7 +122,10 @@ class RobustClassifier(L.LightningModule):
         out = self.objective(self.network, x, labels, self.loss_cfg, self.attack_cfg, attack_model=attack_model)
         b = len(labels)
         self.log("train/loss", out.loss, prog_bar=True, batch_size=b)
-        self.log("train/epoch_loss", out.loss.detach(), on_step=False, on_epoch=True, batch_size=b)
+        # Epoch means over every rank's batches (sync_dist: Lightning reduces the sums of value x batch
+        # size and of batch sizes), not rank 0's alone. Exact here: every rank trains as many images
+        # (EpochShards), so the count's integer division by the world size (see CountedMean) is exact.
+        self.log("train/epoch_loss", out.loss.detach(), on_step=False, on_epoch=True, batch_size=b, sync_dist=True)
         for name, value in out.extra.items():
             self.log(f"train/{name}", value, batch_size=b)
         # Accuracy from the forwards the objective already made, per step and as the epoch's mean (the
@@ -131,11 +136,11 @@ class RobustClassifier(L.LightningModule):
         if logits is not None:
             acc = accuracy(logits.detach(), labels)
             self.log("train/acc", acc, prog_bar=True, batch_size=b)
-            self.log("train/epoch_acc", acc, on_step=False, on_epoch=True, batch_size=b)
+            self.log("train/epoch_acc", acc, on_step=False, on_epoch=True, batch_size=b, sync_dist=True)
         if out.logits_adv is not None:
             adv_acc = accuracy(out.logits_adv.detach(), labels)
             self.log("train/adv_acc", adv_acc, batch_size=b)
-            self.log("train/epoch_adv_acc", adv_acc, on_step=False, on_epoch=True, batch_size=b)
+            self.log("train/epoch_adv_acc", adv_acc, on_step=False, on_epoch=True, batch_size=b, sync_dist=True)
         return out.loss
 
     def on_train_batch_end(self, outputs, batch, batch_idx: int) -> None:
@@ -151,33 +156,88 @@ class RobustClassifier(L.LightningModule):
             self._evaluate_fp32(batch, batch_idx, stage, robust_size)
 
     def _evaluate_fp32(self, batch, batch_idx: int, stage: str, robust_size: int) -> None:
-        images, labels = batch
+        images, labels, rows = self._eval_batch(batch, batch_idx, stage)
         x = self._images(images)
-        b = len(labels)
         network = self.eval_network
         logits = network(x)  # (b, C)
-        self.log(f"{stage}/acc", accuracy(logits, labels), prog_bar=True, batch_size=b, sync_dist=True)
+        real = rows >= 0  # (b,): not the padding that evens out the ranks' batches
+        self._count_correct(f"{stage}/acc", logits, labels, real)
         if self.tta != "none":  # an extra number beside acc; robust accuracy never uses it
-            self.log(f"{stage}/acc_tta", accuracy(tta_logits(network, x, self.tta), labels), batch_size=b,
-                     sync_dist=True)
-        # Robust accuracy on the first `robust_size` images of the (unshuffled) split, and the clean
-        # accuracy on exactly those images: the pair to compare (acc is over the whole split).
-        start = batch_idx * self._eval_batch_size(stage)
-        k = min(b, robust_size - start)
-        if k > 0:  # the attack turns gradients on itself (evaluation loops run under no_grad)
+            self._count_correct(f"{stage}/acc_tta", tta_logits(network, x, self.tta), labels, real)
+        if robust_size <= 0:
+            return
+        # Robust accuracy on the images of rows 0..robust_size-1 of the (unshuffled) split, wherever
+        # they fall (one process: the first batches; DDP: every rank holds some), and the clean accuracy
+        # on exactly those images: the pair to compare (acc is over the whole split).
+        subset = real & (rows < robust_size)  # (b,)
+        k = int(subset.sum())
+        robust_correct = logits.new_zeros(())
+        if k:  # the attack turns gradients on itself (evaluation loops run under no_grad)
             # The attack on the refreshed copy (cheap next to a 20-step attack), the verdict on the network.
-            acc = robust_accuracy(network, x[:k], labels[:k], self.eval_attack, attack_model=self.eval_attack_model())
-            self.log(f"{stage}/robust_acc", acc, prog_bar=True, batch_size=k, sync_dist=True)
-            self.log(f"{stage}/robust_subset_acc", accuracy(logits[:k], labels[:k]), batch_size=k, sync_dist=True)
+            robust = robust_accuracy(network, x[subset], labels[subset], self.eval_attack,
+                                     attack_model=self.eval_attack_model())
+            robust_correct = robust * k
+        self._mean(f"{stage}/robust_acc").update(robust_correct, k)
+        self._count_correct(f"{stage}/robust_subset_acc", logits, labels, subset)
 
-    def _eval_batch_size(self, stage: str) -> int:
+    def _count_correct(self, name: str, logits: Tensor, labels: Tensor, counted: Tensor) -> None:
+        """Add the ``counted`` rows (b,) bool, and how many of them ``logits`` classify correctly, to ``name``'s
+        epoch mean (logged at the end of the epoch, over every rank: ``_log_eval_epoch``)."""
+        correct = (logits.argmax(dim=1) == labels) & counted
+        self._mean(name).update(correct.sum(), int(counted.sum()))
+
+    def _mean(self, name: str) -> "CountedMean":
+        return self._eval_means.setdefault(name, CountedMean())
+
+    def _log_eval_epoch(self) -> None:
+        """The epoch's evaluation accuracies: correct / counted over every rank (one collective per name;
+        every rank holds the same names: each is counted on every batch, with 0 where none applies)."""
+        for name in sorted(self._eval_means):
+            value = self._eval_means[name].compute(self.device)
+            # The same value on every rank; sync_dist only keeps Lightning from warning about it, and
+            # batch_size=1 keeps its weighted mean of identical values exact (not the last batch's size).
+            self.log(name, value, prog_bar=name.endswith("/acc") or name.endswith("/robust_acc"), batch_size=1,
+                     sync_dist=True)
+
+    def on_validation_epoch_start(self) -> None:
+        self._eval_means = {}
+
+    def on_test_epoch_start(self) -> None:
+        self._eval_means = {}
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_eval_epoch()
+
+    def on_test_epoch_end(self) -> None:
+        self._log_eval_epoch()
+
+    def _eval_batch(self, batch, batch_idx: int, stage: str) -> tuple[Tensor, Tensor, Tensor]:
+        """(images, labels, rows (b,) int64: each image's index in the split, -1 for padding).
+
+        StirDataModule's batches carry their rows; a plain (images, labels) loader is read as one
+        process's split in order (its rows follow from the batch index). Under DDP such a loader
+        would give every rank rows 0.. of its own share, so it is refused there.
+        """
+        if len(batch) == 3:
+            return batch
+        images, labels = batch
+        if self.trainer.world_size > 1:
+            raise ValueError(f"{stage} batches under DDP must be (images, labels, rows) (StirDataModule's): without "
+                             "their rows every rank would count its own first images as the robust subset")
         loader = self.trainer.val_dataloaders if stage == "val" else self.trainer.test_dataloaders
-        return loader.batch_size
+        start = batch_idx * loader.batch_size
+        return images, labels, torch.arange(start, start + len(labels), device=labels.device)
 
     def validation_step(self, batch, batch_idx: int) -> None:
         epoch = self.current_epoch + 1
         due = self.robust_val_every > 0 and (epoch % self.robust_val_every == 0 or epoch == self.trainer.max_epochs)
         self._evaluate(batch, batch_idx, "val", self.robust_val_size if due else 0)
+
+    def on_test_start(self) -> None:
+        # Under DDP every rank's batch-norm running statistics follow its own last training forward
+        # (DDP broadcasts rank 0's buffers at the start of each forward, not after it, and testing runs
+        # without the DDP wrapper): every rank tests with rank 0's, the ones weights.pt saves.
+        broadcast_buffers(self.eval_network)
 
     def test_step(self, batch, batch_idx: int) -> None:
         self._evaluate(batch, batch_idx, "test", self.robust_test_size)
@@ -205,6 +265,36 @@ class RobustClassifier(L.LightningModule):
         schedule = {"cosine": _cosine, "onecycle": _onecycle, "constant": lambda t, total, warmup: 1.0}[cfg.schedule]
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: schedule(t, total, warmup))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+class CountedMean:
+    """sum of values / sum of counts over an epoch's batches and every rank: an accuracy with each image
+    counted once (``update(correct, counted)`` per batch; ``compute`` all-reduces both sums).
+
+    Not Lightning's ``self.log(..., batch_size=k, sync_dist=True)``: its mean reduction divides the
+    summed integer count by the world size in integer arithmetic (lightning 2.6 ``_sync_ddp``), so
+    counts that differ between ranks (41 test images on two ranks) come out wrong (41 // 2 = 20).
+    """
+
+    def __init__(self) -> None:
+        self.total, self.count = 0.0, 0
+
+    def update(self, value: Tensor, count: int) -> None:
+        self.total += float(value)
+        self.count += int(count)
+
+    def compute(self, device: torch.device) -> Tensor:
+        sums = torch.tensor([self.total, float(self.count)], dtype=torch.float64, device=device)
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.all_reduce(sums)
+        return (sums[0] / sums[1].clamp(min=1)).float()
+
+
+def broadcast_buffers(module: nn.Module) -> None:
+    """Copy rank 0's buffers (batch-norm statistics) into every rank's ``module``; nothing outside DDP."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1:
+        for buffer in module.buffers():
+            torch.distributed.broadcast(buffer, src=0)
 
 
 def rng_states() -> dict:

@@ -158,6 +158,25 @@ class EpochLines(Callback):
                  time.monotonic() - self.started)
 
 
+def process_count(cfg: TrainerConfig) -> int:
+    """How many processes a Trainer of ``cfg`` trains with (devices x nodes), as Lightning resolves it.
+
+    Read from a Trainer built with the same accelerator, devices, num_nodes and strategy (and the
+    launcher's environment: torchrun, SLURM), so "auto" means here what it will mean for the real
+    one (every GPU of the machine with DDP). Building one starts no process.
+    """
+    rank_zero = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    level = rank_zero.level
+    rank_zero.setLevel(logging.WARNING)  # its "GPU available ..." lines come again with the real Trainer
+    try:
+        probe = L.Trainer(accelerator=cfg.accelerator, devices=cfg.devices, num_nodes=cfg.num_nodes,
+                          strategy=cfg.strategy, logger=False, enable_checkpointing=False,
+                          enable_progress_bar=False, enable_model_summary=False)
+    finally:
+        rank_zero.setLevel(level)
+    return int(probe.world_size)
+
+
 def build_trainer(cfg: TrainerConfig, loggers: List[Logger], run_dir: Path,
                   callbacks: Sequence[L.Callback] = ()) -> L.Trainer:
     """A Trainer that checkpoints every epoch to ``run_dir/last.ckpt``, written atomically in ``run_dir``

@@ -26,8 +26,10 @@ def test_setup_and_loaders(cfg):
     holdout, train = split_indices(60, 10, 30, 4)
     assert torch.equal(dm.train_indices, train) and torch.equal(dm.holdout_indices, holdout)
     written = synthetic.make_dataset(10, 60, 20)
-    for loader, size, bs in ((dm.train_dataloader(), 30, 8), (dm.val_dataloader(), 10, 7), (dm.test_dataloader(), 20, 7)):
-        x, y = next(iter(loader))
+    for loader, size, bs, fields in ((dm.train_dataloader(), 30, 8, 2), (dm.val_dataloader(), 10, 7, 3),
+                                     (dm.test_dataloader(), 20, 7, 3)):
+        x, y, *rows = next(iter(loader))  # evaluation batches also carry their rows in the split
+        assert len(rows) == fields - 2 and all(torch.equal(r, torch.arange(bs)) for r in rows)
         assert x.shape == (bs, 3, 32, 32) and x.dtype == torch.uint8 and y.dtype == torch.int64
         assert len(loader.dataset) == size
     x, y = dm.split_tensors("train")
@@ -88,3 +90,35 @@ def test_the_training_order_of_an_epoch_depends_on_seed_and_epoch_only():
     other = EpochShuffle(50, seed=4)
     other.set_epoch(2)
     assert list(other) != orders[2]
+
+
+def test_ddp_shards_of_an_epoch_together_are_the_one_process_batches():
+    """EpochShards: rank r's i-th batch of b / W images, joined over the ranks, is one process's i-th batch of b."""
+    from stir.data.datamodule import EpochShards, EpochShuffle
+
+    n, world, batch = 23, 3, 6
+    one = EpochShuffle(n, seed=5)
+    ranks = [EpochShards(n, 5, world, r) for r in range(world)]
+    for epoch in (0, 4):
+        one.set_epoch(epoch)
+        for shard in ranks:
+            shard.set_epoch(epoch)
+        order = one.permutation().tolist()
+        shares = [list(shard) for shard in ranks]
+        assert all(len(s) == 8 for s in shares)  # 23 padded to 24: every rank as many steps
+        for i in range(0, 8, batch // world):
+            joined = sorted(x for s in shares for x in s[i:i + batch // world])
+            start = i * world
+            expected = (order + order[:1])[start:start + batch]  # the padding repeats the first position
+            assert joined == sorted(expected), (epoch, i)
+
+
+def test_ddp_evaluation_shards_count_each_row_once():
+    """EvalShards + EvalRows: every row of the split on exactly one rank, the padding marked -1 (not a repeat)."""
+    from stir.data.datamodule import EvalRows, EvalShards
+
+    images, labels = torch.zeros(5, 3, 2, 2, dtype=torch.uint8), torch.arange(5)
+    rows = EvalRows(images, labels)
+    seen = [[rows[p][2] for p in EvalShards(5, 2, r)] for r in range(2)]
+    assert [len(s) for s in seen] == [3, 3]
+    assert sorted(r for s in seen for r in s) == [-1, 0, 1, 2, 3, 4]

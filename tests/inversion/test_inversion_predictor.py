@@ -64,3 +64,28 @@ def test_merge_rejects_missing_or_repeated_rows():
         merge_predictions(predictions[:1] + predictions[:1])
     shuffled = merge_predictions(predictions[::-1])  # any order of batches
     assert torch.equal(shuffled.x_prime, merge_predictions(predictions).x_prime)
+
+
+@pytest.mark.slow  # ~15 s: two gloo processes, each importing torch and Lightning
+def test_two_ddp_processes_invert_as_invert_does(tmp_path):
+    """The multi-GPU path on two CPU processes: each image inverted once, the merged x' equal to invert's."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import ddp_predict
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(repo)}
+    done = subprocess.run([sys.executable, str(Path(ddp_predict.__file__)), str(tmp_path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert sorted(p.name for p in tmp_path.glob("rank*.pt")) == ["rank0.pt", "rank1.pt"]
+    merged = torch.load(tmp_path / "merged.pt", weights_only=True)
+    assert merged["world_size"] == 2
+    expected = invert(tiny_net(), noise_images(ddp_predict.IMAGES), "logits", ddp_predict.CFG, m2=tiny_net(1))
+    assert torch.allclose(merged["x_prime"], expected.x_prime, atol=1e-5)
+    assert torch.allclose(merged["residual"], expected.residual, atol=1e-5)
+    assert torch.equal(merged["steps"], expected.steps)
+    assert torch.allclose(merged["m2_distance"], expected.m2_distance, atol=1e-5)
