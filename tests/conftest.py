@@ -11,6 +11,40 @@ from stir.data import synthetic
 REPO = Path(__file__).resolve().parents[1]
 
 
+def host() -> dict:
+    """What decides whether float results of a training can be reproduced bit for bit: the CPU (its
+    model and vector extensions: oneDNN and MKL pick kernels and cache blocking by them), torch,
+    numpy, Lightning and the platform. Pinned values of tiny trainings are host-specific: on another
+    CPU with the same code and versions, 6 SGD steps moved weight statistics by up to 40% and a
+    golden set's discrete counts flipped (measured 2026-12-01, Intel-written fixtures on an AMD EPYC)."""
+    import platform
+
+    import lightning
+    import numpy
+
+    model, flags = "unknown", ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and model == "unknown":
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = " ".join(sorted(f for f in line.split(":", 1)[1].split() if f.startswith(("avx512", "amx"))))
+    except OSError:
+        pass
+    return {"torch": torch.__version__, "numpy": numpy.__version__, "lightning": lightning.__version__,
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu": model, "cpu_flags": flags,
+            "machine": platform.machine(), "python": platform.python_version()}
+
+
+def other_host_reason(recorded: dict, what: str, command: str) -> str:
+    """The skip reason of a host-specific pin written on another host (``host``)."""
+    ours = host()
+    differs = {k: (recorded.get(k), ours[k]) for k in ours if recorded.get(k) != ours[k]}
+    return (f"{what} was written on another host ({differs}): kernel rounding of another CPU or library moves "
+            f"tiny trainings beyond any useful tolerance. Write it on this host from the base commit before a change "
+            f"({command}), then compare after it")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _one_thread():
     # Test networks are tiny: one thread is several times faster than two fighting over small ops.

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import platform
 import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
@@ -148,17 +147,18 @@ def _same(a: float, b: float) -> bool:
 
 
 def machine() -> Dict[str, str]:
-    """What decides whether float results can be bit-identical: torch, its CPU kernels, the platform."""
-    import numpy
-    import torch
+    """What decides whether float results can be bit-identical (tests/conftest.py ``host``)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from conftest import host
 
-    return {"torch": torch.__version__, "numpy": numpy.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "machine": platform.machine(), "python": platform.python_version()}
+    return host()
 
 
 def write_fixture(view: Dict[str, float]) -> None:
-    FIXTURE.write_text(json.dumps({"machine": machine(), "values": {k: repr(v) for k, v in sorted(view.items())}},
-                                  indent=1) + "\n")
+    """The values of this host; the record of deliberate changes (``changes``) is kept."""
+    changes = json.loads(FIXTURE.read_text()).get("changes", []) if FIXTURE.exists() else []
+    FIXTURE.write_text(json.dumps({"machine": machine(), "values": {k: repr(v) for k, v in sorted(view.items())},
+                                   "changes": changes}, indent=1) + "\n")
 
 
 def read_fixture() -> Tuple[Dict[str, str], Dict[str, float]]:

@@ -2,16 +2,18 @@
 
 The fixture (``fixture.json``) was written by ``python tests/golden/golden.py --write`` before the
 evaluation layer was rebuilt (issue 19); every stored value of every kind must come back the same.
-On the machine that wrote it (same torch, numpy, CPU kernels) the values must be bit for bit equal;
-elsewhere a different kernel choice may change the last bits of float32 arithmetic, so they must
-agree to 1e-6.
+On the host that wrote it (the same CPU, torch, numpy and Lightning: tests/conftest.py ``host``) the
+values must be bit for bit equal. On another host the comparison is skipped with the reason: another
+CPU's kernels move tiny trainings far beyond the last bits (weight statistics by up to 40% after 6
+steps, discrete counts flipped), so no tolerance both holds there and catches a change; a session
+on a new host writes the fixture from the base commit first, then compares after its change.
 """
 import math
 
 import pytest
 
 import golden
-from conftest import run_entry_point
+from conftest import other_host_reason, run_entry_point
 
 
 
@@ -29,17 +31,18 @@ def view(tmp_path_factory, cifar10_root):
 
 def test_every_stored_value_is_the_pinned_one(view):
     machine, pinned = golden.read_fixture()
+    if machine != golden.machine():
+        pytest.skip(other_host_reason(machine, "the golden set", "python tests/golden/golden.py --write"))
     missing = sorted(set(pinned) - set(view))
     assert not missing, f"{len(missing)} pinned values are no longer stored, e.g. {missing[:5]}"
-    exact = machine == golden.machine()
     different = []
     for name, value in pinned.items():
         got = view[name]
         same = (math.isnan(value) and math.isnan(got)) or (
-            got == value if exact else got == pytest.approx(value, rel=1e-6, abs=1e-9))
+            got == value)  # the same host: bit for bit
         if not same:
             different.append(f"{name}: pinned {value!r}, now {got!r}")
-    assert not different, f"{len(different)} of {len(pinned)} values moved ({'bit for bit' if exact else '1e-6'}):\n" + "\n".join(different[:20])
+    assert not different, f"{len(different)} of {len(pinned)} values moved (bit for bit):\n" + "\n".join(different[:20])
 
 
 def test_the_golden_set_covers_every_kind(view):

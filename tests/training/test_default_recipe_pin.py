@@ -24,7 +24,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # conftest's helpers when run as a script
 
-from conftest import run_entry_point, tiny_train_args  # noqa: E402
+from conftest import host, other_host_reason, run_entry_point, tiny_train_args  # noqa: E402
 from stir.training.runs import load_state_dict  # noqa: E402
 
 FIXTURE = HERE / "fixtures" / "default_recipe_pin.json"
@@ -50,7 +50,10 @@ def pin(data_root: Path, runs_dir: Path, loss: str, monkeypatch) -> dict:
 
 @pytest.mark.parametrize("loss", sorted(RECIPES))
 def test_default_recipe_takes_the_pinned_steps(loss, cifar10_root, tmp_path, monkeypatch):
-    expected = json.loads(FIXTURE.read_text())["recipes"][loss]
+    fixture = json.loads(FIXTURE.read_text())
+    if fixture.get("machine") != host():
+        pytest.skip(other_host_reason(fixture.get("machine", {}), "the recipe pin", "python tests/training/test_default_recipe_pin.py"))
+    expected = fixture["recipes"][loss]
     got = pin(cifar10_root, tmp_path, loss, monkeypatch)
     assert len(got["train_loss"]) == len(expected["train_loss"]) == 6
     # Same machine class and library versions: rounding differences only (reductions' order).
@@ -96,4 +99,4 @@ if __name__ == "__main__":  # regenerate the fixture
         synthetic.write_cifar10_python(root, n_train=160, n_test=40, seed=0)  # conftest's cifar10_root
         recipes = {loss: pin(root, Path(tmp) / loss, loss, _Patch()) for loss in RECIPES}
     FIXTURE.parent.mkdir(exist_ok=True)
-    FIXTURE.write_text(json.dumps({"torch": torch.__version__, "recipes": recipes}, indent=1) + "\n")
+    FIXTURE.write_text(json.dumps({"torch": torch.__version__, "machine": host(), "recipes": recipes}, indent=1) + "\n")
