@@ -16,7 +16,7 @@ def host() -> dict:
     model and vector extensions: oneDNN and MKL pick kernels and cache blocking by them), torch,
     numpy, Lightning and the platform. Pinned values of tiny trainings are host-specific: on another
     CPU with the same code and versions, 6 SGD steps moved weight statistics by up to 40% and a
-    golden set's discrete counts flipped (measured 2026-12-01, Intel-written fixtures on an AMD EPYC)."""
+    golden set's discrete counts flipped (measured 2026-12-01: fixtures written on an unrecorded host, rerun on an AMD EPYC)."""
     import platform
 
     import lightning
