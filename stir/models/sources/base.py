@@ -23,6 +23,7 @@ from stir.models.identity import content_identity
 from stir.models.normalize import Normalize
 from stir.models.taps import LOGITS, TapPoint, find_penultimate, representation, tap_point
 from stir.models.weights import first_mismatch
+from stir.untrusted import UnsafeFileError, first_line, load_plain
 
 log = logging.getLogger(__name__)
 
@@ -212,9 +213,11 @@ def read_state_dict(path: str, spec: str) -> Tuple[Path, Dict[str, Tensor]]:
     if not file.is_file():
         raise SourceError(f"{spec}: no weights file at {file}")
     try:
-        blob = torch.load(file, map_location="cpu", weights_only=True)
+        blob = load_plain(file)
+    except UnsafeFileError as err:  # a file that asks to run code: one line, never loaded
+        raise SourceError(f"{spec}: {err}") from None
     except Exception as err:  # a corrupt or foreign file: say which and why
-        raise SourceError(f"{spec}: cannot read weights from {file}: {err}") from err
+        raise SourceError(f"{spec}: cannot read weights from {file}: {first_line(err)}") from err
     state = blob.get("state_dict", blob) if isinstance(blob, dict) else blob
     if not isinstance(state, dict):
         raise SourceError(f"{spec}: {file} holds a {type(state).__name__}, not a state dict")
