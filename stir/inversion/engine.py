@@ -241,6 +241,7 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig,
         images = torch.cat([draws[j].detach() for j in missing])  # (sum n_j, c, h, w)
         if images.device.type == "cpu" and run.keep_cpu_memory:
             keep_freed_cpu_memory()  # no page faults for every step's activations (stir.allocator)
+        cfg.check_budget(images.shape[0])  # its record must fit, before anything is allocated for it
         with frozen(*problem.models):  # no descent on a model that passes no gradient: one line, before any step
             for model, tap in _descended(problem):
                 check_gradient_path(model, images[:1], tap, type(getattr(model, "inner", model)).__name__,

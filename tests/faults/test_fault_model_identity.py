@@ -186,3 +186,25 @@ def test_a_stored_symmetric_similarity_read_the_other_way_round_names_the_ids_in
                               names=("m1", "m2"), store=store, directions=("m2|m1",)).similarity
         assert (s.ref_id, s.target_id) == (ids[m1], ids[m2])
     assert store.hits >= 1
+
+
+@pytest.mark.parametrize("extra,said", [
+    (["inversion.tolerance=-1"], "inversion.tolerance must be > 0"),
+    (["inversion.tolerance=0"], "inversion.tolerance must be > 0"),
+    (["inversion.tolerance=nan"], "inversion.tolerance must be a finite number"),
+    (["inversion.step_size=inf"], "inversion.step_size must be a finite number"),
+    (["inversion.steps=1000000000"], "residual record of"),
+])
+def test_inversion_settings_that_cannot_work_are_one_line_before_any_model_loads(extra, said, cifar10_root, tmp_path,
+                                                                                 monkeypatch, capsys):
+    message = refused("evaluate", [*args(tmp_path / "out", cifar10_root, "relu_net", "tanh_net"), *extra],
+                      monkeypatch, capsys)
+    assert said in message and not (tmp_path / "out" / "store").exists()
+
+
+def test_the_budget_check_in_the_inversion_itself():
+    from stir.inversion import InversionConfig
+
+    with pytest.raises(ValueError, match="lower inversion.steps"):
+        InversionConfig(steps=10**12).check_budget(8)
+    InversionConfig().check_budget(10_000)  # the published budget on 10k images: 40 MB
