@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from stir import similarity
 from stir.models import frozen
-from stir.models.probe import check_deterministic, check_gradient_path
+from stir.models.probe import check_deterministic, check_gradient_path, two_passes
 from stir.models.taps import LOGITS, collect, representation
 
 
@@ -57,15 +57,15 @@ def check_models(images: Tensor, models: List[Tuple[str, nn.Module, str]], diffe
         if device is not None and device != images.device:
             raise ValueError(f"model {name!r} is on {device} but the images are on {images.device}; move it there")
         with frozen(model), torch.no_grad():
-            try:
-                observe(model, one, tap, 1)
+            try:  # the second pass: is the model a function of its input (no dropout left on)?
+                first, second = two_passes(lambda: observe(model, one, tap, 1)[0], one.device)
             except (RuntimeError, AssertionError, IndexError, TypeError) as err:  # shapes, dtypes, the network's own asserts
                 said = (str(err).strip().splitlines() or [""])[0]
                 raise ValueError(
                     f"model {name!r} cannot take images of shape {tuple(images.shape[1:])} "
                     f"(dtype {images.dtype}): {type(err).__name__}{': ' + said if said else ''}"
                 ) from err
-            check_deterministic(model, images[:2].detach(), name)
+            check_deterministic(first, second, name, 1)
         if name in differentiated:
             with frozen(model):
                 check_gradient_path(model, one, tap, name, representation)

@@ -10,11 +10,16 @@ inside) are different models, and must not share a stored result or a cached inv
   raw bytes), and
 * the code (``code_identity``): for every submodule, in ``named_modules`` order, its name, its
   class's qualified name and ``extra_repr`` (a convolution's stride and padding, a dropout's p,
-  which no state dict holds), its plain public settings (numbers, strings, flags; ``training`` is a
-  mode, not content), the functions it holds (``self.act = torch.tanh``) and its forward hooks;
-  and the source of every method its class resolves to outside torch (``inspect.getsource``; the
-  qualified name where there is no source). torch's own classes are named, not read: their code is
-  that of the installed torch, which every record states.
+  which no state dict holds), the functions it holds (``self.act = torch.tanh``) and its forward
+  hooks; and the source of every method its class resolves to outside torch (``inspect.getsource``;
+  the qualified name where there is no source). torch's own classes are named, not read: their code
+  is that of the installed torch, which every record states.
+
+Plain attributes (numbers, strings) are not read: they change as a model runs (a counter of forward
+passes, a flag set for one experiment), and an identity must not move between the zoo reading a model
+and the inversion cache keying it. What a setting decides shows in the code, the weights' shapes or
+``extra_repr``; a wrapper that knows more says it there (``SourcedModel``: the factory's code and
+arguments).
 
 The same weights and code give the same identity in any process, on any device, from any import
 path (the module path of a class is not in it, its source is), whichever file or source they came
@@ -39,7 +44,6 @@ from torch import Tensor, nn
 _PREFIX = b"stir-model-v1\n"
 _CODE_PREFIX = b"stir-model-code-v1\n"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # reprs of functions and objects: not stable across processes
-_PLAIN = (bool, int, float, str, type(None))
 _HOOKS = ("_forward_pre_hooks", "_forward_hooks")
 
 
@@ -108,14 +112,12 @@ def _class_code(cls: type) -> str:
 
 
 def _settings(module: nn.Module) -> Iterator[str]:
-    """The plain public settings and held functions of one module (not its parameters, buffers,
-    submodules, mode or private state)."""
+    """The functions one module holds as attributes, and its forward hooks (not its parameters,
+    buffers, submodules, mode, plain values or private state)."""
     for name, value in sorted(vars(module).items()):
-        if name.startswith("_") or name == "training":
+        if name.startswith("_") or isinstance(value, (nn.Module, Tensor, type)):
             continue
-        if isinstance(value, _PLAIN) or (isinstance(value, tuple) and all(isinstance(v, _PLAIN) for v in value)):
-            yield f"{name}={value!r}"
-        elif callable(value) and not isinstance(value, (nn.Module, Tensor, type)):
+        if callable(value):
             yield f"{name}=<fn {callable_identity(value)}>"
     for kind in _HOOKS:
         for hook in getattr(module, kind, {}).values():
@@ -124,7 +126,7 @@ def _settings(module: nn.Module) -> Iterator[str]:
 
 def code_identity(model: nn.Module) -> str:
     """sha256 hex of the code ``model`` runs (module docstring): per submodule its name, class code,
-    ``extra_repr`` and settings."""
+    ``extra_repr``, held functions and hooks."""
     h = hashlib.sha256(_CODE_PREFIX)
     for name, module in model.named_modules(remove_duplicate=False):
         lines: List[str] = [f"module {name!r}", _class_code(type(module)),

@@ -1,7 +1,7 @@
 """Probes that tell, on a batch of one or two images and before any measurement, why a model cannot
 be measured: in one line (``UnmeasurableModel``, a ValueError), not a traceback halfway through.
 
-* ``check_deterministic``: two passes over the same images in eval mode give the same logits. A
+* ``check_deterministic``: two passes over the same images in eval mode give the same tensor. A
   dropout left on in eval mode (``F.dropout(..., training=True)``) or randomness in the forward makes
   every similarity of the model a random variable with no fixed value.
 * ``check_gradient_path``: a gradient reaches the input from the tap. The inversion of IRIs descends
@@ -13,7 +13,7 @@ be measured: in one line (``UnmeasurableModel``, a ValueError), not a traceback 
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -36,23 +36,25 @@ def check_tap_output(value: Tensor, tap: str, batch: int, model: Optional[nn.Mod
                                 f"image(s); a tap must give one row per image, ({batch}, ...): choose another tap")
 
 
-def check_deterministic(model: nn.Module, x: Tensor, label: str) -> None:
-    """Two eval-mode passes over ``x`` (b, c, h, w) give the same output (within float rounding).
+def two_passes(run: Callable[[], Tensor], device: torch.device) -> Tuple[Tensor, Tensor]:
+    """``run()`` twice, the global random state restored after (a stochastic model draws from it; the
+    probe must not move any seeded draw that follows)."""
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        return run(), run()
 
-    Call with the model in eval mode, without gradient. The global random state is restored, so that
-    the probe does not move any seeded draw that follows it.
-    """
-    with torch.random.fork_rng(devices=[x.device] if x.device.type == "cuda" else []):
-        first, second = model(x), model(x)
+
+def check_deterministic(first: Tensor, second: Tensor, label: str, n: int) -> None:
+    """Two eval-mode passes over the same ``n`` images (``two_passes``) gave the same tensor, within
+    float rounding: otherwise the model is stochastic and its similarities have no fixed value."""
     if not (isinstance(first, Tensor) and isinstance(second, Tensor)) or first.shape != second.shape:
         return  # the output checks say what is wrong with it
     scale = float(first.abs().max()) if first.numel() else 0.0
     gap = float((first - second).abs().max()) if first.numel() else 0.0
     if gap > 1e-5 * (1.0 + scale) or gap != gap:
         raise UnmeasurableModel(
-            f"model {label!r} is not deterministic in eval mode: two passes over the same {x.shape[0]} image(s) differ "
-            f"by up to {gap:.3g} in its output (a dropout left on, or randomness in its forward); its similarities "
-            "would have no fixed value: make its forward a function of its input in eval mode")
+            f"model {label!r} is not deterministic in eval mode: two passes over the same {n} image(s) differ by up to "
+            f"{gap:.3g} (a dropout left on, or randomness in its forward); its similarities would have no fixed "
+            "value: make its forward a function of its input in eval mode")
 
 
 def _cut_point(model: nn.Module, x: Tensor) -> str:

@@ -51,8 +51,11 @@ def test_settings_held_functions_and_hooks_are_part_of_the_code():
     assert content_identity(strided) != content_identity(base)
     leaky = nn.Sequential(nn.Conv2d(3, 4, 3), nn.LeakyReLU(0.1))
     leakier = copy.deepcopy(leaky)
-    leakier[1].negative_slope = 0.2
+    leakier[1].negative_slope = 0.2  # in its extra_repr
     assert content_identity(leaky) != content_identity(leakier)
+    counting = copy.deepcopy(base)
+    counting.forwards = 7  # a plain attribute that changes as the model runs: not content
+    assert content_identity(counting) == content_identity(base)
 
     class Act(nn.Module):
         def __init__(self, fn):

@@ -79,8 +79,8 @@ class SourcedModel(nn.Module):
     taps' definitions are kept as a persistent buffer, so that the state dict, and with it every
     content hash (store keys, the inversion cache), changes when ``penultimate`` means another layer
     (for a ``python:`` tap function, when its source changes). ``origin`` says in a few words where the
-    network's code came from (a ``python:`` factory: the sha256 of its module's source): a plain
-    setting, so ``content_identity`` covers it.
+    network's code came from (a ``python:`` factory: the sha256 of its module's source, its arguments);
+    it is the ``extra_repr``, so ``content_identity`` covers it.
     """
 
     def __init__(self, net: nn.Module, mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None):
@@ -97,6 +97,9 @@ class SourcedModel(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:  # (b, c, h, w) in [0, 1] -> (b, classes)
         return self.net(self.normalize(x))
+
+    def extra_repr(self) -> str:
+        return f"origin={self.origin}" if self.origin else ""  # in content_identity (stir.models.identity)
 
     def set_taps(self, taps: Mapping[str, str]) -> None:
         """Name taps: {name: module name | NAME:input | python:module:function} of ``net``."""

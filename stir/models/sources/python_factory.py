@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 from typing import Any
 
 from torch import nn
@@ -31,7 +32,8 @@ def load(name: str, options: SourceOptions) -> LoadedModel:
     if options.weights is not None:
         record["weights"] = str(load_weights_file(net, options.weights, spec))
     record["code_sha256"] = factory_code(factory)
-    return wrap(net, options, None, None, spec, record, origin=f"python factory {record['code_sha256']}")
+    origin = f"python factory {record['code_sha256']} kwargs {json.dumps(record['kwargs'], sort_keys=True, default=str)}"
+    return wrap(net, options, None, None, spec, record, origin=origin)
 
 
 def factory_code(factory: Any) -> str:
