@@ -39,7 +39,7 @@ def main() -> None:
 @hydra.main(config_path=str(REPO / "configs" / "evaluate"), config_name="evaluate", version_base="1.3")
 def run(cfg: DictConfig) -> None:
     with one_line_errors(ConfigError, RecipeMismatchError, UnknownModelError, MissingModelError, SourceError,
-                         *EXPECTED_ERRORS):
+                         *EXPECTED_ERRORS, memory_hint="lower execution.batch_size (images per inversion batch) or n"):
         evaluate(cfg)
 
 

@@ -211,3 +211,16 @@ def test_the_budget_check_in_the_inversion_itself():
     with pytest.raises(ValueError, match="lower inversion.steps"):
         InversionConfig(steps=10**12).check_budget(8)
     InversionConfig().check_budget(10_000)  # the published budget on 10k images: 40 MB
+
+
+def test_an_allocation_that_fails_is_one_line_with_the_key_to_change(cifar10_root, tmp_path, monkeypatch, capsys):
+    """What a batch too large for the machine ends in (the CPU allocator's own words), as one line."""
+    import stir.inversion.engine as engine
+
+    def no_memory(*a, **k):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you "
+                           "tried to allocate 34359738368 bytes.")
+
+    monkeypatch.setattr(engine, "solve", no_memory)
+    message = refused("evaluate", args(tmp_path / "out", cifar10_root, "relu_net", "tanh_net"), monkeypatch, capsys)
+    assert message.startswith("out of memory (") and "lower execution.batch_size" in message
