@@ -426,7 +426,12 @@ def point_epoch(path) -> int:
 
 
 def weights_identity(path: str) -> str:
-    """Content hash of the weights a path names: a run folder (its weights.pt) or a file."""
+    """Content hash of the weights a path names: a run folder (its weights.pt) or a file.
+
+    The file's sha256, not ``stir.models.identity.content_identity``: it names the weights a training
+    run starts from (``init_from``), and the code that runs them is the recipe's own architecture
+    (``model.*``, in the recipe beside it). Models are keyed for measurement by ``content_identity``.
+    """
     return file_sha256(resolve_weights_file(path))
 
 
