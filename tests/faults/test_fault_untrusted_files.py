@@ -194,3 +194,28 @@ def test_a_cifar_file_that_runs_code_refuses_training_in_one_line(victim, tmp_pa
     file.write_bytes(pickle.dumps({b"label_names": [b"a"], b"data": Planted(marker)}, protocol=2))
     message = refused("train", tiny_train_args(root, tmp_path / "runs"), monkeypatch, capsys)
     assert str(file) in message and "io.open" in message
+
+
+# ------------------------------------------------------------------ real processes (slow)
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", ["evaluate", "train"])
+def test_a_planted_last_ckpt_in_a_real_process_is_exit_2_one_line_and_runs_nothing(entry, runs, cifar10_root, tmp_path,
+                                                                                    marker):
+    import subprocess
+
+    from faultkit import entry_point_command, env
+
+    killed = shutil.copytree(runs / RUN.format(seed=1), tmp_path / "runs" / RUN.format(seed=1))
+    (killed / "metrics.json").unlink()
+    (killed / "weights.pt").unlink()
+    plant_torch(killed / "last.ckpt", marker)
+    if entry == "evaluate":
+        args = eval_args(tmp_path / "out", f"ref={runs / RUN.format(seed=0)}", f"target={killed}")
+    else:
+        args = [*tiny_train_args(cifar10_root, tmp_path / "runs", "seed=1", "trainer.robust_val_every_n_epochs=0"),
+                f"run_dir={killed}"]
+    done = subprocess.run(entry_point_command(entry, *args), env={**env(tmp_path), "HYDRA_FULL_ERROR": "0"},
+                          capture_output=True, text=True, timeout=600)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(errors) == 1 and str(killed / "last.ckpt") in errors[0] and "Traceback" not in done.stderr
