@@ -20,7 +20,7 @@ from stir.experiments.config import evaluate_config, register_evaluate_configs
 from stir.experiments.context import open_context
 from stir.models.sources import SourceError
 from stir.reporting import slug
-from stir.reporting.index import record_report, report_dir, report_settings
+from stir.reporting.index import check_report_dir, models_settings, record_report, report_dir, report_settings
 from stir.reporting.publish import publish
 from stir.reporting.wandb_log import complete_runs
 from stir.training.runs import RecipeMismatchError
@@ -39,7 +39,7 @@ def main() -> None:
 @hydra.main(config_path=str(REPO / "configs" / "evaluate"), config_name="evaluate", version_base="1.3")
 def run(cfg: DictConfig) -> None:
     with one_line_errors(ConfigError, RecipeMismatchError, UnknownModelError, MissingModelError, SourceError,
-                         *EXPECTED_ERRORS):
+                         *EXPECTED_ERRORS, memory_hint="lower execution.batch_size (images per inversion batch) or n"):
         evaluate(cfg)
 
 
@@ -53,8 +53,10 @@ def evaluate(cfg: DictConfig) -> None:
         return
     report = experiments.run(ctx, experiment)
     name = slug(experiment.name if experiment.kind != "pair" else f"pair_{ctx.role('ref').label}_vs_{ctx.role('target').label}")
-    settings = report_settings(ctx.config)
+    settings = models_settings(report_settings(ctx.config),
+                               {label: m.identity for label, m in ctx.zoo.resolved().items()})
     out = report_dir(Path(config.out_dir), name, settings)
+    check_report_dir(Path(config.out_dir), out)  # never through a symbolic link, never outside out_dir
     logger = config.logger
     if ctx.store.misses == 0 and ctx.store.hits > 0 and not logger.wandb.log_cached:
         # Nothing new was measured: the report is rewritten, but no second W&B run of the same numbers,

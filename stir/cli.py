@@ -18,10 +18,24 @@ log = logging.getLogger("stir")
 EXPECTED_ERRORS: Tuple[Type[BaseException], ...] = (OSError, ValueError)
 
 
+# What an allocator says when memory runs out: torch's CUDA OutOfMemoryError, its CPU allocator's
+# "DefaultCPUAllocator: can't allocate memory", and Python's own MemoryError.
+_OUT_OF_MEMORY = ("out of memory", "can't allocate memory", "cannot allocate memory", "not enough memory")
+
+
+def out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is an allocation that failed (not a bug: a batch too large for this machine)."""
+    if isinstance(err, MemoryError):
+        return True
+    return isinstance(err, RuntimeError) and any(s in str(err).lower() for s in _OUT_OF_MEMORY)
+
+
 @contextmanager
-def one_line_errors(*errors: Type[BaseException]) -> Iterator[None]:
+def one_line_errors(*errors: Type[BaseException], memory_hint: str = "") -> Iterator[None]:
     """Turn ``errors`` (the user's to fix: a bad key, a refused run folder) into ``error: <message>`` and exit 2.
 
+    With ``memory_hint`` (the key to change, e.g. "lower execution.batch_size"), an allocation that
+    fails is one line too: the allocator's first line and the hint, instead of a traceback.
     ``HYDRA_FULL_ERROR=1`` lets them through with the full traceback, as Hydra does for its own errors.
     """
     caught: Tuple[Type[BaseException], ...] = tuple(errors)
@@ -30,9 +44,18 @@ def one_line_errors(*errors: Type[BaseException]) -> Iterator[None]:
     except caught as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
-        print(f"error: {err}", file=sys.stderr)
-        print("(HYDRA_FULL_ERROR=1 shows where it was raised)", file=sys.stderr)
-        sys.exit(2)
+        _refuse(str(err))
+    except (RuntimeError, MemoryError) as err:
+        if not memory_hint or not out_of_memory(err) or os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        said = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        _refuse(f"out of memory ({said[:300]}): {memory_hint}")
+
+
+def _refuse(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    print("(HYDRA_FULL_ERROR=1 shows where it was raised)", file=sys.stderr)
+    sys.exit(2)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,9 @@ log = logging.getLogger(__name__)
 # inversion by default, difficulty walked from x, the convergence record, NaN for failed inversions.
 # 3: models keyed by one content hash of their state dict (stir.models.identity), inversion settings
 # by InversionConfig.key_settings (the inversion cache's own description), results with calibration.
-STORE_VERSION = 3
+# 4: models keyed by what they compute, weights and code (stir.models.identity, issue 30): a version-3
+# store may hold one model's results under the identity of another with the same weights.
+STORE_VERSION = 4
 
 _REQUIRED = ("kind", "key", "store_version", "result", "versions", "timestamp")
 
@@ -49,7 +51,9 @@ R = TypeVar("R")
 
 # What each store version changed, for the message that explains why an older store is not reused.
 VERSION_CHANGES = {3: "models are keyed by the content hash of their state dict, inversion settings by the "
-                      "inversion cache's own description, and every STIR carries its floor, ceiling and interval"}
+                      "inversion cache's own description, and every STIR carries its floor, ceiling and interval",
+                  4: "models are keyed by what they compute (their weights and their code), not by their weights "
+                     "alone: two models with the same weights and another forward shared results before"}
 
 
 def canonical_json(obj: Any) -> str:

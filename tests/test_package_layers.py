@@ -6,7 +6,7 @@ STIR = Path(__file__).resolve().parents[1] / "stir"
 
 # Layer of each top-level package or module of stir (docs/architecture.md).
 LAYER = {
-    "similarity": 1, "descent": 1, "atomic": 1, "provenance": 1, "config": 1, "allocator": 1, "cli": 1, "progress": 1,
+    "similarity": 1, "descent": 1, "atomic": 1, "untrusted": 1, "provenance": 1, "config": 1, "allocator": 1, "cli": 1, "progress": 1,
     "paper": 1,
     "models": 2, "data": 2,
     "attacks": 3, "inversion": 3, "training": 3, "store": 3,

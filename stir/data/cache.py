@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 from typing import Callable, Union
 
-import torch
 
 from stir.atomic import torch_save
+from stir.untrusted import load_plain
 from stir.data.dataset import Dataset
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ def cached_dataset(source: PathLike, root: PathLike, build: Callable[[], Dataset
     if path.is_file():
         start = time.perf_counter()
         try:
-            data = _from_payload(torch.load(path, map_location="cpu", weights_only=True), key)
+            data = _from_payload(load_plain(path), key)
         except Exception as err:  # truncated zip, garbage, foreign file: all mean "rebuild"
             log.warning("ignoring unreadable data cache %s (%s: %s); decoding the source again",
                         path, type(err).__name__, err)

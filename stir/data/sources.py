@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import logging
 import os
-import pickle
 import tarfile
 import time
 import zlib
@@ -27,6 +26,7 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from stir.data.dataset import DataNotFoundError, DataSourceError, Dataset
+from stir.untrusted import UnsafeFileError, load_cifar_pickle
 
 log = logging.getLogger(__name__)
 
@@ -130,10 +130,12 @@ def ensure_cifar(name: str, root: PathLike, download: bool) -> Path:
 
 def _unpickle(path: Path) -> dict:
     try:
-        with open(path, "rb") as f:
-            # encoding="bytes": the official files were pickled by Python 2, so their str keys and
-            # names come back as bytes (b"data", b"labels", ...), and so do those the tests write.
-            obj = pickle.load(f, encoding="bytes")
+        # Restricted (stir.untrusted): plain data and numpy arrays only, never a global that runs code.
+        # encoding="bytes": the official files were pickled by Python 2, so their str keys and
+        # names come back as bytes (b"data", b"labels", ...), and so do those the tests write.
+        obj = load_cifar_pickle(path)
+    except UnsafeFileError:  # a file that asks to run code: refused in one line, nothing run
+        raise
     except Exception as err:
         raise ValueError(f"cannot read CIFAR pickle {path} ({type(err).__name__}: {err}); delete it and "
                          "download again") from err

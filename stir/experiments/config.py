@@ -214,6 +214,10 @@ def _validate(cfg: EvaluateConfig) -> None:
         )
     check_positive("n", cfg.n)
     check_positive("k", cfg.k)
+    try:  # an inversion budget that cannot fit: refused before any model loads
+        cfg.inversion.check_budget(cfg.n * cfg.k)  # the k draws are inverted together
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     if not 0 <= cfg.min_fraction_iri <= 1:
         raise ConfigError(f"min_fraction_iri={cfg.min_fraction_iri}: a fraction in [0, 1]")
     if not 0 <= cfg.min_fraction_adversarial <= 1:

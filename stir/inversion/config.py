@@ -27,6 +27,8 @@ key.
 """
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Optional, Tuple, Union
 
@@ -121,6 +123,17 @@ class InversionConfig:
         if self.continue_steps and self.mode != "faithful":
             raise ValueError("inversion.continue_steps continues the published (faithful) procedure: use "
                              "inversion.mode=faithful, or more inversion.steps in fast mode")
+        numbers = {"tolerance": self.tolerance, "step_size": self.step_size, "lr": self.lr,
+                   "stop_fraction": self.stop_fraction, "adversarial_weight": self.adversarial_weight,
+                   "decay_steps": self.decay_steps, "continue_shrink": self.continue_shrink}
+        bad = {k: v for k, v in numbers.items() if not isinstance(v, (int, float)) or not math.isfinite(v)}
+        if bad:
+            raise ValueError(f"inversion.{next(iter(bad))} must be a finite number, got {next(iter(bad.values()))!r}")
+        if self.tolerance <= 0:
+            raise ValueError(f"inversion.tolerance must be > 0 (x' is an IRI when its relative residual is within it; "
+                             f"at {self.tolerance} none can be), got {self.tolerance}")
+        if len(self.betas) != 2 or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in self.betas):
+            raise ValueError(f"inversion.betas must be two numbers in [0, 1) (Adam's decay rates), got {list(self.betas)}")
         if self.step_size <= 0 or self.lr <= 0:
             raise ValueError(f"inversion.step_size and inversion.lr must be > 0 (a step of length 0 leaves x' at its "
                              f"noise seed, like steps=0), got {self.step_size}, {self.lr}")
@@ -166,6 +179,22 @@ class InversionConfig:
         """The spec as keys record it: True ("published"), False ("off"), "architecture" or the names."""
         spec = self.fake_relu_spec
         return {"published": True, "off": False}.get(spec, spec) if isinstance(spec, str) else list(spec)
+
+    def history_bytes(self, n: int) -> int:
+        """Bytes of the residual record an inversion of ``n`` images keeps: (total_steps + 1, n) floats
+        (``DescentResult.history``, in every cache entry), the largest thing it allocates."""
+        return (self.total_steps + 1) * n * 4
+
+    def check_budget(self, n: int) -> None:
+        """Refuse a budget whose record alone would not fit in memory, before any model is loaded:
+        ``inversion.steps=1000000000`` for 8 images asked for 32 GB after the models had loaded. The
+        bound is a quarter of this machine's memory (4 GiB where it cannot be read)."""
+        need, limit = self.history_bytes(n), _memory_bound()
+        if need > limit:
+            raise ValueError(
+                f"inversion.steps={self.num_steps}{f' + continue_steps={self.continue_steps}' if self.continue_steps else ''}"
+                f" for {n} images keeps a ({self.total_steps + 1}, {n}) residual record of {need / 2**30:.3g} GiB, more "
+                f"than the {limit / 2**30:.3g} GiB allowed (a quarter of this machine's memory): lower inversion.steps")
 
     @property
     def total_steps(self) -> int:
@@ -290,3 +319,11 @@ class ControversialConfig:
         if self.step_size <= 0 or self.start_noise <= 0 or self.m2_threshold <= 0:
             raise ValueError("difficulty.step_size, difficulty.start_noise and difficulty.m2_threshold must be > 0, "
                              f"got {self.step_size}, {self.start_noise}, {self.m2_threshold}")
+
+
+def _memory_bound() -> int:
+    """A quarter of the physical memory (4 GiB where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
+    except (ValueError, OSError, AttributeError):
+        return 4 * 2**30

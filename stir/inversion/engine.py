@@ -62,6 +62,8 @@ from stir.inversion.objectives import (
 from stir.inversion.seeds import make_seed, seed_generator
 from stir.models import frozen
 from stir.models.fake_relu import fake_relu
+from stir.models.probe import check_gradient_path
+from stir.models.taps import representation
 from stir.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -239,6 +241,11 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig,
         images = torch.cat([draws[j].detach() for j in missing])  # (sum n_j, c, h, w)
         if images.device.type == "cpu" and run.keep_cpu_memory:
             keep_freed_cpu_memory()  # no page faults for every step's activations (stir.allocator)
+        cfg.check_budget(images.shape[0])  # its record must fit, before anything is allocated for it
+        with frozen(*problem.models):  # no descent on a model that passes no gradient: one line, before any step
+            for model, tap in _descended(problem):
+                check_gradient_path(model, images[:1], tap, type(getattr(model, "inner", model)).__name__,
+                                    representation)
         with frozen(*problem.models):  # copies of eval-mode, frozen models, made once for every chunk
             working = Working.of(problem, cfg, run, images.device)
         batch = resolve_batch_size(run, images, _probe(problem, working, images, cfg, run))
@@ -269,6 +276,11 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig,
                 save_entry(path, key, _to_entry(results[j], problem))
     _warn_if_low(results, run, problem, cfg)
     return results
+
+
+def _descended(problem: Problem) -> List[Tuple[nn.Module, str]]:
+    """(model, tap) pairs whose gradient the descent follows: m1, and m2 for adversarial IRIs."""
+    return [(problem.m1, problem.tap1)] + ([(problem.m2, problem.second_tap)] if problem.adversarial else [])
 
 
 def _cache_entry(problem: Problem, images: Tensor, cfg: InversionConfig,

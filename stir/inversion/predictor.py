@@ -30,6 +30,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from stir.atomic import torch_save
+from stir.untrusted import load_plain
 from stir.inversion.config import ExecutionConfig, InversionConfig
 from stir.inversion.engine import InversionResult, Problem, solve
 from stir.inversion.seeds import make_seed, seed_generator
@@ -139,6 +140,6 @@ class PredictionFiles(BasePredictionWriter):
         """Every rank's predictions as one result (call after a barrier)."""
         predictions: List[Prediction] = []
         for rank in range(self.world_size):  # not a glob: files of an earlier, larger run stay out
-            for rows, fields in torch.load(self.folder / f"rank{rank}.pt", weights_only=True):
+            for rows, fields in load_plain(self.folder / f"rank{rank}.pt"):
                 predictions.append((rows, InversionResult(**fields)))
         return merge_predictions(predictions)

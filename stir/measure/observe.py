@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import List, Tuple
+from typing import List, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
 
 from stir import similarity
 from stir.models import frozen
-from stir.models.taps import LOGITS, collect
+from stir.models.probe import check_deterministic, check_gradient_path, two_passes
+from stir.models.taps import LOGITS, collect, representation
 
 
 def measure_value(fn, x: Tensor, y: Tensor, measure: str, label: str, notes: List[str]) -> float:
@@ -43,19 +44,28 @@ def observe(model: nn.Module, x: Tensor, tap: str, batch_size: int) -> Tuple[Ten
     return out[tap], out[LOGITS].flatten(1).argmax(dim=1)
 
 
-def check_models(images: Tensor, models: List[Tuple[str, nn.Module, str]]) -> None:
-    """Fail early and clearly: each model must live on the images' device, know its tap and take
-    one image of this shape (an unknown tap raises stir.models' ValueError listing the valid taps)."""
+def check_models(images: Tensor, models: List[Tuple[str, nn.Module, str]], differentiated: Sequence[str] = ()) -> None:
+    """Fail early and clearly, in one line, before any measurement: each model must live on the
+    images' device, know its tap, take one image of this shape (an unknown tap raises stir.models'
+    ValueError listing the valid taps; a size the network asserts is named), give one row per image
+    at its tap and be a deterministic function of its input in eval mode (``stir.models.probe``);
+    the models named in ``differentiated`` (those an inversion descends on) must pass a gradient
+    from their tap to the input."""
     one = images[:1].detach()
     for name, model, tap in models:
         device = next((t.device for t in itertools.chain(model.parameters(), model.buffers())), None)
         if device is not None and device != images.device:
             raise ValueError(f"model {name!r} is on {device} but the images are on {images.device}; move it there")
         with frozen(model), torch.no_grad():
-            try:
-                observe(model, one, tap, 1)
-            except RuntimeError as err:  # shape / dtype mismatch inside the network
+            try:  # the second pass: is the model a function of its input (no dropout left on)?
+                first, second = two_passes(lambda: observe(model, one, tap, 1)[0], one.device)
+            except (RuntimeError, AssertionError, IndexError, TypeError) as err:  # shapes, dtypes, the network's own asserts
+                said = (str(err).strip().splitlines() or [""])[0]
                 raise ValueError(
                     f"model {name!r} cannot take images of shape {tuple(images.shape[1:])} "
-                    f"(dtype {images.dtype}): {err}"
+                    f"(dtype {images.dtype}): {type(err).__name__}{': ' + said if said else ''}"
                 ) from err
+            check_deterministic(first, second, name, 1)
+        if name in differentiated:
+            with frozen(model):
+                check_gradient_path(model, one, tap, name, representation)

@@ -104,7 +104,8 @@ def evaluate_pair(
 
     def representations():  # (n, d_i) of both models on X, once, for whatever is computed
         if not reps:
-            check_models(plan.images, [(names[0], m1, tap1), (names[1], m2, tap2)])
+            check_models(plan.images, [(names[0], m1, tap1), (names[1], m2, tap2)],
+                         differentiated=[names[ROLES[d][0]] for d in directions])  # each direction inverts its ref
             reps.update({i: observe(models[i], plan.images, taps[i], plan.batch_size)[0] for i in (0, 1)})
         return reps
 
@@ -126,6 +127,9 @@ def evaluate_pair(
 
     sim = similarity()
     found = {d: direction(d) for d in directions}
+    # A symmetric measure's stored result may be of the pair the other way round: its identities and
+    # taps follow the order asked for too, not only its names.
+    sim = replace(sim, ref_id=ids[0], target_id=ids[1], tap_ref=taps[0], tap_target=taps[1])
     return PairResult(similarity=_named(sim, names), directions={
         d: _named(found[d], (names[ROLES[d][0]], names[ROLES[d][1]])) for d in directions})
 

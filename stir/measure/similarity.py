@@ -51,7 +51,10 @@ def evaluate_similarity(
         return compute()
     result = store.cached(SIMILARITY, similarity_parts(plan, ids, (tap1, tap2)), compute,
                           SimilarityResult.from_dict, record)
-    return replace(result, ref=names[0], target=names[1])
+    # The stored result may have been computed with the pair the other way round (a symmetric key):
+    # names, identities and taps follow the order asked for, not the stored one.
+    return replace(result, ref=names[0], target=names[1], ref_id=ids[0], target_id=ids[1], tap_ref=tap1,
+                   tap_target=tap2)
 
 
 def measure_similarity(plan: Plan, names: Tuple[str, str], ids: Tuple[str, str], taps: Tuple[str, str],

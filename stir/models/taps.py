@@ -35,6 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from stir.models.modes import frozen
+from stir.models.probe import check_tap_output
 
 LOGITS = "logits"
 INPUT = "input"  # NAME:input reads the first positional input of module NAME
@@ -82,6 +83,8 @@ def reduce_map(output: Tensor, reduce: str) -> Tensor:
         return output.mean(dim=(2, 3))  # (b, c)
     if output.dim() == 4 and reduce == "original":
         return output.mean(dim=(1, 2))  # (b, w): over channels and height, as the original code
+    if output.dim() == 1:
+        return output.unsqueeze(1)  # (b,) -> (b, 1): one number per image
     return output.flatten(1)  # (b, c, h, w) -> (b, c*h*w); vectors stay (b, d)
 
 
@@ -167,6 +170,7 @@ def _hooked_outputs(model: nn.Module, x: Tensor, points: Dict[str, TapPoint]) ->
     def store(tap: str, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise ValueError(f"tap {tap!r} read a {type(value).__name__}, not a tensor; choose another module")
+        check_tap_output(value, tap, x.shape[0], model)  # one row per image: a 0-d output is named here
         out[tap] = value
         if not wants_output and all(t in out for t in hooked):
             raise _Captured  # every tap is read: skip the rest of the forward pass
@@ -188,7 +192,12 @@ def _hooked_outputs(model: nn.Module, x: Tensor, points: Dict[str, TapPoint]) ->
         except _Captured:
             pass
         else:
-            out.update({tap: logits for tap, p in points.items() if p.module is None and p.fn is None})
+            outputs = {tap: logits for tap, p in points.items() if p.module is None and p.fn is None}
+            for tap in outputs:
+                if not isinstance(logits, Tensor):
+                    raise ValueError(f"tap {tap!r}: the model returned a {type(logits).__name__}, not a tensor")
+                check_tap_output(logits, tap, x.shape[0], model)
+            out.update(outputs)
     finally:
         for h in handles:
             h.remove()

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Tuple, Union
 
-import torch
 from torch import Tensor, nn
+
+from stir.untrusted import UnsafeFileError, first_line, load_plain
 
 PathLike = Union[str, Path]
 NORMALIZE_PREFIX = "normalize."  # the Normalize buffers of registered networks
@@ -66,9 +67,11 @@ def read_weights(path: PathLike) -> Tuple[Dict[str, Tensor], WeightsFile]:
     if not file.is_file():
         raise WeightsError(f"no weights file at {file}")
     try:
-        blob = torch.load(file, map_location="cpu", weights_only=True)
+        blob = load_plain(file)
+    except UnsafeFileError as err:  # a file that asks to run code: one line, never loaded
+        raise WeightsError(str(err)) from None
     except Exception as err:  # a corrupt or foreign file: say which and why
-        raise WeightsError(f"cannot read weights from {file}: {type(err).__name__}: {err}") from err
+        raise WeightsError(f"cannot read weights from {file}: {first_line(err)}") from err
     fmt, metadata = "state_dict", {}
     if isinstance(blob, Mapping) and isinstance(blob.get("state_dict"), Mapping):
         fmt = "checkpoint"

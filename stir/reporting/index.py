@@ -58,8 +58,39 @@ def settings_hash(settings: Dict[str, Any]) -> str:
 
 
 def report_dir(root: Path, name: str, settings: Dict[str, Any]) -> Path:
-    """``root/<name>-<hash of settings>``."""
+    """``root/<name>-<hash of settings>`` (the settings hold the models' identities: ``models_settings``)."""
     return Path(root) / f"{name}-{settings_hash(settings)}"
+
+
+def models_settings(settings: Dict[str, Any], identities: Dict[str, str]) -> Dict[str, Any]:
+    """The settings of a report with what its models are: {label: content identity}. The same
+    command in two working directories (``ref=runs/m1`` naming two different run folders) names
+    the same settings but other models, and so another report folder."""
+    return {**settings, "models": dict(sorted(identities.items()))}
+
+
+class UnsafeReportFolder(ValueError):
+    """A report folder that is, or holds, a way out of ``out_dir`` (a symbolic link)."""
+
+
+def check_report_dir(root: Path, folder: Path) -> None:
+    """Refuse, in one line, to write a report through a symbolic link: ``folder`` must not be one,
+    must resolve inside ``root``, and must hold no link that resolves outside it (a ``wandb``
+    folder linked elsewhere would receive the run's files). Files are replaced, never written
+    through (``stir.atomic``), so a link to a file inside is harmless; one to a folder is not."""
+    top = Path(root).resolve()
+    folder = Path(folder)
+    if folder.is_symlink():
+        raise UnsafeReportFolder(f"report folder {folder} is a symbolic link (to {os.readlink(folder)}); no report is "
+                                 "written through one: remove it and run again (the results are stored)")
+    if not folder.resolve().is_relative_to(top):
+        raise UnsafeReportFolder(f"report folder {folder} resolves to {folder.resolve()}, outside out_dir {top}")
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink() and path.is_dir() and not path.resolve().is_relative_to(top):
+            raise UnsafeReportFolder(f"report folder {folder} holds {path}, a symbolic link to {path.resolve()} outside "
+                                     f"out_dir {top}; remove it and run again (the results are stored)")
 
 
 def record_report(root: Path, name: str, folder: Path, settings: Dict[str, Any]) -> None:

@@ -4,7 +4,8 @@ The W&B run (``job_type="evaluate"``) carries the report's tables as ``wandb.Tab
 as images, the models compared (their recipes and the model artifacts train.py logged) in the
 config, and the report's summary keys, which the experiments derive from their typed results: the
 same names whatever the models are called or where their files lie, so a dashboard can plot them
-across runs. File names come from ``slug``: no path separator or colon of a model name reaches one.
+across runs. File names come from ``slug``: no path separator or colon of a model name reaches one,
+no name is longer than ``SLUG_LIMIT``, and two names that slug alike get two files (``unique_slugs``).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from stir import atomic
 from stir.config.schema import LoggerConfig
 from stir.provenance import library_versions
-from stir.reporting.report import Report, Row, Table, slug
+from stir.reporting.report import Report, Row, Table, unique_slugs
 from stir.reporting.tables import format_table, to_markdown, write_csv, write_markdown
 from stir.reporting.wandb_log import log_report
 
@@ -58,8 +59,9 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
     sections = [f"# {report.title}\n"] + [f"> {note}\n" for note in report.notes]
     for note in report.notes:
         log.warning("%s", note)
+    stems = unique_slugs(report.tables)  # two labels that slug alike never write one file
     for name, table in report.tables.items():
-        name = slug(name)
+        name = stems[name]
         write_csv(table.rows, out / f"{name}.csv", table.columns)
         shown, notes = readable(table)
         write_markdown(shown, out / f"{name}.md", title=f"{report.title}: {name}",
@@ -73,8 +75,9 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
         else:
             sections.append(f"## {name}\n\n{len(shown)} rows: {files}\n")
     figures = {}
+    stems = unique_slugs(report.figures)
     for name, figure in report.figures.items():
-        path = figure.render(out / f"{slug(name)}.png")
+        path = figure.render(out / f"{stems[name]}.png")
         figures[name] = path
         sections.append(f"![{name}]({path.name})\n")
         log.info("figure %s: %s", name, path)

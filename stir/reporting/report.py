@@ -6,10 +6,11 @@ and its data, called with a path only when published.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 Row = Dict[str, Any]
 
@@ -51,8 +52,28 @@ class Report:
     notes: List[str] = field(default_factory=list)  # said once, above the tables (e.g. which estimator)
 
 
+SLUG_LIMIT = 120  # characters of a file or folder name made from labels; a name may have 255 bytes
+
+
 def slug(name: str) -> str:
     """A name fit for a file name: path separators, colons and other characters outside
     [A-Za-z0-9._-] become "-" (``convergence_vanilla-n5000/seed0_vs_r20`` ->
-    ``convergence_vanilla-n5000-seed0_vs_r20``)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "unnamed"
+    ``convergence_vanilla-n5000-seed0_vs_r20``). A longer result than ``SLUG_LIMIT`` keeps its
+    start and ends in 8 hex digits of the whole name, so that labels made of long folder names never
+    reach the file system's limit (Errno 36) and two long names stay two names."""
+    text = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "unnamed"
+    if len(text) <= SLUG_LIMIT:
+        return text
+    return f"{text[:SLUG_LIMIT - 9].rstrip('-.')}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def unique_slugs(names: Iterable[str]) -> Dict[str, str]:
+    """{name: file-name stem} with no two names on one stem: a name whose ``slug`` another name
+    shares (``m+1/seed0`` and ``m-1/seed0`` both give ``m-1-seed0``) gets 6 hex digits of itself
+    appended, so neither file overwrites the other."""
+    names = list(dict.fromkeys(names))
+    stems: Dict[str, List[str]] = {}
+    for name in names:
+        stems.setdefault(slug(name), []).append(name)
+    return {name: slug(name) if len(stems[slug(name)]) == 1
+            else f"{slug(name)}-{hashlib.sha256(name.encode()).hexdigest()[:6]}" for name in names}

@@ -41,6 +41,7 @@ from torch import nn
 from stir import atomic
 from stir.config.schema import TrainConfig
 from stir.provenance import file_sha256
+from stir.untrusted import UnsafeFileError, load_plain
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +241,9 @@ class RunFolder:
                                  f"not the {str(recorded)[:12]}... that metrics.json records")
         else:  # written before the sha256 was recorded: it must at least load
             try:
-                torch.load(self.weights, map_location="cpu", weights_only=True)
+                load_plain(self.weights)
+            except UnsafeFileError:
+                raise
             except Exception as err:  # noqa: BLE001 - any failure to load means corrupt
                 return CORRUPT, f"{self.weights} does not load ({type(err).__name__}: {err})"
         return FINISHED, f"{self.path} is finished"
@@ -416,6 +419,8 @@ class RunFolder:
         for point in self._checkpoints():
             try:
                 point_epoch(point)
+            except UnsafeFileError:  # not damage but a file that asks to run code: refused, left as it is
+                raise
             except Exception as err:  # noqa: BLE001 - torch's zip errors, pickle errors, a missing key
                 if quiet:
                     continue
@@ -453,12 +458,23 @@ def _set_aside(path: Path) -> str:
 
 
 def point_epoch(path) -> int:
-    """The epoch a Lightning checkpoint was written at (loading it whole, as resuming does)."""
-    return int(torch.load(path, map_location="cpu", weights_only=False)["epoch"])
+    """The epoch a Lightning checkpoint was written at (loading it whole, as resuming does).
+
+    Weights only (``stir.untrusted.load_plain``): a Lightning checkpoint of this project holds
+    tensors, dicts, lists and numbers (the RNG states too, ``stir.training.system.rng_states``); one
+    that holds anything else is refused (``UnsafeFileError``) rather than loaded, since loading it
+    would run the code it names.
+    """
+    return int(load_plain(path)["epoch"])
 
 
 def weights_identity(path: str) -> str:
-    """Content hash of the weights a path names: a run folder (its weights.pt) or a file."""
+    """Content hash of the weights a path names: a run folder (its weights.pt) or a file.
+
+    The file's sha256, not ``stir.models.identity.content_identity``: it names the weights a training
+    run starts from (``init_from``), and the code that runs them is the recipe's own architecture
+    (``model.*``, in the recipe beside it). Models are keyed for measurement by ``content_identity``.
+    """
     return file_sha256(resolve_weights_file(path))
 
 
@@ -475,9 +491,11 @@ def resolve_weights_file(path: str) -> Path:
 
 
 def read_weights_blob(file: Path) -> Any:
-    """``torch.load(file, weights_only=True)``; a file that does not load is a ValueError naming it."""
+    """``load_plain(file)`` (weights only); a file that does not load is a ValueError naming it."""
     try:
-        return torch.load(file, map_location="cpu", weights_only=True)
+        return load_plain(file)
+    except UnsafeFileError:
+        raise
     except Exception as err:  # a truncated zip, a foreign pickle: say which file and why, in one line
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise ValueError(f"cannot load weights from {file} ({file.stat().st_size} bytes): {type(err).__name__}: "

@@ -151,7 +151,14 @@ def test_the_cache_keys_models_by_their_content_identity():
         b[4].bias[0] += 1e-6
     assert content_identity(a) != content_identity(b)
     assert content_identity(nn.Linear(2, 2, bias=False).requires_grad_(False)) != content_identity(nn.Identity())
-    # The one hash of stir.models.identity: a weights file's state dict has the module's identity.
+    # The weights part of stir.models.identity: a weights file's state dict hashes as the module's weights.
     from stir.models.identity import state_dict_identity
 
-    assert state_dict_identity({k: v.clone() for k, v in a.state_dict().items()}) == content_identity(a)
+    assert state_dict_identity({k: v.clone() for k, v in a.state_dict().items()}) == state_dict_identity(a.state_dict())
+    # The code is part of it (issue 30): the same weights under another activation are another model.
+    other = copy.deepcopy(a)
+    relus = [i for i, m in enumerate(other) if isinstance(m, nn.ReLU)]
+    assert relus
+    other[relus[0]] = nn.Tanh()
+    assert state_dict_identity(other.state_dict()) == state_dict_identity(a.state_dict())
+    assert content_identity(other) != content_identity(a)

@@ -19,10 +19,11 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
-from stir.models.identity import content_identity
+from stir.models.identity import callable_identity, content_identity
 from stir.models.normalize import Normalize
 from stir.models.taps import LOGITS, TapPoint, find_penultimate, representation, tap_point
 from stir.models.weights import first_mismatch
+from stir.untrusted import UnsafeFileError, first_line, load_plain
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,10 @@ class SourcedModel(nn.Module):
     ``forward(x) = net(normalize(x))``. ``named_taps`` maps names (``penultimate``) to points of
     ``net`` (module names are ``net``'s own: ``inner`` tells ``stir.models.taps`` so). The named
     taps' definitions are kept as a persistent buffer, so that the state dict, and with it every
-    content hash (store keys, the inversion cache), changes when ``penultimate`` means another layer.
+    content hash (store keys, the inversion cache), changes when ``penultimate`` means another layer
+    (for a ``python:`` tap function, when its source changes). ``origin`` says in a few words where the
+    network's code came from (a ``python:`` factory: the sha256 of its module's source, its arguments);
+    it is the ``extra_repr``, so ``content_identity`` covers it.
     """
 
     def __init__(self, net: nn.Module, mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None):
@@ -84,6 +88,7 @@ class SourcedModel(nn.Module):
         self.normalize = Normalize(mean, std) if mean is not None else nn.Identity()
         self.net = net
         self.named_taps: Dict[str, TapPoint] = {}
+        self.origin = ""
         self.register_buffer("tap_definitions", torch.zeros(32, dtype=torch.uint8))
 
     @property
@@ -93,26 +98,35 @@ class SourcedModel(nn.Module):
     def forward(self, x: Tensor) -> Tensor:  # (b, c, h, w) in [0, 1] -> (b, classes)
         return self.net(self.normalize(x))
 
+    def extra_repr(self) -> str:
+        return f"origin={self.origin}" if self.origin else ""  # in content_identity (stir.models.identity)
+
     def set_taps(self, taps: Mapping[str, str]) -> None:
         """Name taps: {name: module name | NAME:input | python:module:function} of ``net``."""
         self.named_taps, points = {}, {}  # module names resolve against net, not earlier named taps
+        code = {}
         for name, spec in taps.items():
             if spec.startswith(PYTHON_PREFIX):
                 fn = import_object(spec[len(PYTHON_PREFIX):], what="tap function")
+                code[name] = callable_identity(fn)  # the tap's code is part of what the model is
                 # The function sees the user's own network and the batch as that network receives it.
                 points[name] = TapPoint(fn=lambda model, x, fn=fn: fn(model.net, model.normalize(x)), spec=spec)
             else:
                 point = tap_point(self, spec)
                 points[name] = TapPoint(module=point.module, at=point.at, fn=point.fn, spec=spec)
         self.named_taps = points
-        digest = hashlib.sha256(json.dumps(dict(sorted(taps.items()))).encode()).digest()
+        definitions = dict(sorted(taps.items()))
+        if code:
+            definitions = {"taps": definitions, "code": dict(sorted(code.items()))}
+        digest = hashlib.sha256(json.dumps(definitions).encode()).digest()
         self.tap_definitions.copy_(torch.tensor(list(digest), dtype=torch.uint8))
 
 
 def wrap(net: nn.Module, options: SourceOptions, mean: Optional[Sequence[float]], std: Optional[Sequence[float]],
-         spec: str, record: Dict[str, Any]) -> LoadedModel:
+         spec: str, record: Dict[str, Any], origin: str = "") -> LoadedModel:
     """Wrap a foreign network: normalisation, named taps (``penultimate`` found when not given),
-    a check that it returns (n, classes) logits, its identity and record."""
+    a check that it returns (n, classes) logits, its identity and record. ``origin``: where its code
+    came from, beyond the module tree (``SourcedModel``), part of the identity."""
     if options.mean is not None or options.std is not None:
         if options.mean is None or options.std is None:
             raise SourceError(f"{spec}: give both mean and std for the input normalisation, or neither")
@@ -120,6 +134,7 @@ def wrap(net: nn.Module, options: SourceOptions, mean: Optional[Sequence[float]]
     if not options.normalize:
         mean = std = None
     model = SourcedModel(net.eval(), mean, std).eval()
+    model.origin = origin
     probe = _probe(model, options.image_size)
     check_logits(model, probe, spec)
     if options.tap is not None:
@@ -153,8 +168,9 @@ def check_logits(model: nn.Module, x: Tensor, spec: str) -> None:
     try:
         with torch.no_grad():
             out = model(x)
-    except RuntimeError as err:
-        raise SourceError(f"{spec}: the model cannot take a {tuple(x.shape)} batch of images in [0, 1]: {err}") from err
+    except (RuntimeError, AssertionError, IndexError, TypeError) as err:  # shapes, dtypes, the network's own asserts
+        raise SourceError(f"{spec}: the model cannot take a {tuple(x.shape)} batch of images in [0, 1] "
+                          f"({first_line(err)})") from err
     if not isinstance(out, Tensor) or out.dim() != 2 or out.shape[0] != x.shape[0]:
         got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
         raise SourceError(
@@ -212,9 +228,11 @@ def read_state_dict(path: str, spec: str) -> Tuple[Path, Dict[str, Tensor]]:
     if not file.is_file():
         raise SourceError(f"{spec}: no weights file at {file}")
     try:
-        blob = torch.load(file, map_location="cpu", weights_only=True)
+        blob = load_plain(file)
+    except UnsafeFileError as err:  # a file that asks to run code: one line, never loaded
+        raise SourceError(f"{spec}: {err}") from None
     except Exception as err:  # a corrupt or foreign file: say which and why
-        raise SourceError(f"{spec}: cannot read weights from {file}: {err}") from err
+        raise SourceError(f"{spec}: cannot read weights from {file}: {first_line(err)}") from err
     state = blob.get("state_dict", blob) if isinstance(blob, dict) else blob
     if not isinstance(state, dict):
         raise SourceError(f"{spec}: {file} holds a {type(state).__name__}, not a state dict")

@@ -6,6 +6,11 @@ return (n, classes) logits.
 """
 from __future__ import annotations
 
+import hashlib
+import inspect
+import json
+from typing import Any
+
 from torch import nn
 
 from stir.models.sources.base import SourceError, SourceOptions, LoadedModel, import_object, load_weights_file, wrap
@@ -26,4 +31,20 @@ def load(name: str, options: SourceOptions) -> LoadedModel:
     record = {"source": "python", "factory": name, "kwargs": dict(options.kwargs), "weights": None}
     if options.weights is not None:
         record["weights"] = str(load_weights_file(net, options.weights, spec))
-    return wrap(net, options, None, None, spec, record)
+    record["code_sha256"] = factory_code(factory)
+    origin = f"python factory {record['code_sha256']} kwargs {json.dumps(record['kwargs'], sort_keys=True, default=str)}"
+    return wrap(net, options, None, None, spec, record, origin=origin)
+
+
+def factory_code(factory: Any) -> str:
+    """sha256 hex of a factory's source and of its module's whole source: what it builds, and what
+    that may call there without leaving a trace in the module tree (its qualified name where Python
+    has no source)."""
+    h = hashlib.sha256(b"stir-factory-v1\n")
+    for obj in (factory, inspect.getmodule(factory)):
+        try:
+            h.update(inspect.getsource(obj).encode())
+        except (OSError, TypeError):
+            h.update(f"<no source: {getattr(obj, '__qualname__', None) or getattr(obj, '__name__', repr(type(obj)))}>".encode())
+        h.update(b"\0")
+    return h.hexdigest()
