@@ -427,8 +427,8 @@ def calibration_notes(label: str, cal: Calibration) -> List[str]:
                      "no shared invariance is detected at this n")
     if "ceiling_at_floor" in cal.flags:
         notes.append(f"{label}: ceiling {cal.ceiling:.3f} is not clear of its own floor {cal.ceiling_floor:.3f} "
-                     f"(by more than {cal.ceiling_floor_std:.3g} x guard): the normalised value is undefined "
-                     "(the X' are far from IRIs of m1)")
+                     f"(by more than calibration.guard permutation sds of {cal.ceiling_floor_std:.3g}): the normalised "
+                     "value is undefined (the X' are far from IRIs of m1)")
     if "above_ceiling" in cal.flags:
         notes.append(f"{label}: normalised value {cal.normalised:.2f} is above 1: m2 represents the X' more alike "
                      f"than m1 does ({cal.value:.3f} against the ceiling {cal.ceiling:.3f}); not clipped")
