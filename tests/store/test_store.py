@@ -68,7 +68,9 @@ def test_second_call_is_served_from_the_store_without_any_forward_pass(tmp_path,
     assert m1.forwards == 1 and m2.forwards == 1
     assert (second.ref, second.target) == ("a", "b")  # names are display only
     for d in ("m2|m1", "m1|m2"):
-        assert second.get(d).stir == first.get(d).stir and second.get(d).calibration == first.get(d).calibration
+        assert second.get(d).stir == first.get(d).stir
+        same = {k: json.dumps(c.to_dict()) for k, c in first.get(d).calibration.items()}  # NaN fields compare equal in JSON
+        assert {k: json.dumps(c.to_dict()) for k, c in second.get(d).calibration.items()} == same
     assert second.similarity.value == first.similarity.value
 
     entries = store.entries("direction")
@@ -110,18 +112,20 @@ def test_every_result_relevant_setting_changes_the_key_and_nothing_else_does(ima
     ids, taps = ("id1", "id2"), ("logits", "logits")
 
     def key(images=images, ids=ids, taps=taps, run=None, difficulty=None, calibration=None, min_fraction_iri=0.0,
-            measure="linear_cka", k=2, iri="both", **cfg):
+            measure="linear_cka", k=2, iri="both", min_fraction_adversarial=0.5, **cfg):
         e = Estimator(measure=measure, k=k, iri=iri, inversion=InversionConfig(**cfg), min_fraction_iri=min_fraction_iri,
-                      difficulty=difficulty or ControversialConfig(), calibration=calibration or CalibrationConfig())
+                      difficulty=difficulty or ControversialConfig(), calibration=calibration or CalibrationConfig(),
+                      min_fraction_adversarial=min_fraction_adversarial)
         return ResultStore.key(kind=DIRECTION, **direction_parts(make_plan(images, e, run), ids, taps))
 
     base = key()
     changed = [
         key(k=3), key(measure="rbf_cka"), key(iri="arbitrary"), key(seed=1), key(steps=10), key(tolerance=0.05),
         key(mode="fast"), key(taps=("logits", "body.1")), key(fake_relu=False), key(record_steps=(5,)),
-        key(adversarial_objective="paper"), key(min_fraction_iri=0.5), key(ids=("id2", "id1")), key(images=images[:4]),
+        key(adversarial_objective="paper"), key(min_fraction_iri=0.5), key(min_fraction_adversarial=0.9), key(ids=("id2", "id1")), key(images=images[:4]),
         key(images=images.flip(0)), key(difficulty=ControversialConfig(steps=7)),
-        key(calibration=CalibrationConfig(resamples=10)), key(calibration=CalibrationConfig(ceiling="same_draws")),
+        key(calibration=CalibrationConfig(resamples=10)), key(calibration=CalibrationConfig(ceiling="independent")),
+        key(calibration=CalibrationConfig(floor="images")), key(calibration=CalibrationConfig(guard=2.0)),
         key(images=[images, images.flip(0)]), key(fold_batch_norm=False),
     ]
     assert base not in changed and len(set(changed)) == len(changed)
