@@ -125,3 +125,20 @@ def test_one_seed_pair_keeps_its_own_interval_and_says_so():
     assert three.low < 0.45 and three.high > 0.55 and "3 seed pairs" in method and tau > 0
     verdicts = {c.number: (Verdict(HOLDS if c.number < 3 else NOT_TESTABLE, "r"), []) for c in CLAIMS}
     assert summary_line(verdicts) == "2 of 12 claims hold, 10 not testable here"
+
+
+def test_the_docs_page_renders_the_committed_report_and_says_when_there_is_none(paper_run, tmp_path, monkeypatch):
+    import importlib.util
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("paper_hook", REPO / "docs" / "hooks" / "paper.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    monkeypatch.setattr(hook, "REPORT", tmp_path / "paper_report")
+    page = "# The paper\n\n<!-- paper-report -->\n"
+    assert "Not run yet" in hook.on_page_markdown(page) and hook.COMMAND in hook.on_page_markdown(page)
+    hook.copy(paper_run[0] / "results" / "paper")
+    shown = hook.on_page_markdown(page)
+    assert "claims hold" in shown and "### claims" in shown and "| claim |" in shown and "n = 12 images" in shown
+    assert "](paper_report/" in shown and "file: [" not in shown
