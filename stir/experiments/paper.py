@@ -102,10 +102,10 @@ class Availability:
                 self._ok[name] = True
             except MissingModelError:
                 self._ok[name] = False
-                self.missing[name] = f"{name} is not trained or shipped ({self._command(name)})"
+                self.missing[name] = f"{name} is not trained or shipped ({self.command(name)})"
         return self._ok[name]
 
-    def _command(self, name: str) -> str:
+    def command(self, name: str) -> str:
         try:
             return self.ctx.zoo.recipes.resolve(name).command
         except MissingModelError as err:  # warm-started from a parent that is missing
@@ -241,7 +241,9 @@ def _difference(a: Interval, b: Interval, z: float, confidence: float) -> Interv
 
 
 def _cell(i: Interval) -> str:
-    return str(i) if i.measured else "not measured"
+    if not i.measured:
+        return "not measured"
+    return f"{i.value:.3f}" if i.low == i.high else str(i)  # a value without spread (CKA of one pair)
 
 
 def _num(x: Optional[float], digits: int = 3) -> str:
@@ -609,6 +611,8 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))
     shown = {"claims": claims, "table1": t1, "table1_recipes": recipes, "table2": t2, "figure1": f1,
              "figures2_3_6_7": f2, "figures4_8": f4, "figures5_9": f5}
+    shown["missing_models"] = [{"model": name, "why": "not trained or shipped", "train command": ok.command(name)}
+                               for name in sorted(ok.missing)]
     paper_tables = {name: Table(rows) for name, rows in shown.items() if rows}
     report.tables = {**paper_tables, **report.tables}  # the paper's tables first, the parts' after
     missing = sorted(ok.missing)
