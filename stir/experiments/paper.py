@@ -100,9 +100,11 @@ class Availability:
             try:
                 self.ctx.model(name)
                 self._ok[name] = True
-            except MissingModelError:
+            except MissingModelError as err:
                 self._ok[name] = False
-                self.missing[name] = f"{name} is not trained or shipped ({self.command(name)})"
+                partly = "; an unfinished run is there: allow_unfinished=true evaluates its checkpoint" \
+                    if "unfinished run" in str(err) else ""
+                self.missing[name] = f"{name} is not trained or shipped ({self.command(name)}{partly})"
         return self._ok[name]
 
     def command(self, name: str) -> str:
@@ -420,25 +422,29 @@ def figure1(ctx: Context, part: Optional[Tuple[IncrementalConfig, Context]]):
     return rows, Evidence(v.CurveEvidence(curves))
 
 
-def normalised_slope(result, direction: str, z: float, confidence: float) -> Interval:
-    """The least-squares slope of normalised STIR over relative depth, its interval propagated from
-    the per-tap normalised intervals (taps read as independent)."""
-    xs, ys, ses = [], [], []
+def normalised_slope(result, direction: str, z: float, confidence: float) -> Tuple[Interval, str]:
+    """(the least-squares slope of normalised STIR over relative depth, why it is not measured: "" when
+    it is). Its interval propagates the per-tap normalised intervals (taps read as independent)."""
+    xs, ys, ses, undefined = [], [], [], []
     for depth, row in zip(result.depths, result.rows):
         d = row.get(direction)
         cal = d.calibration.get("stir") if d is not None else None
         if cal is None or not (math.isfinite(cal.normalised) and math.isfinite(cal.normalised_low)):
-            return Interval(NAN, NAN, NAN)
+            undefined.append(row.similarity.tap_ref)
+            continue
         xs.append(depth), ys.append(cal.normalised)
         ses.append(standard_error(min(cal.normalised_low, cal.normalised), max(cal.normalised_high, cal.normalised),
                                   confidence))
+    if undefined:  # a slope over the other taps would be another curve than the figure's
+        return Interval(NAN, NAN, NAN), (f"normalised STIR undefined at {', '.join(undefined)} (the ceiling not clear "
+                                         "of its floor, or no interval: the pair's notes)")
     if len(xs) < 2 or max(xs) == min(xs):
-        return Interval(NAN, NAN, NAN)
+        return Interval(NAN, NAN, NAN), f"{len(xs)} tap(s): a slope needs two depths"
     mx = sum(xs) / len(xs)
     sxx = sum((x - mx) ** 2 for x in xs)
     slope = sum((x - mx) * y for x, y in zip(xs, ys)) / sxx
     se = math.sqrt(sum(((x - mx) / sxx) ** 2 * s ** 2 for x, s in zip(xs, ses)))
-    return _from_se(slope, se, z)
+    return _from_se(slope, se, z), ""
 
 
 def figures2_3(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[Tuple[PairsConfig, Context]]):
@@ -456,12 +462,12 @@ def figures2_3(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
                 continue
             result = part[1].layerwise(ctx.model(pair[0]), ctx.model(pair[1]))
             for direction in DIRECTIONS:
-                slope = normalised_slope(result, direction, z, conf)
+                slope, why_not = normalised_slope(result, direction, z, conf)
                 raw = result.slope(direction, "stir")
                 by_dataset[dataset][family][f"{arch} {direction}"] = slope
                 rows.append({"data set": dataset, "architecture": arch, "family": family, "pair": " / ".join(pair),
                              "direction": direction, "taps": len(result.rows), "slope (normalised)": _cell(slope),
-                             "slope (raw)": _num(raw), "paper": "vanilla < 0, AT flat (values not in the sources)"})
+                             "slope (raw)": _num(raw), "not measured because": why_not or "-", "paper": "vanilla < 0, AT flat (values not in the sources)"})
     evidence: Dict[int, Evidence] = {}
     c10 = by_dataset.get("cifar10", {"vanilla": {}, "at": {}})
     left_out = ok.why(missing.get("cifar10", []))

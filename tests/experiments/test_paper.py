@@ -15,6 +15,7 @@ from stir.experiments.paper import over_seed_pairs, summary_line
 from stir.paper import CLAIMS, FAILS, HOLDS, NOT_TESTABLE, Interval, Verdict, claim
 from stir.paper import verdicts as v
 from conftest import run_entry_point
+from stir.data import synthetic
 
 TRAIN = ["data.download=false", "data.holdout_size=40", "data.batch_size=40", "model.width=4", "trainer.max_epochs=1",
          "attack.steps=2", "eval_attack.steps=2", "trainer.robust_test_size=10", "trainer.robust_val_every_n_epochs=0",
@@ -41,8 +42,11 @@ def claims_table(root: Path, name: str = "paper") -> dict:
 
 
 @pytest.fixture(scope="module")
-def paper_run(tmp_path_factory, cifar10_root):
+def paper_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("paper")
+    cifar10_root = root / "data"  # CIFAR-10- and CIFAR-100-shaped synthetic data in one root (claim 10's path)
+    synthetic.write_cifar10_python(cifar10_root, n_train=160, n_test=40, seed=0)
+    synthetic.write_cifar100_python(cifar10_root, n_train=200, n_test=40, seed=0)
     mp = pytest.MonkeyPatch()
     try:  # train the present models (and only those) through the zoo
         run_entry_point("evaluate", args(root, cifar10_root, "experiment=seeds", "train_missing=true", "iri=arbitrary",
@@ -54,6 +58,10 @@ def paper_run(tmp_path_factory, cifar10_root):
         first = claims_table(root)
         store = {p: p.stat().st_mtime_ns for p in (root / "results" / "store").rglob("*.json")}
         run_entry_point("evaluate", paper, mp)
+        after_paper = runs(root)
+        # the AT seed twin and the CIFAR-100 seed pairs (synthetic data) for the roles run
+        run_entry_point("evaluate", args(root, cifar10_root, "experiment=seeds", "train_missing=true", "iri=arbitrary",
+                                         "experiment.pairs=[[at,at_s1],[c100,c100_s1],[c100_at,c100_at_s1]]"), mp)
         # every claim's code path on the present models, each playing a role (no real architectures or methods here)
         roles = ["experiment.name=paper_roles", "experiment.architectures={vanilla:{residual:[vanilla,vanilla_s1],vgg:[vanilla_s2]}}",
                  "+experiment.methods.tiny={at:at,trades:vanilla,mart:vanilla_s1}",
@@ -61,11 +69,11 @@ def paper_run(tmp_path_factory, cifar10_root):
         run_entry_point("evaluate", paper + roles, mp)
     finally:
         mp.undo()
-    return root, trained, first, store
+    return root, trained, first, store, after_paper
 
 
 def test_every_claim_has_a_verdict_and_the_summary_line(paper_run):
-    root, _, claims, _ = paper_run
+    root, _, claims, _, _ = paper_run
     assert sorted(claims) == list(range(1, 13))
     assert all(c["verdict"] in (HOLDS, FAILS, NOT_TESTABLE) and c["reason"] for c in claims.values())
     record = json.loads((root / "results" / "paper" / "record.json").read_text())
@@ -79,8 +87,8 @@ def test_every_claim_has_a_verdict_and_the_summary_line(paper_run):
 
 
 def test_missing_models_are_not_testable_with_their_train_command_and_nothing_is_trained(paper_run):
-    root, trained, claims, _ = paper_run
-    assert runs(root) == trained  # no training: train_missing=false
+    root, trained, claims, _, after_paper = paper_run
+    assert after_paper == trained  # no training: train_missing=false
     for number, missing in ((2, "at_s1"), (8, "vanilla_n5000"), (9, "at_s1"), (11, "resnet34"), (12, "trades")):
         c = claims[number]
         assert c["verdict"] == NOT_TESTABLE, c
@@ -109,7 +117,13 @@ def test_table1_sets_ours_with_calibrated_readings_beside_the_paper(paper_run):
 def test_every_claims_code_path_runs_on_models_in_its_roles(paper_run):
     root, trained = paper_run[0], paper_run[1]
     claims = claims_table(root, "paper_roles")
-    assert runs(root) == trained
+    assert len(runs(root)) == len(trained) + 5  # at_s1 and the four CIFAR-100 models, nothing else
+    assert claims[2]["verdict"] in (HOLDS, FAILS)
+    assert "CIFAR-100 is not available" not in claims[10]["reason"] and "is not trained" not in claims[10]["reason"]
+    with open(root / "results" / "paper_roles" / "figures2_3_6_7.csv") as f:
+        slopes = list(csv.DictReader(f))
+    assert {(r["data set"], r["family"]) for r in slopes} == {("cifar10", "vanilla"), ("cifar10", "at"),
+                                                            ("cifar100", "vanilla"), ("cifar100", "at")}
     assert claims[11]["verdict"] in (HOLDS, FAILS) and "residual/residual - residual/VGG" in claims[11]["reason"]
     assert claims[12]["verdict"] in (HOLDS, FAILS) and "STIR(AT, TRADES) - STIR(TRADES, MART)" in claims[12]["reason"]
     assert claims[8]["verdict"] == NOT_TESTABLE and "2 training-set sizes" in claims[8]["reason"]
@@ -118,7 +132,7 @@ def test_every_claims_code_path_runs_on_models_in_its_roles(paper_run):
 
 
 def test_a_rerun_is_served_from_the_store(paper_run):
-    root, _, first, store = paper_run
+    root, _, first, store, _ = paper_run
     assert {p: p.stat().st_mtime_ns for p in store} == store  # nothing rewritten (the roles run adds its own)
     record = json.loads((root / "results" / "paper" / "record.json").read_text())
     assert any(n.startswith("store: ") and n.endswith(", 0 measured now") for n in record["notes"]), record["notes"]
