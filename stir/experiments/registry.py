@@ -45,7 +45,7 @@ class Kind:
 
 _KINDS: Dict[str, Kind] = {}
 # Modules that register the built-in kinds; imported on first use, not at package import.
-_BUILTIN = ("pairs", "matrix", "incremental", "stitching", "layer_matching", "grounding", "invariance", "suite")
+_BUILTIN = ("pairs", "matrix", "incremental", "stitching", "layer_matching", "grounding", "invariance", "suite", "paper")
 
 
 def register(kind: Kind) -> None:

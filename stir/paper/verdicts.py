@@ -251,7 +251,7 @@ def rises_and_plateaus(e: CurveEvidence) -> Verdict:
     numbers: Dict[str, Any] = {}
     failures = []
     for family, curve in e.curves.items():
-        points = sorted(curve)
+        points = sorted(curve, key=lambda point: point[0])  # by size (Intervals have no order)
         named = {f"{family} n={n}": v for n, v in points}
         missing = _unmeasured(named)
         if missing:

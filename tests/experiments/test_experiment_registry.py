@@ -12,7 +12,7 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "evaluate"
 
 
 def test_builtin_kinds_are_registered_with_their_own_config():
-    assert set(kinds()) == {"pair", "pairs", "matrix", "incremental", "stitching", "layer_matching", "grounding", "invariance", "suite"}
+    assert set(kinds()) == {"pair", "pairs", "matrix", "incremental", "stitching", "layer_matching", "grounding", "invariance", "suite", "paper"}
     for name in kinds():
         kind = registry.get(name)
         assert callable(kind.run) and callable(kind.units) and callable(kind.check)

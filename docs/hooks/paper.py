@@ -1,0 +1,81 @@
+"""MkDocs hook: ``<!-- paper-report -->`` in docs/paper.md becomes the committed report of
+``experiment=paper`` (``docs/paper_report/``: the report folder as evaluate.py wrote it, its
+``record.json`` and figures), so the page cannot show other numbers than the stored results.
+
+    python docs/hooks/paper.py --copy RESULTS/paper   # commit a finished report: copy it into docs/paper_report/
+    python docs/hooks/paper.py                        # print the block the page would get
+
+Without a committed report the page says the command and that it has not been run.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+REPORT = REPO / "docs" / "paper_report"
+MARKER = "<!-- paper-report -->"
+COMMAND = "python evaluate.py experiment=paper profile=laptop zoo.data_source=PATH data.source=PATH"
+KEPT = (".md", ".csv", ".png", ".json")
+
+
+def committed_at(folder: Path) -> str:
+    try:
+        out = subprocess.run(["git", "log", "-1", "--format=%h %cs", "--", str(folder)], cwd=REPO, capture_output=True,
+                             text=True, timeout=30, check=True).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return "not in a git checkout"
+    return f"commit `{out[0]}` ({out[1]})" if len(out) == 2 else "not committed yet"
+
+
+def settings(record: dict) -> str:
+    """The budget the report ran at, read from its record."""
+    config = record.get("config", {})
+    zoo, inversion = config.get("zoo", {}), config.get("inversion", {})
+    return (f"zoo profile `{zoo.get('profile')}`, n = {config.get('n')} images, k = {config.get('k')} draws, "
+            f"{inversion.get('steps')} {inversion.get('mode', '')} inversion steps, S_r = {config.get('measure')}")
+
+
+def block() -> str:
+    readme = REPORT / "README.md"
+    if not readme.is_file():
+        return (f"Not run yet: no committed report in `docs/paper_report/`. Run\n\n```bash\n{COMMAND}\n```\n\n"
+                "then `python docs/hooks/paper.py --copy results/paper` and commit `docs/paper_report/`.\n")
+    record = json.loads((REPORT / "record.json").read_text()) if (REPORT / "record.json").is_file() else {}
+    text = readme.read_text()
+    text = re.sub(r"^file: .*$\n?", "", text, flags=re.M)  # the report's own file links
+    text = re.sub(r"^(\d+) rows: .*$", lambda m: f"{m.group(1)} rows (in `docs/paper_report/`)", text, flags=re.M)
+    text = re.sub(r"!\[([^\]]*)\]\(([^)/]+\.png)\)", r"![\1](paper_report/\2)", text)
+    text = re.sub(r"^(#+) ", lambda m: "#" * min(6, len(m.group(1)) + 1) + " ", text, flags=re.M)
+    head = [f"The report in `docs/paper_report/`, {committed_at(REPORT)}; {settings(record)}.",
+            f"Command: `{COMMAND}`.", ""]
+    return "\n".join(head) + "\n" + text
+
+
+def copy(folder: Path) -> None:
+    """Replace docs/paper_report/ by the report folder ``folder`` (its tables, figures and record)."""
+    folder = folder.resolve()
+    if not (folder / "README.md").is_file():
+        raise SystemExit(f"{folder} holds no report (README.md)")
+    if REPORT.exists():
+        shutil.rmtree(REPORT)
+    REPORT.mkdir(parents=True)
+    for path in sorted(folder.iterdir()):
+        if path.is_file() and path.suffix in KEPT:
+            shutil.copy2(path, REPORT / path.name)
+
+
+def on_page_markdown(markdown: str, page: Any = None, config: Any = None, files: Any = None) -> str:
+    return markdown.replace(MARKER, block()) if MARKER in markdown else markdown
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--copy"]:
+        copy(Path(sys.argv[2]))
+    else:
+        print(block())

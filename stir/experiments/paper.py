@@ -1,0 +1,655 @@
+"""Experiment kind ``paper``: every claim of Nanda et al. (ICML 2022) asked of the zoo, in one report.
+
+The kind composes the presets the twelve claims need (``seeds``, ``relative_robustness``,
+``incremental``, ``layers``, ``architectures``, ``at_methods``) as the ``suite`` kind composes its
+parts: each part runs through its own kind (``pairs``, ``matrix``, ``incremental``) with the
+evaluation's store, images and estimator, its tables and figures entering the report under the
+part's name. What the paper kind adds:
+
+* **Only the models that exist.** A zoo name that is neither a finished local run nor shipped in
+  ``zoo/`` is not trained (unless ``train_missing=true``): the parts run on the models there are,
+  and every claim whose evidence needs a missing model says "not testable here: <model> is not
+  trained or shipped (<its train command>)". The report is written for what could be measured.
+* **Claims judged.** Each claim's evidence (``stir.paper.verdicts``' dataclasses of ``Interval``s)
+  is built from the stored results and judged by ``Claim.judge``: holds / does not hold / not
+  testable here, with the reason and the numbers.
+* **Seed pairs.** Where a recipe has several training seeds (``recipes``: vanilla, vanilla_s1,
+  vanilla_s2, ...), a recipe's value is ``stir.measure.seeds.seed_estimate`` over its seed pairs
+  (random effects: between-seed-pair spread and image-level variance together). The pairs of one
+  recipe share models ((a, b), (a, c), (b, c)), so they are not independent: the interval is then
+  somewhat too narrow, and the report says so. One seed pair: the image-level interval of that pair,
+  "one seed pair: between-seed spread not measured".
+* **Ours beside theirs.** Table 1 with the published values (``stir.paper.claims``), each of ours
+  with its calibrated reading (floor, normalised value with its interval, p-value).
+
+Layer-wise slopes (claims 9, 10) are fitted to the normalised STIR of each tap (against its own
+floor and ceiling, issue 29); their interval propagates the per-tap normalised intervals (over
+images and draws, taps treated as independent).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from stir.experiments import matrix as matrix_kind
+from stir.experiments.config import ExperimentConfig, LayersConfig
+from stir.experiments.context import Context
+from stir.experiments.incremental import IncrementalConfig, links
+from stir.experiments.matrix import MatrixConfig
+from stir.experiments.pairs import PairsConfig
+from stir.experiments.registry import Kind, Unit, get, register
+from stir.measure.calibration import Calibration
+from stir.measure.results import DIRECTIONS, DirectionResult, PairResult, Stat
+from stir.measure.seeds import seed_estimate, standard_error
+from stir.paper import CLAIMS, HOLDS, NOT_TESTABLE, Interval, Verdict, claim
+from stir.paper import verdicts as v
+from stir.reporting import Report, Table
+from stir.zoo import MissingModelError
+
+log = logging.getLogger(__name__)
+NAN = math.nan
+ONE_PAIR = "one seed pair: between-seed spread not measured"
+SHARED = ("the seed pairs of one recipe share models ((a, b), (a, c), (b, c)): they are not independent, "
+          "so the random-effects interval over them is somewhat too narrow")
+# The published Table 1 pair of each row kind of ours.
+TABLE1_PAIRS = {"vanilla": "vanilla / vanilla seed", "at": "AT / AT seed", "cross": "AT / vanilla"}
+
+
+@dataclass
+class PaperConfig(ExperimentConfig):
+    """experiment kind ``paper``: the models each claim's preset needs, named by zoo name."""
+
+    # Table 1 (claims 1-6): a recipe's training seeds; seed pairs are every two of them, and AT vs
+    # vanilla pairs are (at_i, vanilla_i) by position (independent pairs: no model shared).
+    recipes: Dict[str, List[str]] = field(default_factory=lambda: {"vanilla": [], "at": []})
+    seeds_iri: str = "both"  # Table 1 has STIR_adv (claim 4)
+    # Table 2 (claim 7): models ordered from the most robust to the least.
+    robustness: List[str] = field(default_factory=list)
+    # Figure 1 (claim 8): {family: [m_1, m_2, ...]} ordered by training-set size.
+    chains: Dict[str, List[str]] = field(default_factory=dict)
+    # Figures 2, 3, 6, 7 (claims 9, 10): {"<dataset> <architecture>": {vanilla: [a, b], at: [c, d]}}
+    layer_settings: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
+    # Figures 4, 8 (claim 11): {family: {residual: [...], vgg: [...]}}; seed twins fill the diagonal.
+    architectures: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
+    seed_twins: Dict[str, str] = field(default_factory=dict)
+    # Figures 5, 9 (claim 12): {setting: {at: name, trades: name, mart: name}}.
+    methods: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    # Where the layer-wise parts read the models (figures 2-3, 6-7: the original code's taps; 5, 9: all).
+    layers: LayersConfig = field(default_factory=lambda: LayersConfig(taps="original"))
+    methods_layers: LayersConfig = field(default_factory=lambda: LayersConfig(taps="all"))
+
+
+# ------------------------------------------------------------------------------------- which models exist
+
+
+class Availability:
+    """Which zoo names resolve to a model here (a finished run, a shipped model, or trained now with
+    ``train_missing=true``) and, for those that do not, why (their train command)."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.missing: Dict[str, str] = {}  # name -> "not trained or shipped (python train.py ...)"
+        self._ok: Dict[str, bool] = {}
+
+    def __call__(self, name: str) -> bool:
+        if name not in self._ok:
+            try:
+                self.ctx.model(name)
+                self._ok[name] = True
+            except MissingModelError as err:
+                self._ok[name] = False
+                partly = "; an unfinished run is there: allow_unfinished=true evaluates its checkpoint" \
+                    if "unfinished run" in str(err) else ""
+                self.missing[name] = f"{name} is not trained or shipped ({self.command(name)}{partly})"
+        return self._ok[name]
+
+    def command(self, name: str) -> str:
+        try:
+            return self.ctx.zoo.recipes.resolve(name).command
+        except MissingModelError as err:  # warm-started from a parent that is missing
+            return str(err).split("\n")[0]
+
+    def all(self, names: Sequence[str]) -> bool:
+        return all([self(n) for n in names])  # every name checked: each missing one is recorded
+
+    def why(self, names: Sequence[str]) -> str:
+        """'not testable here' reasons of the missing ones among ``names``."""
+        return "; ".join(self.missing[n] for n in dict.fromkeys(names) if n in self.missing)
+
+
+# ----------------------------------------------------------------------------------------- the parts
+
+
+def _pairs(cfg: PaperConfig) -> Dict[str, List[Tuple[str, str]]]:
+    """Table 1's pairs by row kind: each recipe's seed pairs, and AT vs vanilla by seed position."""
+    out = {name: list(itertools.combinations(seeds, 2)) for name, seeds in cfg.recipes.items()}
+    out["cross"] = list(zip(cfg.recipes.get("at", []), cfg.recipes.get("vanilla", [])))
+    return out
+
+
+def _layer_pairs(cfg: PaperConfig) -> List[Tuple[str, str]]:
+    return [tuple(p) for s in cfg.layer_settings.values() for p in s.values()]
+
+
+def _method_pairs(cfg: PaperConfig) -> List[Tuple[str, str]]:
+    out: List[Tuple[str, str]] = []
+    for m in cfg.methods.values():
+        for pair in ((m["at"], m["trades"]), (m["at"], m["mart"]), (m["trades"], m["mart"])):
+            if pair not in out:
+                out.append(pair)
+    return out
+
+
+def _matrix_models(cfg: PaperConfig) -> List[str]:
+    return list(dict.fromkeys(n for family in cfg.architectures.values() for group in family.values() for n in group))
+
+
+def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[Any, Context]]:
+    """{part: (its kind's config on the models that exist, its context)}; a part with nothing to
+    measure is left out (its claims say which models are missing)."""
+    out: Dict[str, Tuple[Any, Context]] = {}
+
+    def with_iri(iri: str, layers: Optional[LayersConfig] = None) -> Context:
+        changes: Dict[str, Any] = {"estimator": dataclasses.replace(ctx.estimator, iri=iri)}
+        changes["layers"] = layers or LayersConfig()
+        return dataclasses.replace(ctx, **changes)
+
+    seeds = [list(p) for kind in _pairs(cfg).values() for p in kind if ok.all(p)]
+    if seeds:
+        out["seeds"] = (PairsConfig(name="seeds", kind="pairs", pairs=seeds,
+                                    description="Table 1: seed pairs and AT vs vanilla"), with_iri(cfg.seeds_iri))
+    robust = [n for n in cfg.robustness if ok(n)]
+    if len(robust) >= 2:
+        out["relative_robustness"] = (MatrixConfig(name="relative_robustness", kind="matrix", models=robust,
+                                                   description="Table 2: STIR matrix, most robust first"),
+                                      with_iri("arbitrary"))
+    chains = {}
+    for family, chain in cfg.chains.items():
+        present = [n for n in chain if ok(n)]
+        # consecutive links only: a chain is cut at its first missing model
+        cut = chain[:next((i for i, n in enumerate(chain) if n not in present), len(chain))]
+        if len(cut) >= 2:
+            chains[family] = cut
+    if chains:
+        out["incremental"] = (IncrementalConfig(name="incremental", kind="incremental", chains=chains,
+                                                description="Figure 1: consecutive models of growing training sets"),
+                              with_iri("arbitrary"))
+    layers = [list(p) for p in _layer_pairs(cfg) if ok.all(p)]
+    if layers:
+        out["layers"] = (PairsConfig(name="layers", kind="pairs", pairs=layers,
+                                     description="Figures 2-3, 6-7: layer-wise STIR of seed pairs"),
+                         with_iri("arbitrary", cfg.layers))
+    models = [n for n in _matrix_models(cfg) if ok(n)]
+    if len(models) >= 2:
+        twins = {m: t for m, t in cfg.seed_twins.items() if m in models and ok(t)}
+        out["architectures"] = (MatrixConfig(name="architectures", kind="matrix", models=models, seed_twins=twins,
+                                             description="Figures 4, 8: STIR matrix across architectures"),
+                                with_iri("arbitrary"))
+    methods = [list(p) for p in _method_pairs(cfg) if ok.all(p)]
+    if methods:
+        out["at_methods"] = (PairsConfig(name="at_methods", kind="pairs", pairs=methods,
+                                         description="Figures 5, 9: layer-wise STIR between AT, TRADES and MART"),
+                             with_iri("arbitrary", cfg.methods_layers))
+    return out
+
+
+# --------------------------------------------------------------------------------- readings -> intervals
+
+
+def _z(ctx: Context) -> float:
+    from scipy import stats
+
+    return float(stats.norm.ppf(0.5 + ctx.estimator.calibration.confidence / 2))
+
+
+def reading(stat: Optional[Stat], cal: Optional[Calibration]) -> Interval:
+    """A value with its calibrated interval (over images and draws); NaN: not measured."""
+    if stat is None or cal is None or not math.isfinite(stat.mean):
+        return Interval(NAN, NAN, NAN)
+    low, high = min(cal.low, stat.mean), max(cal.high, stat.mean)
+    return Interval(stat.mean, low, high)
+
+
+def _se(i: Interval, confidence: float) -> float:
+    return standard_error(i.low, i.high, confidence) if i.measured else NAN
+
+
+def _from_se(value: float, se: float, z: float) -> Interval:
+    if not (math.isfinite(value) and math.isfinite(se)):
+        return Interval(NAN, NAN, NAN)
+    return Interval(value, value - z * se, value + z * se)
+
+
+def over_seed_pairs(values: Sequence[Interval], confidence: float) -> Tuple[Interval, str, float]:
+    """(a recipe's value over its seed pairs, what its interval holds, tau): the random-effects
+    estimate for two or more pairs; the one pair's own interval otherwise."""
+    measured = [i for i in values if i.measured]
+    if not measured:
+        return Interval(NAN, NAN, NAN), "not measured", NAN
+    if len(measured) == 1:
+        return measured[0], f"{ONE_PAIR} (interval over images and draws of that pair)", NAN
+    ses = [max(_se(i, confidence), 1e-12) for i in measured]
+    est = seed_estimate([i.value for i in measured], ses, confidence)
+    return Interval(est.mean, min(est.low, est.mean), max(est.high, est.mean)), est.method + "; " + SHARED, est.tau
+
+
+def _difference(a: Interval, b: Interval, z: float, confidence: float) -> Interval:
+    """a - b, se = sqrt(se_a^2 + se_b^2) (the two read as independent)."""
+    return _from_se(a.value - b.value, math.hypot(_se(a, confidence), _se(b, confidence)), z)
+
+
+def _cell(i: Interval) -> str:
+    if not i.measured:
+        return "not measured"
+    return f"{i.value:.3f}" if i.low == i.high else str(i)  # a value without spread (CKA of one pair)
+
+
+def _num(x: Optional[float], digits: int = 3) -> str:
+    return f"{x:.{digits}f}" if x is not None and math.isfinite(x) else "-"
+
+
+# ------------------------------------------------------------------------------------------- evidence
+
+
+@dataclass
+class Evidence:
+    """What one claim is judged on: the verdict function's argument, or the reason there is none."""
+
+    evidence: Any = None
+    missing: str = ""
+    notes: List[str] = field(default_factory=list)
+
+
+def _direction_stir(d: Optional[DirectionResult], name: str = "stir") -> Interval:
+    if d is None:
+        return Interval(NAN, NAN, NAN)
+    return reading(getattr(d, name), d.calibration.get(name))
+
+
+def table1(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optional[Context]):
+    """Table 1's rows (ours beside the paper's) and the evidence of claims 1-6."""
+    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    results: Dict[str, List[PairResult]] = {}
+    for kind, pairs in _pairs(cfg).items():
+        results[kind] = [seeds_ctx.pair(ctx.model(a), ctx.model(b)) for a, b in pairs if ok.all((a, b))] if seeds_ctx else []
+    rows, display = [], []
+    published = {k: claim({"vanilla": 1, "at": 2, "cross": 3}[k]) for k in TABLE1_PAIRS}
+    for kind, pairs in results.items():
+        for p in pairs:
+            for direction, quantity in (("m1|m2", "STIR(m1|m2)"), ("m2|m1", "STIR(m2|m1)")):
+                d = p.get(direction)
+                for name in ("stir", "stir_adv"):
+                    stat = getattr(d, name) if d is not None else None
+                    if stat is None:
+                        continue
+                    cal = d.calibration.get(name)
+                    paper = published[kind].paper_value(quantity, TABLE1_PAIRS[kind]) if name == "stir" else None
+                    row = {"pair": f"{p.ref} / {p.target}", "paper pair": TABLE1_PAIRS[kind],
+                           "quantity": quantity if name == "stir" else quantity.replace("STIR", "STIR_adv"),
+                           "ours": _cell(reading(stat, cal)),
+                           "floor": _num(cal.floor if cal else None), "normalised": _normalised(cal),
+                           "p-value": _num(cal.p_value if cal else None), "paper": _num(paper) if name == "stir"
+                           else "0.05-0.10 (row)"}
+                    rows.append(row)
+            paper_cka = published[kind].paper_value("CKA", TABLE1_PAIRS[kind])
+            rows.append({"pair": f"{p.ref} / {p.target}", "paper pair": TABLE1_PAIRS[kind], "quantity": "CKA",
+                         "ours": _num(p.similarity.value), "floor": "-", "normalised": "-", "p-value": "-",
+                         "paper": _num(paper_cka)})
+    recipes, evidence = recipe_rows(ctx, results, conf, z)
+    evidence.update(tracking(ctx, results, z))
+    return rows, recipes, evidence
+
+
+def _normalised(cal: Optional[Calibration]) -> str:
+    if cal is None or not math.isfinite(cal.normalised):
+        return "-"
+    if math.isfinite(cal.normalised_low):
+        return f"{cal.normalised:.3f} [{cal.normalised_low:.3f}, {cal.normalised_high:.3f}]"
+    return f"{cal.normalised:.3f}"
+
+
+def recipe_rows(ctx: Context, results: Dict[str, List[PairResult]], conf: float, z: float):
+    """Per recipe (and AT vs vanilla): each quantity over its seed pairs; evidence of claims 1-4."""
+    rows: List[Dict[str, Any]] = []
+    out: Dict[int, Evidence] = {}
+
+    def add(kind: str, quantity: str, values: List[Interval]) -> Interval:
+        est, method, tau = over_seed_pairs(values, conf)
+        paper = claim({"vanilla": 1, "at": 2, "cross": 3}[kind]).paper_value(quantity, TABLE1_PAIRS[kind])
+        rows.append({"recipe": kind if kind != "cross" else "AT vs vanilla", "quantity": quantity,
+                     "seed pairs": len([v for v in values if v.measured]), "ours": _cell(est),
+                     "between-pair sd (tau)": _num(tau), "paper": _num(paper), "interval holds": method})
+        return est
+
+    for kind, pairs in results.items():
+        if not pairs:
+            continue
+        s12 = [_direction_stir(p.get("m1|m2")) for p in pairs]
+        s21 = [_direction_stir(p.get("m2|m1")) for p in pairs]
+        a12, a21 = add(kind, "STIR(m1|m2)", s12), add(kind, "STIR(m2|m1)", s21)
+        cka = [p.similarity.value for p in pairs]
+        add(kind, "CKA", [Interval(c, c, c) if math.isfinite(c) else Interval(NAN, NAN, NAN) for c in cka])
+        if kind == "vanilla":
+            gaps12 = [_from_se(c - s.value, _se(s, conf), z) for c, s in zip(cka, s12)]
+            gaps21 = [_from_se(c - s.value, _se(s, conf), z) for c, s in zip(cka, s21)]
+            out[1] = Evidence(v.GapEvidence(add(kind, "CKA - STIR(m1|m2)", gaps12), add(kind, "CKA - STIR(m2|m1)", gaps21)),
+                              notes=["CKA - STIR: the interval of STIR shifted (CKA's own variance over images not in it)"])
+        elif kind == "at":
+            out[2] = Evidence(v.PairEvidence(a12, a21))
+        elif kind == "cross":
+            diffs = [_difference(b, a, z, conf) for a, b in zip(s12, s21)]  # STIR(m2|m1) - STIR(m1|m2), m1 = AT
+            est = add(kind, "STIR(m2|m1) - STIR(m1|m2)", diffs)
+            out[3] = Evidence(v.DirectionEvidence({f"{pairs[0].ref} / {pairs[0].target}"
+                                                   + (f" and {len(pairs) - 1} more seed pair(s)" if len(pairs) > 1 else ""): est}))
+    adv = {f"STIR_adv({p.target if d == 'm2|m1' else p.ref}|{p.ref if d == 'm2|m1' else p.target})":
+           _direction_stir(p.get(d), "stir_adv")
+           for pairs in results.values() for p in pairs for d in DIRECTIONS
+           if p.get(d) is not None and p.get(d).stir_adv is not None}
+    if any(results.values()):
+        out[4] = Evidence(v.AdversarialEvidence(adv)) if adv else Evidence(
+            missing="STIR_adv was not measured (the seeds part ran with seeds_iri without adversarial IRIs)")
+    return rows, out
+
+
+def tracking(ctx: Context, results: Dict[str, List[PairResult]], z: float) -> Dict[int, Evidence]:
+    """Claims 5 and 6: STIR beside agreement on X' and beside controversial difficulty, per direction."""
+    stir, agreement, difficulty = {}, {}, {}
+    for pairs in results.values():
+        for p in pairs:
+            for d in DIRECTIONS:
+                r = p.get(d)
+                if r is None:
+                    continue
+                label = f"{r.target}|{r.ref}"
+                stir[label] = _direction_stir(r)
+                if r.agreement is not None:
+                    a = r.agreement
+                    agreement[label] = _from_se(a.mean, a.std / math.sqrt(max(len(a.values), 1)), z)
+                walk = r.difficulty_censored.get("walk", {})
+                mean, low, high = (walk.get(k, NAN) for k in ("restricted_mean", "restricted_mean_low", "restricted_mean_high"))
+                if all(math.isfinite(x) for x in (mean, low, high)):
+                    difficulty[label] = Interval(mean, min(low, mean), max(high, mean))
+                elif r.difficulty is not None:
+                    s = r.difficulty
+                    difficulty[label] = _from_se(s.mean, s.std / math.sqrt(max(len(s.values), 1)), z)
+    if not stir:
+        return {}
+    return {5: Evidence(v.TrackingEvidence(stir, agreement),
+                        notes=["agreement interval: mean +- z sd / sqrt(k) over the k draws"]),
+            6: Evidence(v.TrackingEvidence(stir, difficulty),
+                        notes=["difficulty: the walk reading's restricted mean (Kaplan-Meier) with its interval"])}
+
+
+def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]]):
+    """Claim 7: STIR(m2|m1) - STIR(m1|m2) for every pair, m1 the more robust (matrix order)."""
+    if part is None:
+        return [], None
+    cfg, pctx = part
+    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    rows_ = [matrix_kind.measure_row(pctx, cfg, i)[0] for i in range(len(cfg.models))]
+    diffs, rows = {}, []
+    for i, j in itertools.combinations(range(len(cfg.models)), 2):
+        m1, m2 = cfg.models[i], cfg.models[j]
+        s21, s12 = _direction_stir(rows_[i][j]), _direction_stir(rows_[j][i])  # STIR(m2|m1), STIR(m1|m2)
+        d = _difference(s21, s12, z, conf)
+        diffs[f"{m1} / {m2}"] = d
+        rows.append({"m1 (more robust)": m1, "m2": m2, "STIR(m2|m1)": _cell(s21), "STIR(m1|m2)": _cell(s12),
+                     "difference": _cell(d), "paper": "> 0 (the value is not in the sources at hand)"})
+    return rows, Evidence(v.DirectionEvidence(diffs))
+
+
+def figure1(ctx: Context, part: Optional[Tuple[IncrementalConfig, Context]]):
+    """Claim 8: STIR(m_t|m_t-1) against m_t's training-set size, per family."""
+    if part is None:
+        return [], None
+    cfg, pctx = part
+    curves, rows = {}, []
+    for family, chain in cfg.chains.items():
+        points = []
+        for prev, cur in links(chain):
+            m_prev, m_cur = ctx.model(prev), ctx.model(cur)
+            p = pctx.pair(m_prev, m_cur)
+            s = _direction_stir(p.get("m2|m1"))
+            size = m_cur.data.train_size or NAN
+            points.append((size, s))
+            rows.append({"family": family, "train size of m_t": size, "link": f"{prev} -> {cur}",
+                         "STIR(m_t|m_t-1)": _cell(s), "STIR(m_t-1|m_t)": _cell(_direction_stir(p.get("m1|m2")))})
+        curves[family] = points
+    return rows, Evidence(v.CurveEvidence(curves))
+
+
+def normalised_slope(result, direction: str, z: float, confidence: float) -> Tuple[Interval, str]:
+    """(the least-squares slope of normalised STIR over relative depth, why it is not measured: "" when
+    it is). Its interval propagates the per-tap normalised intervals (taps read as independent)."""
+    xs, ys, ses, undefined = [], [], [], []
+    for depth, row in zip(result.depths, result.rows):
+        d = row.get(direction)
+        cal = d.calibration.get("stir") if d is not None else None
+        if cal is None or not (math.isfinite(cal.normalised) and math.isfinite(cal.normalised_low)):
+            undefined.append(row.similarity.tap_ref)
+            continue
+        xs.append(depth), ys.append(cal.normalised)
+        ses.append(standard_error(min(cal.normalised_low, cal.normalised), max(cal.normalised_high, cal.normalised),
+                                  confidence))
+    if undefined:  # a slope over the other taps would be another curve than the figure's
+        return Interval(NAN, NAN, NAN), (f"normalised STIR undefined at {', '.join(undefined)} (the ceiling not clear "
+                                         "of its floor, or no interval: the pair's notes)")
+    if len(xs) < 2 or max(xs) == min(xs):
+        return Interval(NAN, NAN, NAN), f"{len(xs)} tap(s): a slope needs two depths"
+    mx = sum(xs) / len(xs)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * y for x, y in zip(xs, ys)) / sxx
+    se = math.sqrt(sum(((x - mx) / sxx) ** 2 * s ** 2 for x, s in zip(xs, ses)))
+    return _from_se(slope, se, z), ""
+
+
+def figures2_3(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[Tuple[PairsConfig, Context]]):
+    """Claims 9 and 10: the vanilla and AT seed pairs' layer-wise slopes, per data set and architecture."""
+    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    rows: List[Dict[str, Any]] = []
+    by_dataset: Dict[str, Dict[str, Dict[str, Interval]]] = {}
+    missing: Dict[str, List[str]] = {}
+    for setting, families in cfg.layer_settings.items():
+        dataset, _, arch = setting.partition(" ")
+        by_dataset.setdefault(dataset, {"vanilla": {}, "at": {}})
+        for family, pair in families.items():
+            if part is None or not ok.all(pair):
+                missing.setdefault(dataset, []).extend(pair)
+                continue
+            result = part[1].layerwise(ctx.model(pair[0]), ctx.model(pair[1]))
+            for direction in DIRECTIONS:
+                slope, why_not = normalised_slope(result, direction, z, conf)
+                raw = result.slope(direction, "stir")
+                by_dataset[dataset][family][f"{arch} {direction}"] = slope
+                rows.append({"data set": dataset, "architecture": arch, "family": family, "pair": " / ".join(pair),
+                             "direction": direction, "taps": len(result.rows), "slope (normalised)": _cell(slope),
+                             "slope (raw)": _num(raw), "not measured because": why_not or "-", "paper": "vanilla < 0, AT flat (values not in the sources)"})
+    evidence: Dict[int, Evidence] = {}
+    c10 = by_dataset.get("cifar10", {"vanilla": {}, "at": {}})
+    left_out = ok.why(missing.get("cifar10", []))
+    if c10["vanilla"] and c10["at"]:
+        evidence[9] = Evidence(v.SlopeEvidence(c10["vanilla"], c10["at"]),
+                               notes=[f"settings left out: {left_out}"] if left_out else [])
+    else:  # one family's slopes alone cannot show the contrast the claim is about
+        evidence[9] = Evidence(missing=left_out or "no CIFAR-10 layer-wise seed pairs configured")
+    slopes = {}
+    why = {}
+    for dataset, fam in by_dataset.items():
+        if fam["vanilla"] and fam["at"]:
+            slopes[dataset] = v.SlopeEvidence(fam["vanilla"], fam["at"])
+        else:
+            slopes[dataset] = None
+            reason = ok.why(missing.get(dataset, []))
+            why[dataset] = (claim(10).not_testable_here + "; " if dataset == "cifar100" else "") + reason
+    evidence[10] = Evidence(v.DatasetSlopeEvidence(slopes, why))
+    return rows, evidence
+
+
+def figures4_8(ctx: Context, cfg: PaperConfig, part: Optional[Tuple[MatrixConfig, Context]], ok: Availability):
+    """Claim 11: mean STIR among residual nets minus mean STIR between residual and VGG nets, per family."""
+    if part is None:
+        return [], None
+    mcfg, pctx = part
+    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    index = {n: i for i, n in enumerate(mcfg.models)}
+    rows_ = [matrix_kind.measure_row(pctx, mcfg, i)[0] for i in range(len(mcfg.models))]
+    diffs, rows = {}, []
+    for family, groups in cfg.architectures.items():
+        residual = [n for n in groups.get("residual", []) if n in index]
+        vgg = [n for n in groups.get("vgg", []) if n in index]
+        among = [_direction_stir(rows_[index[a]][index[b]]) for a in residual for b in residual if a != b]
+        across = [_direction_stir(rows_[index[a]][index[b]]) for a in residual for b in vgg] + \
+                 [_direction_stir(rows_[index[b]][index[a]]) for a in residual for b in vgg]
+        if not among or not across:
+            continue
+        ma, mb = _mean(among, z, conf), _mean(across, z, conf)
+        d = _difference(ma, mb, z, conf)
+        diffs[f"{family}: residual/residual - residual/VGG"] = d
+        rows.append({"family": family, "residual / residual": _cell(ma), "residual / VGG": _cell(mb), "difference": _cell(d),
+                     "directions": f"{len(among)} / {len(across)}", "paper": "> 0 (values not in the sources)"})
+    names = _matrix_models(cfg)
+    return rows, Evidence(v.ContrastEvidence(diffs) if diffs else None, missing=ok.why(names),
+                          notes=[f"left out: {ok.why(names)}"] if diffs and ok.why(names) else [])
+
+
+def _mean(values: List[Interval], z: float, conf: float) -> Interval:
+    """The mean of several values, se = sqrt(sum se_i^2) / m (read as independent)."""
+    if not values or not all(i.measured for i in values):
+        return Interval(NAN, NAN, NAN)
+    m = len(values)
+    return _from_se(sum(i.value for i in values) / m, math.sqrt(sum(_se(i, conf) ** 2 for i in values)) / m, z)
+
+
+def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[Tuple[PairsConfig, Context]]):
+    """Claim 12: STIR(AT, TRADES) against STIR(AT, MART) and STIR(TRADES, MART), both directions' mean at the
+    last tap (the penultimate layer), per setting."""
+    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    diffs, rows, absent = {}, [], []
+    for setting, m in cfg.methods.items():
+        names = [m["at"], m["trades"], m["mart"]]
+        if part is None or not ok.all(names):
+            absent += names
+            continue
+        value = {}
+        for a, b in ((m["at"], m["trades"]), (m["at"], m["mart"]), (m["trades"], m["mart"])):
+            last = part[1].layerwise(ctx.model(a), ctx.model(b)).rows[-1]
+            value[(a, b)] = _mean([_direction_stir(last.get(d)) for d in DIRECTIONS], z, conf)
+        at_trades = value[(m["at"], m["trades"])]
+        for other in ((m["at"], m["mart"]), (m["trades"], m["mart"])):
+            d = _difference(at_trades, value[other], z, conf)
+            diffs[f"{setting}: STIR(AT, TRADES) - STIR({'AT' if other[0] == m['at'] else 'TRADES'}, MART)"] = d
+        rows.append({"setting": setting, "AT / TRADES": _cell(at_trades), "AT / MART": _cell(value[(m["at"], m["mart"])]),
+                     "TRADES / MART": _cell(value[(m["trades"], m["mart"])]), "paper": "AT / TRADES highest (values not in the sources)"})
+    return rows, Evidence(v.ContrastEvidence(diffs) if diffs else None, missing=ok.why(absent),
+                          notes=[f"settings left out: {ok.why(absent)}"] if diffs and absent else [])
+
+
+# ------------------------------------------------------------------------------------------ the report
+
+
+def _needs(cfg: PaperConfig) -> Dict[int, List[str]]:
+    """The models each claim's evidence needs at the least (for 'not testable here' when absent)."""
+    pairs = _pairs(cfg)
+    seeds = [n for kind in pairs.values() for p in kind for n in p]
+    return {1: [n for p in pairs.get("vanilla", [])[:1] for n in p], 2: [n for p in pairs.get("at", [])[:1] for n in p],
+            3: [n for p in pairs.get("cross", [])[:1] for n in p], 4: seeds[:2], 5: seeds, 6: seeds,
+            7: list(cfg.robustness), 8: [n for c in cfg.chains.values() for n in c[:2]],
+            9: [n for s, f in cfg.layer_settings.items() if s.startswith("cifar10 ") for p in f.values() for n in p],
+            10: [n for f in cfg.layer_settings.values() for p in f.values() for n in p],
+            11: _matrix_models(cfg), 12: [n for m in cfg.methods.values() for n in m.values()]}
+
+
+def judge(cfg: PaperConfig, evidence: Dict[int, Evidence], ok: Availability) -> Dict[int, Tuple[Verdict, List[str]]]:
+    out = {}
+    needs = _needs(cfg)
+    for c in CLAIMS:
+        e = evidence.get(c.number)
+        if e is None or e.evidence is None:
+            missing = (e.missing if e is not None and e.missing else "") or ok.why(needs[c.number])
+            if c.number == 10 and c.not_testable_here:
+                missing = c.not_testable_here + (f"; {missing}" if missing and c.not_testable_here not in missing else "")
+            out[c.number] = (c.judge(None, missing=missing), [])
+        else:
+            out[c.number] = (c.judge(e.evidence), [n for n in e.notes if n])
+    return out
+
+
+def summary_line(verdicts: Dict[int, Tuple[Verdict, List[str]]]) -> str:
+    held = sum(vd.outcome == HOLDS for vd, _ in verdicts.values())
+    untestable = sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values())
+    return f"{held} of {len(verdicts)} claims hold, {untestable} not testable here"
+
+
+def run(ctx: Context, cfg: PaperConfig) -> Report:
+    report = Report(cfg.description or "The STIR paper's claims (Nanda et al., ICML 2022), reproduced")
+    ok = Availability(ctx)
+    chosen = parts(ctx, cfg, ok)
+    for name, (part, pctx) in chosen.items():
+        sub = get(part.kind).run(pctx, part)
+        report.notes += [f"{name}: {note}" for note in sub.notes]
+        report.tables.update({f"{name}/{table}": t for table, t in sub.tables.items()})
+        report.figures.update({f"{name}/{figure}": f for figure, f in sub.figures.items()})
+        report.summary.update({f"{name}/{key}": value for key, value in sub.summary.items()})
+    evidence: Dict[int, Evidence] = {}
+    t1, recipes, ev = table1(ctx, cfg, ok, chosen.get("seeds", (None, None))[1])
+    evidence.update(ev)
+    t2, evidence[7] = table2(ctx, chosen.get("relative_robustness"))
+    f1, evidence[8] = figure1(ctx, chosen.get("incremental"))
+    f2, ev = figures2_3(ctx, cfg, ok, chosen.get("layers"))
+    evidence.update(ev)
+    f4, evidence[11] = figures4_8(ctx, cfg, chosen.get("architectures"), ok)
+    f5, evidence[12] = figures5_9(ctx, cfg, ok, chosen.get("at_methods"))
+    evidence = {k: e for k, e in evidence.items() if e is not None}
+    verdicts = judge(cfg, evidence, ok)
+    claims = []
+    for c in CLAIMS:
+        vd, notes = verdicts[c.number]
+        claims.append({"claim": c.number, "where": c.where, "statement": c.statement, "verdict": vd.outcome,
+                       "reason": vd.reason + "".join(f" ({n})" for n in notes)})
+        report.summary[f"claim{c.number}/holds"] = {HOLDS: 1.0, v.FAILS: 0.0}.get(vd.outcome, NAN)
+    line = summary_line(verdicts)
+    report.title = f"{report.title}: {line}"
+    report.summary["claims/hold"] = float(sum(vd.outcome == HOLDS for vd, _ in verdicts.values()))
+    report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))
+    shown = {"claims": claims, "table1": t1, "table1_recipes": recipes, "table2": t2, "figure1": f1,
+             "figures2_3_6_7": f2, "figures4_8": f4, "figures5_9": f5}
+    shown["missing_models"] = [{"model": name, "why": "not trained or shipped", "train command": ok.command(name)}
+                               for name in sorted(ok.missing)]
+    paper_tables = {name: Table(rows) for name, rows in shown.items() if rows}
+    report.tables = {**paper_tables, **report.tables}  # the paper's tables first, the parts' after
+    missing = sorted(ok.missing)
+    report.notes = [line, "method: a recipe's value is the random-effects estimate over its seed pairs "
+                    "(stir.measure.seeds.seed_estimate); " + SHARED + f"; with one pair: {ONE_PAIR}",
+                    f"store: {ctx.store.hits} result(s) served from the store, {ctx.store.misses} measured now"] + \
+                   ([f"not trained or shipped here (train_missing=false: nothing was trained): {', '.join(missing)}"]
+                    if missing else []) + report.notes
+    return report
+
+
+def units(ctx: Context, cfg: PaperConfig) -> List[Unit]:
+    """Every part's units on the models that exist, part by part."""
+    out: List[Unit] = []
+    for name, (part, pctx) in parts(ctx, cfg, Availability(ctx)).items():
+        out += [Unit(f"{name}: {u.what}", u.call) for u in get(part.kind).units(pctx, part)]
+    return out
+
+
+def _check(cfg: PaperConfig) -> None:
+    from stir.config.validate import ConfigError, check_choice
+    from stir.measure.plan import IRI_KINDS
+
+    check_choice("experiment.seeds_iri", cfg.seeds_iri, IRI_KINDS)
+    for setting, m in cfg.methods.items():
+        if set(m) != {"at", "trades", "mart"}:
+            raise ConfigError(f"experiment.methods.{setting} must name at, trades and mart, got {sorted(m)}")
+    for setting, families in cfg.layer_settings.items():
+        if len(setting.split(" ")) != 2 or any(len(p) != 2 for p in families.values()):
+            raise ConfigError(f"experiment.layer_settings: '<data set> <architecture>': {{family: [m1, m2]}}, got "
+                              f"{setting!r}: {families}")
+
+
+register(Kind("paper", PaperConfig, run, units, _check))

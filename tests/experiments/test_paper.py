@@ -1,0 +1,174 @@
+"""experiment=paper end to end through the real evaluate.py on a tiny zoo with only some models present.
+
+The zoo is the repository's (configs/zoo.yaml) shrunk to seconds (width 4, one epoch, n=12, k=2, 12
+inversion steps); only vanilla, vanilla_s1, vanilla_s2 and at are trained. The paper run must give a
+verdict for all 12 claims, say "not testable here" with the train command for every claim whose models
+are missing, train nothing, and serve a rerun from the store.
+"""
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from stir.experiments.paper import over_seed_pairs, summary_line
+from stir.paper import CLAIMS, FAILS, HOLDS, NOT_TESTABLE, Interval, Verdict, claim
+from stir.paper import verdicts as v
+from conftest import run_entry_point
+from stir.data import synthetic
+
+TRAIN = ["data.download=false", "data.holdout_size=40", "data.batch_size=40", "model.width=4", "trainer.max_epochs=1",
+         "attack.steps=2", "eval_attack.steps=2", "trainer.robust_test_size=10", "trainer.robust_val_every_n_epochs=0",
+         "trainer.enable_progress_bar=false", "logger.wandb.mode=disabled"]
+COMMON = ["n=12", "k=2", "inversion.steps=12", "inversion.tolerance=0.05", "inversion.record_steps=[4,8]",
+          "difficulty.steps=8", "iri_grid_images=2", "logger.wandb.mode=disabled", "calibration.resamples=50",
+          "calibration.permutations=19"]
+PRESENT = ("vanilla", "vanilla_s1", "vanilla_s2", "at")
+
+
+def args(root: Path, data_root: Path, *extra: str) -> list:
+    zoo = ",".join(f'"{o}"' for o in [f"data.root={data_root}", *TRAIN])
+    return [f"zoo.overrides=[{zoo}]", f"zoo.runs_dir={root / 'runs'}", "zoo.shipped_dir=null",
+            f"out_dir={root / 'results'}", *COMMON, *extra]
+
+
+def runs(root: Path) -> list:
+    return sorted(str(p.parent.relative_to(root)) for p in (root / "runs").rglob("weights.pt"))
+
+
+def claims_table(root: Path, name: str = "paper") -> dict:
+    with open(root / "results" / name / "claims.csv") as f:
+        return {int(r["claim"]): r for r in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def paper_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("paper")
+    cifar10_root = root / "data"  # CIFAR-10- and CIFAR-100-shaped synthetic data in one root (claim 10's path)
+    synthetic.write_cifar10_python(cifar10_root, n_train=160, n_test=40, seed=0)
+    synthetic.write_cifar100_python(cifar10_root, n_train=200, n_test=40, seed=0)
+    mp = pytest.MonkeyPatch()
+    try:  # train the present models (and only those) through the zoo
+        run_entry_point("evaluate", args(root, cifar10_root, "experiment=seeds", "train_missing=true", "iri=arbitrary",
+                                         "experiment.pairs=[[vanilla,vanilla_s1],[vanilla_s2,at]]"), mp)
+        trained = runs(root)
+        assert len(trained) == len(PRESENT)
+        paper = args(root, cifar10_root, "experiment=paper", "experiment.layers.count=3")
+        run_entry_point("evaluate", paper, mp)
+        first = claims_table(root)
+        store = {p: p.stat().st_mtime_ns for p in (root / "results" / "store").rglob("*.json")}
+        run_entry_point("evaluate", paper, mp)
+        after_paper = runs(root)
+        # the AT seed twin and the CIFAR-100 seed pairs (synthetic data) for the roles run
+        run_entry_point("evaluate", args(root, cifar10_root, "experiment=seeds", "train_missing=true", "iri=arbitrary",
+                                         "experiment.pairs=[[at,at_s1],[c100,c100_s1],[c100_at,c100_at_s1]]"), mp)
+        # every claim's code path on the present models, each playing a role (no real architectures or methods here)
+        roles = ["experiment.name=paper_roles", "experiment.architectures={vanilla:{residual:[vanilla,vanilla_s1],vgg:[vanilla_s2]}}",
+                 "+experiment.methods.tiny={at:at,trades:vanilla,mart:vanilla_s1}",
+                 "experiment.chains={vanilla:[vanilla,vanilla_s1,vanilla_s2]}", "experiment.methods_layers.taps=[stem,penultimate]"]
+        run_entry_point("evaluate", paper + roles, mp)
+    finally:
+        mp.undo()
+    return root, trained, first, store, after_paper
+
+
+def test_every_claim_has_a_verdict_and_the_summary_line(paper_run):
+    root, _, claims, _, _ = paper_run
+    assert sorted(claims) == list(range(1, 13))
+    assert all(c["verdict"] in (HOLDS, FAILS, NOT_TESTABLE) and c["reason"] for c in claims.values())
+    record = json.loads((root / "results" / "paper" / "record.json").read_text())
+    held = sum(c["verdict"] == HOLDS for c in claims.values())
+    untestable = sum(c["verdict"] == NOT_TESTABLE for c in claims.values())
+    line = f"{held} of 12 claims hold, {untestable} not testable here"
+    assert line in record["notes"]
+    assert record["summary"]["claims/hold"] == held and record["summary"]["claims/not_testable"] == untestable
+    readme = (root / "results" / "paper" / "README.md").read_text()
+    assert readme.splitlines()[0].endswith(line) and "## claims" in readme and "## table1" in readme
+
+
+def test_missing_models_are_not_testable_with_their_train_command_and_nothing_is_trained(paper_run):
+    root, trained, claims, _, after_paper = paper_run
+    assert after_paper == trained  # no training: train_missing=false
+    for number, missing in ((2, "at_s1"), (8, "vanilla_n5000"), (9, "at_s1"), (11, "resnet34"), (12, "trades")):
+        c = claims[number]
+        assert c["verdict"] == NOT_TESTABLE, c
+        assert f"{missing} is not trained or shipped (python train.py" in c["reason"], c
+    assert claims[10]["verdict"] == NOT_TESTABLE and "CIFAR-100 is not available" in claims[10]["reason"]
+    for number in (1, 3, 5, 6, 7):  # measured on the present models
+        assert claims[number]["verdict"] in (HOLDS, FAILS), claims[number]
+
+
+def test_table1_sets_ours_with_calibrated_readings_beside_the_paper(paper_run):
+    root = paper_run[0]
+    with open(root / "results" / "paper" / "table1.csv") as f:
+        rows = list(csv.DictReader(f))
+    cka = [r for r in rows if r["quantity"] == "CKA" and r["pair"] == "vanilla / vanilla_s1"]
+    assert cka and cka[0]["paper"] == "0.967"
+    stir = [r for r in rows if r["quantity"] == "STIR(m2|m1)" and r["pair"] == "at / vanilla"]
+    assert stir and stir[0]["paper"] == "0.509" and "[" in stir[0]["ours"] and stir[0]["floor"] != "-"
+    with open(root / "results" / "paper" / "table1_recipes.csv") as f:
+        recipes = {(r["recipe"], r["quantity"]): r for r in csv.DictReader(f)}
+    assert recipes[("vanilla", "STIR(m2|m1)")]["seed pairs"] == "3"
+    assert "random effects over 3 seed pairs" in recipes[("vanilla", "STIR(m2|m1)")]["interval holds"]
+    assert "share models" in recipes[("vanilla", "STIR(m2|m1)")]["interval holds"]
+    assert "one seed pair: between-seed spread not measured" in recipes[("AT vs vanilla", "STIR(m2|m1)")]["interval holds"]
+
+
+def test_every_claims_code_path_runs_on_models_in_its_roles(paper_run):
+    root, trained = paper_run[0], paper_run[1]
+    claims = claims_table(root, "paper_roles")
+    assert len(runs(root)) == len(trained) + 5  # at_s1 and the four CIFAR-100 models, nothing else
+    assert claims[2]["verdict"] in (HOLDS, FAILS)
+    assert "CIFAR-100 is not available" not in claims[10]["reason"] and "is not trained" not in claims[10]["reason"]
+    with open(root / "results" / "paper_roles" / "figures2_3_6_7.csv") as f:
+        slopes = list(csv.DictReader(f))
+    assert {(r["data set"], r["family"]) for r in slopes} == {("cifar10", "vanilla"), ("cifar10", "at"),
+                                                            ("cifar100", "vanilla"), ("cifar100", "at")}
+    assert claims[11]["verdict"] in (HOLDS, FAILS) and "residual/residual - residual/VGG" in claims[11]["reason"]
+    assert claims[12]["verdict"] in (HOLDS, FAILS) and "STIR(AT, TRADES) - STIR(TRADES, MART)" in claims[12]["reason"]
+    assert claims[8]["verdict"] == NOT_TESTABLE and "2 training-set sizes" in claims[8]["reason"]
+    for table in ("figures4_8", "figures5_9", "figure1", "missing_models"):
+        assert (root / "results" / "paper_roles" / f"{table}.csv").is_file(), table
+
+
+def test_a_rerun_is_served_from_the_store(paper_run):
+    root, _, first, store, _ = paper_run
+    assert {p: p.stat().st_mtime_ns for p in store} == store  # nothing rewritten (the roles run adds its own)
+    record = json.loads((root / "results" / "paper" / "record.json").read_text())
+    assert any(n.startswith("store: ") and n.endswith(", 0 measured now") for n in record["notes"]), record["notes"]
+    assert claims_table(root) == first
+
+
+def test_claim_10_on_cifar100_shaped_slopes():
+    """Claim 10's code path with CIFAR-100 evidence (synthetic slopes; CIFAR-100 itself is not here)."""
+    flat, falls = Interval(0.01, -0.02, 0.04), Interval(-0.3, -0.4, -0.2)
+    both = v.SlopeEvidence({"resnet18 m2|m1": falls}, {"resnet18 m2|m1": flat})
+    assert claim(10).judge(v.DatasetSlopeEvidence({"cifar10": both, "cifar100": both})).outcome == HOLDS
+    missing = v.DatasetSlopeEvidence({"cifar10": both, "cifar100": None}, {"cifar100": "c100 is not trained or shipped"})
+    assert claim(10).judge(missing).outcome == NOT_TESTABLE
+
+
+def test_one_seed_pair_keeps_its_own_interval_and_says_so():
+    one, method, tau = over_seed_pairs([Interval(0.5, 0.4, 0.6)], 0.95)
+    assert one == Interval(0.5, 0.4, 0.6) and "one seed pair: between-seed spread not measured" in method
+    three, method, tau = over_seed_pairs([Interval(0.5, 0.45, 0.55), Interval(0.6, 0.55, 0.65), Interval(0.4, 0.35, 0.45)], 0.95)
+    assert three.low < 0.45 and three.high > 0.55 and "3 seed pairs" in method and tau > 0
+    verdicts = {c.number: (Verdict(HOLDS if c.number < 3 else NOT_TESTABLE, "r"), []) for c in CLAIMS}
+    assert summary_line(verdicts) == "2 of 12 claims hold, 10 not testable here"
+
+
+def test_the_docs_page_renders_the_committed_report_and_says_when_there_is_none(paper_run, tmp_path, monkeypatch):
+    import importlib.util
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("paper_hook", REPO / "docs" / "hooks" / "paper.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    monkeypatch.setattr(hook, "REPORT", tmp_path / "paper_report")
+    page = "# The paper\n\n<!-- paper-report -->\n"
+    assert "Not run yet" in hook.on_page_markdown(page) and hook.COMMAND in hook.on_page_markdown(page)
+    hook.copy(paper_run[0] / "results" / "paper")
+    shown = hook.on_page_markdown(page)
+    assert "claims hold" in shown and "### claims" in shown and "| claim |" in shown and "n = 12 images" in shown
+    assert "](paper_report/" in shown and "file: [" not in shown
