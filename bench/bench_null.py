@@ -1,6 +1,6 @@
 """Do the calibrated readings recover a known answer? The normalised STIR on synthetic pairs, against n.
 
-    python bench/bench_null.py [--samples 100] [--resamples 200] [--sizes 100,250,1000] [--quick]
+    python bench/bench_null.py [--samples 50] [--resamples 100] [--sizes 100,250,1000] [--quick]
 
 A STIR value reads m2(X) against m2(X') row by row. Synthetic representations whose population
 answer is known stand in for them (Gaussian rows, d = 16; no network needed):
@@ -89,8 +89,8 @@ def case(n: int, a: float, kind: str, samples: int, resamples: int, seed: int) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=100)
-    parser.add_argument("--resamples", type=int, default=200)
+    parser.add_argument("--samples", type=int, default=50)
+    parser.add_argument("--resamples", type=int, default=100)
     parser.add_argument("--sizes", default="100,250,1000")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="10 samples, 50 resamples, n=100 (a smoke run)")
