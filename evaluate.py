@@ -21,8 +21,7 @@ from stir.experiments.context import open_context
 from stir.models.sources import SourceError
 from stir.reporting import slug
 from stir.reporting.index import check_report_dir, models_settings, record_report, report_dir, report_settings
-from stir.reporting.publish import publish
-from stir.reporting.wandb_log import complete_runs
+from stir.reporting.publish import publish_once
 from stir.training.runs import RecipeMismatchError
 from stir.zoo import MissingModelError, UnknownModelError
 
@@ -57,19 +56,9 @@ def evaluate(cfg: DictConfig) -> None:
                                {label: m.identity for label, m in ctx.zoo.resolved().items()})
     out = report_dir(Path(config.out_dir), name, settings)
     check_report_dir(Path(config.out_dir), out)  # never through a symbolic link, never outside out_dir
-    logger = config.logger
-    if ctx.store.misses == 0 and ctx.store.hits > 0 and not logger.wandb.log_cached:
-        # Nothing new was measured: the report is rewritten, but no second W&B run of the same numbers,
-        # unless the report has no complete one (an earlier run was interrupted while logging).
-        if complete_runs(out):
-            log.info("every result came from the store: no new W&B run (logger.wandb.log_cached=true logs one)")
-            logger = logger.without_wandb()
-        elif logger.wandb.mode != "disabled":
-            log.info("every result came from the store, but %s holds no complete W&B run (one was interrupted?): "
-                     "logging one", out)
     wandb_config = {**ctx.config, "models": {label: m.record for label, m in ctx.zoo.resolved().items()}}
-    publish(report, out, logger, wandb_config, run_name=f"evaluate/{name}",
-            tags=[experiment.kind, config.measure, config.iri])
+    publish_once(report, out, config.logger, wandb_config, run_name=f"evaluate/{name}",
+                 tags=[experiment.kind, config.measure, config.iri], nothing_new=ctx.store.misses == 0 and ctx.store.hits > 0)
     record_report(Path(config.out_dir), name, out, settings)
     log.info("results in %s (latest of its name: %s; all: %s)", out, Path(config.out_dir) / name,
              Path(config.out_dir) / "index.md")

@@ -19,7 +19,7 @@ from stir.config.schema import LoggerConfig
 from stir.provenance import library_versions
 from stir.reporting.report import Report, Row, Table, unique_slugs
 from stir.reporting.tables import format_table, to_markdown, write_csv, write_markdown
-from stir.reporting.wandb_log import log_report
+from stir.reporting.wandb_log import complete_runs, log_report
 
 log = logging.getLogger(__name__)
 
@@ -93,3 +93,27 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
     if run is not None:
         log.info("W&B run: %s (upload with `wandb sync %s`)", run, run)
     return figures
+
+
+def publish_once(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, Any], run_name: str,
+                 tags: List[str], nothing_new: bool) -> None:
+    """``publish``, holding a lock on the report folder, with the rule for a second W&B run.
+
+    When nothing new was measured (``nothing_new``: every result came from the store) the report is
+    rewritten but no second W&B run of the same numbers is logged, unless the folder holds no
+    complete one yet (its results were measured by shards or by a run with W&B off, or logging was
+    interrupted) or ``logger.wandb.log_cached``. The lock makes two identical evaluations that finish
+    at once write one W&B run: the second sees the first's complete run.
+    """
+    from filelock import FileLock
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(out.parent / f".{out.name}.lock")):
+        if nothing_new and not logger.wandb.log_cached:
+            if complete_runs(out):
+                log.info("every result came from the store: no new W&B run (logger.wandb.log_cached=true logs one)")
+                logger = logger.without_wandb()
+            elif logger.wandb.mode != "disabled":
+                log.info("every result came from the store and %s holds no complete W&B run yet (measured by shards, "
+                         "with W&B off, or its logging was interrupted): logging one", out)
+        publish(report, out, logger, config, run_name=run_name, tags=tags)

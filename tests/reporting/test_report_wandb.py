@@ -77,3 +77,27 @@ def test_disabled_and_bad_input_start_nothing(tmp_path, png):
         log_report(mode="offline", tables={"k": (ROWS, None)}, images={"k": png}, **kwargs)
     assert not (tmp_path / "wb").exists()
     assert _state() == before
+
+
+def test_a_report_served_from_the_store_gets_one_w_and_b_run_however_often_it_is_published(tmp_path):
+    """publish_once: a report with no complete W&B run gets one even when nothing new was measured (its
+    results came from shards); a second publication of the same numbers adds none; the lock on the
+    report folder is what makes two evaluations that finish at once write one."""
+    from filelock import FileLock, Timeout
+
+    from stir.config.schema import LoggerConfig, WandbConfig
+    from stir.reporting.publish import publish_once
+    from stir.reporting.report import Report, Table
+
+    out = tmp_path / "results" / "pair_a_vs_b-1234"
+    report = Report(title="t", tables={"pairs": Table([{"stir": 0.5}])})
+    logger = LoggerConfig(wandb=WandbConfig(mode="offline", project="p"))
+    publish_once(report, out, logger, {"n": 1}, "evaluate/t", ["pair"], nothing_new=True)  # shards measured it
+    assert len(complete_runs(out)) == 1
+    publish_once(report, out, logger, {"n": 1}, "evaluate/t", ["pair"], nothing_new=True)  # a rerun: served
+    assert len(complete_runs(out)) == 1
+    publish_once(report, out, logger, {"n": 1}, "evaluate/t", ["pair"], nothing_new=False)  # measured anew
+    assert len(complete_runs(out)) == 2
+    held = FileLock(str(out.parent / f".{out.name}.lock"))
+    with held, pytest.raises(Timeout):  # the same lock a concurrent publish_once waits on
+        FileLock(str(out.parent / f".{out.name}.lock"), timeout=0.1).acquire()
