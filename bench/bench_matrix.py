@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python bench/bench_matrix.py               # N = 3 and 4, n = 32, k = 2, 20 faithful steps
     PYTHONPATH=. python bench/bench_matrix.py --quick       # N = 3, n = 8, k = 2, 5 steps (seconds)
-    PYTHONPATH=. python bench/bench_matrix.py --calibrated  # with evaluate.py's default calibration
+    PYTHONPATH=. python bench/bench_matrix.py --calibrated  # calibrated, with the independent ceiling
 
 Runs ``evaluate.py`` itself, in this process (the real Hydra entry point, ``open_context``, the
 matrix experiment, the result store and the inversion cache), on N randomly initialised registered
@@ -16,10 +16,11 @@ the call happens: inside the inversion's descent loop (``stir.descent.descend``)
 
 What is counted is the published STIR alone, as the original code computes it: the calibration is
 switched off (``calibration.ceiling=none``, no floor permutations, no bootstrap). With
-``--calibrated`` (``calibrated=True``) evaluate.py's default calibration is on, whose ceiling
-(``calibration.ceiling=independent``) inverts each reference once more, from seed
-``inversion.seed + k``: k + 1 inversions per reference instead of k (floor and interval cost no
-model evaluations).
+``--calibrated`` (``calibrated=True``) evaluate.py's calibration is on with the ``independent``
+ceiling (``calibration.ceiling=independent``), which inverts each reference once more, from seed
+``inversion.seed + k``: k + 1 inversions per reference instead of k. The default ceiling
+(``same_draws``) measures m1 on the k draws' X' and costs no inversion, like the floor (closed form
+or permutations) and the interval.
 
 The same matrix is run twice, in fresh output folders: with the inversion cache (what
 ``evaluate.py`` does by default: ``execution.cache_dir`` = ``out_dir/inversion-cache``) and with
@@ -162,7 +163,7 @@ def evaluate_args(workdir: Path, n_models: int, n: int, k: int, steps: int, data
         "experiment.description=bench_matrix", "iri=arbitrary",
         f"n={n}", f"k={k}", "inversion.mode=faithful", f"inversion.steps={steps}", "min_fraction_iri=0",
         "execution.warn_below=0", f"iri_grid_images={n}", "device=cpu", "logger.wandb.mode=disabled",
-        f"hydra/job_logging={'stdout' if verbose else 'none'}", *([] if calibrated else UNCALIBRATED), *data,
+        f"hydra/job_logging={'stdout' if verbose else 'none'}", *(["calibration.ceiling=independent"] if calibrated else UNCALIBRATED), *data,
     ]
 
 
