@@ -355,18 +355,18 @@ def calibrate(
         def interval(v: float, b: Tensor) -> Tuple[float, float, int]:
             return standard_error_interval(v, b, cfg.confidence) if half else percentile_interval(b, cfg.confidence)
 
+        one = torch.zeros(cfg.resamples, 1, dtype=torch.long)  # the draw index of a single representation
         target_b = _Resampler(measure, target, rows)
-        stir_b, floor_b = _over_draws(target_b, target_primes if cfg.floor == "iris" else [target] * k, draws)
+        stir_b, floor_b = _over_draws(target_b, target_primes, draws)  # each resample's value and iris floor
         if cfg.floor == "images":
-            stir_b = _over_draws(target_b, target_primes, draws)[0]
+            floor_b = _over_draws(target_b, [target], one)[1]
         low, high, resamples = interval(value, stir_b)
         held = floor_b is None
         if math.isfinite(normalised) and ceiling_primes:
             ref_b = _Resampler(measure, reference, rows)
-            chosen_primes = ceiling_primes if cfg.floor == "iris" else [reference] * len(ceiling_primes)
-            ceil_draws = draws if len(ceiling_primes) == k else torch.zeros(cfg.resamples, 1, dtype=torch.long)
-            ceil_b = _over_draws(ref_b, ceiling_primes, ceil_draws)[0]
-            ceil_floor_b = _over_draws(ref_b, chosen_primes, ceil_draws)[1]
+            ceil_b, ceil_floor_b = _over_draws(ref_b, ceiling_primes, draws if len(ceiling_primes) == k else one)
+            if cfg.floor == "images":
+                ceil_floor_b = _over_draws(ref_b, [reference], one)[1]
             held = held or ceil_floor_b is None
             f_b = floor_b if floor_b is not None else torch.full_like(stir_b, chosen.mean)
             cf_b = ceil_floor_b if ceil_floor_b is not None else torch.full_like(stir_b, ceiling_floor.mean)
