@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REPO, refused, run_entry_point, tiny_train_args
+from conftest import REPO, refused, run_entry_point, tiny_run_test_logits, tiny_train_args
 from stir.data import synthetic
 from stir.training.runs import load_state_dict
 
@@ -52,17 +52,8 @@ def _steps(out: Path, ranks: int) -> list:
 
 def _test_split_correct(run: Path, data_root: Path) -> torch.Tensor:
     """(n,) bool: which test images the run's weights.pt classifies correctly, on one process."""
-    from stir.config.schema import DataConfig, ModelConfig
-    from stir.data import StirDataModule, to_float
-    from stir.models import build, channel_stats
-
-    data = StirDataModule(DataConfig(root=str(data_root), download=False, holdout_size=40))
-    data.setup()
-    images, labels = data.split_tensors("test")
-    net = build(ModelConfig(width=4), 10, *channel_stats("cifar10"))
-    net.load_state_dict(load_state_dict(str(run)))
-    with torch.no_grad():
-        return net.eval()(to_float(images)).argmax(1) == labels
+    logits, labels = tiny_run_test_logits(run, data_root)
+    return logits.argmax(1) == labels
 
 
 @pytest.mark.slow  # ~40 s: a one-process and a two-process training, each importing torch and Lightning
