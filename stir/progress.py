@@ -38,7 +38,8 @@ def on_terminal() -> bool:
         return False
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
+    """4s, 3m05s, 1h12m ("?" when not finite)."""
     if not math.isfinite(seconds):
         return "?"
     seconds = int(round(seconds))
@@ -129,7 +130,7 @@ class Progress:
     def _line(self, postfix: Dict[str, Value], now: float) -> None:
         shown = "".join(f", {k} {_show(_value(v))}" for k, v in postfix.items())
         self.log.info("%s: %d%% (%s of %s %s)%s, %s, ETA %s", self.desc, int(100 * self.fraction), f"{self.done:,}",
-                      f"{self.total:,}", self.unit, shown, _clock(now - self.start), _clock(self.eta()))
+                      f"{self.total:,}", self.unit, shown, clock(now - self.start), clock(self.eta()))
         self._last_line = now
         self._lines += 1
 
@@ -141,7 +142,7 @@ class Progress:
             self._bar = None
         elif now_done(self) and (self._lines or time.monotonic() - self.start >= self.min_interval):
             self.log.info("%s: done (%s %s) in %s", self.desc, f"{self.done:,}", self.unit,
-                          _clock(time.monotonic() - self.start))
+                          clock(time.monotonic() - self.start))
         self.enabled = False
 
 

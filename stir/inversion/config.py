@@ -27,6 +27,7 @@ key.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass, fields
@@ -293,6 +294,9 @@ class ExecutionConfig:
         return self.batch_size if self.batch_size is not None else 1000
 
 
+WALK_STEPS = 200  # the walk of the published budget (1000 inversion steps); shorter inversions walk as many as they step
+
+
 @dataclass
 class ControversialConfig:
     """How controversial-stimulus difficulty is measured (``stir.inversion.controversial``).
@@ -308,17 +312,26 @@ class ControversialConfig:
     within ``steps`` count in the reported fraction, not in Delta.
     """
 
-    steps: int = 200  # fixed-length steps from x
+    # Fixed-length steps from x. None: follow the inversion budget, ``walk_steps(inversion steps)`` =
+    # min(WALK_STEPS, inversion steps): the published 1000-step inversion walks 200 steps, a 20-step
+    # trial 20 (a small run stays small); set it to walk a budget of its own.
+    steps: Optional[int] = None
     step_size: float = 0.1  # L2 length of each step: the resolution of Delta (at most steps * step_size)
     start_noise: float = 1e-3  # L2 norm of the random perturbation x_c starts from
     m2_threshold: float = 0.5  # r2 at which m2 is taken to represent x_c differently from x
 
     def __post_init__(self) -> None:
-        if self.steps < 1:
-            raise ValueError(f"difficulty.steps must be >= 1, got {self.steps}")
+        if self.steps is not None and self.steps < 1:
+            raise ValueError(f"difficulty.steps must be >= 1 (or unset: it follows inversion.steps), got {self.steps}")
         if self.step_size <= 0 or self.start_noise <= 0 or self.m2_threshold <= 0:
             raise ValueError("difficulty.step_size, difficulty.start_noise and difficulty.m2_threshold must be > 0, "
                              f"got {self.step_size}, {self.start_noise}, {self.m2_threshold}")
+
+    def following(self, inversion_steps: int) -> "ControversialConfig":
+        """This walk with ``steps`` resolved: its own when set, else min(WALK_STEPS, inversion_steps)."""
+        if self.steps is not None:
+            return self
+        return dataclasses.replace(self, steps=min(WALK_STEPS, int(inversion_steps)))
 
 
 def _memory_bound() -> int:

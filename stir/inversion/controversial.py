@@ -87,7 +87,8 @@ def controversial_perturbation(
     ``progress``: report the walk (``stir.progress``: steps done, the fraction of images already
     controversial, the ETA).
     """
-    cfg, inversion = cfg or ControversialConfig(), inversion or InversionConfig()
+    inversion = inversion or InversionConfig()
+    cfg = (cfg or ControversialConfig()).following(inversion.num_steps)  # unset steps follow the inversion's
     tap2 = tap2 or tap1
     images = images.detach()
     n = images.shape[0]

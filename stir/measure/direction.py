@@ -23,14 +23,15 @@ from stir import similarity
 from stir.inversion import ExecutionConfig, InversionResult, invert_adversarial_draws, invert_draws
 from stir.inversion.config import iri_shortfall
 from stir.inversion.controversial import controversial_perturbation, pooled_censored
+from stir.measure import cost
+from stir.measure.call import Call, open_call
 from stir.measure.calibration import Calibration, calibrate, calibration_notes
 from stir.measure.convergence import convergence_record, curve, natural_null, pool_quality, refuse_failed, summary
 from stir.measure.observe import check_models, measure_value, observe
-from stir.measure.plan import DEFAULT_TAP, DIRECTION, Estimator, Images, Plan, direction_parts, make_plan
+from stir.measure.plan import DEFAULT_TAP, DIRECTION, Estimator, Images, Plan, direction_parts
 from stir.measure.results import DirectionResult, Stat
-from stir.measure.undefined import nonfinite_models, undefined_direction
+from stir.measure.undefined import undefined_direction
 from stir.models.fake_relu import describe
-from stir.models.identity import content_identity
 from stir.store import ResultStore
 
 log = logging.getLogger(__name__)
@@ -70,22 +71,34 @@ def evaluate_direction(
         store: if given, the result is looked up first and saved the moment it is computed.
         record: provenance stored beside the result (resolved config, checkpoint paths, ...).
     """
-    tap_tgt = tap_tgt or tap_ref
-    plan = make_plan(images, estimator, run)
-    ids = tuple(ids) if ids is not None else (content_identity(m_ref), content_identity(m_tgt))
-    broken = nonfinite_models(plan, [(names[0], m_ref), (names[1], m_tgt)])
-    if broken is not None:  # no number from a model that is not finite (stir.measure.undefined)
-        return undefined_direction(plan, names, ids, (tap_ref, tap_tgt), broken)
+    call = open_call(m_ref, m_tgt, images, estimator, run, names, ids, store, record)
+    return direction_of(call, (m_ref, m_tgt), (tap_ref, tap_tgt or tap_ref))
+
+
+def direction_of(call: Call, models: Tuple[nn.Module, nn.Module], taps: Tuple[str, str],
+                 tgt_rep: Optional[Callable[[], Tensor]] = None) -> DirectionResult:
+    """The direction models[1] given models[0] of ``call``: the stored result, or measured (and stored).
+
+    ``tgt_rep``: a function giving models[1](X) (n, d) when the caller computes it for other results
+    too and has checked both models (``evaluate_pair``); otherwise the models are checked here.
+    """
+    plan, names, ids = call.plan, call.names, call.ids
+    if call.broken is not None:  # no number from a model that is not finite (stir.measure.undefined)
+        return undefined_direction(plan, names, ids, taps, call.broken)
 
     def compute() -> DirectionResult:
-        check_models(plan.images, [(names[0], m_ref, tap_ref), (names[1], m_tgt, tap_tgt)])
-        return measure_direction(m_ref, m_tgt, tap_ref, tap_tgt, plan, names, ids)
+        if tgt_rep is None:
+            check_models(plan.images, [(names[0], models[0], taps[0]), (names[1], models[1], taps[1])],
+                         differentiated=[names[0]])  # the reference is inverted
+        rep = None if tgt_rep is None else tgt_rep()  # the caller's checks run here, resampled X or not
+        return measure_direction(models[0], models[1], taps[0], taps[1], plan, names, ids,
+                                 tgt_rep=None if plan.resampled else rep)  # resampled: tgt(X_j) per draw
 
-    if store is None:
+    if call.store is None:
         return compute()
-    result = store.cached(DIRECTION, direction_parts(plan, ids, (tap_ref, tap_tgt)), compute,
-                          DirectionResult.from_dict, record)
-    return replace(result, ref=names[0], target=names[1])
+    result = call.store.cached(DIRECTION, direction_parts(plan, ids, taps), compute, DirectionResult.from_dict,
+                               call.record)
+    return replace(result, ref=names[0], target=names[1])  # the store keeps the names it was made with
 
 
 @dataclass
@@ -107,13 +120,15 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
     """One direction, tgt given ref, over the k draws of ``plan`` (no store); ``tgt_rep`` = tgt(X)
     (n, d) when the caller has it already (fixed X only)."""
     est = plan.estimator
-    log.info("STIR(%s|%s) at (%s, %s): %s IRIs, k=%d, n=%d, %s mode, %d steps", names[1], names[0], tap_ref,
-             tap_tgt, est.iri, est.k, plan.n, plan.cfg.mode, plan.cfg.num_steps)
     fn = similarity.get(est.measure)
     notes: List[str] = []
     # Adversarial IRIs of a model against itself (same identity and tap) are undefined: the push
     # term cancels the match term exactly, the objective is 0 and x' never leaves its seed.
     self_pair = (m_ref is m_tgt or ids[0] == ids[1]) and tap_ref == tap_tgt
+    walk = f", difficulty walk {est.difficulty.steps} steps" if est.adversarial and not self_pair else ""
+    log.info("STIR(%s|%s) at (%s, %s): %s IRIs, k=%d, n=%d, %s mode, %d steps%s; %s", names[1], names[0], tap_ref,
+             tap_tgt, est.iri, est.k, plan.n, plan.cfg.mode, plan.cfg.num_steps, walk,
+             cost.describe(cost.estimate(m_ref, m_tgt, tap_ref, tap_tgt, plan, est.adversarial and not self_pair)))
     runs = _inversions(m_ref, m_tgt, tap_ref, tap_tgt, plan, adversarial=est.adversarial and not self_pair)
     tgt_reps = _target_representations(m_tgt, tap_tgt, plan, tgt_rep)
     kinds = {kind: _Kind() for kind in runs if kind != "ceiling"}

@@ -56,6 +56,9 @@ class Estimator:
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
 
     def __post_init__(self) -> None:
+        # An unset walk budget follows the inversion's (ControversialConfig.following), resolved here
+        # once so that the store key, the record and the walk all see the steps actually walked.
+        object.__setattr__(self, "difficulty", self.difficulty.following(self.inversion.num_steps))
         similarity.get(self.measure)  # unknown name: ValueError listing the valid ones
         if self.iri not in IRI_KINDS:
             raise ValueError(f"iri must be one of {IRI_KINDS}, got {self.iri!r}")

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from stir.experiments.rows import direction_display, pair_row
-from stir.inversion import ExecutionConfig, InversionConfig
+from stir.inversion import ControversialConfig, ExecutionConfig, InversionConfig
 from stir.measure import CalibrationConfig, Estimator, evaluate_direction, evaluate_pair
 
 # Fast-mode inversions that converge on these tiny models within a few dozen steps (CPU, fp32).
@@ -107,7 +107,8 @@ def test_swapping_reference_and_target_swaps_every_directional_value(images):
     representations are a structured function of X, which CKA scores as similar).
     """
     a, b = convnet(0), convnet(1)
-    e = est(k=2, iri="both", inversion=InversionConfig(mode="fast", steps=25, lr=0.05, seed=3))
+    e = est(k=2, iri="both", inversion=InversionConfig(mode="fast", steps=25, lr=0.05, seed=3),
+            difficulty=ControversialConfig(steps=200))  # a walk long enough to reach controversial stimuli
     ab = evaluate_pair(a, b, images, "5", "5", e, run=QUIET)
     ba = evaluate_pair(b, a, images, "5", "5", e, run=QUIET)
     for name in ("stir", "stir_adv", "difficulty", "agreement"):
