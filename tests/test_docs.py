@@ -56,3 +56,28 @@ def test_ci_builds_the_site_strictly_with_the_docs_extra():
     assert "mkdocs build --strict" in ci and "docs" in ci
     pyproject = (REPO / "pyproject.toml").read_text()
     assert re.search(r"^docs = \[.*mkdocs-material.*mkdocstrings", pyproject, re.M)
+
+
+def test_the_docs_environment_is_one_list_read_by_ci_the_docs_and_the_docs_extra():
+    """docs/requirements.txt is what CI installs and what docs/index.md tells a reader to install,
+    and it is pyproject.toml's ``docs`` extra, package for package."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        from pip._vendor import tomli as tomllib
+    listed = [line.strip() for line in (REPO / "docs/requirements.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")]
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["docs"]
+    assert listed == extra
+    assert "-r docs/requirements.txt" in (REPO / ".ci/run").read_text()
+    assert "-r docs/requirements.txt" in (REPO / "docs/index.md").read_text()
+
+
+def test_the_readme_installs_and_tests_what_ci_installs_and_tests():
+    """A README user runs the tests CI runs: the same extras installed, the same pytest commands."""
+    readme = (REPO / "README.md").read_text()
+    ci = (REPO / ".ci/run").read_text()
+    extras = re.search(r'pip install [^\n]*-e "\.\[([\w,]+)\]"', ci).group(1)
+    assert f'pip install -e ".[{extras}]"' in readme
+    for command in re.findall(r"^(pytest[^\n#]*)", ci, re.M):
+        assert command.strip() in readme, command

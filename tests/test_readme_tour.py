@@ -1,7 +1,9 @@
 """The README's tour, run as written (at tiny sizes, on data made here) in a fresh folder, and its
 library example: the README cannot drift from the code (issue 22)."""
+import csv
+import json
+import math
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -63,14 +65,25 @@ def test_the_readme_tour_reaches_a_report_in_a_fresh_folder(tmp_path):
     report = work / "results/pair_vanilla_vs_vanilla_s1"
     assert (report / "pairs.md").is_file() and (report / "iri_examples.png").is_file()
 
-    # The library example, on the tour's models, at tiny sizes.
-    runs = sorted((work / "runs/cifar10").glob("resnet18-*/vanilla-*/seed*"))
-    assert [r.name for r in runs] == ["seed0", "seed1"]
+    # The library example, on the tour's models, with the evaluate command's own overrides and a
+    # results folder of its own (no inversion cache shared): the same numbers as the command's report.
+    overrides = ["zoo.overrides=[" + ",".join(f'"{o}"' for o in tiny) + "]", *TINY_EVALUATE, "out_dir=library"]
     code = library_example()
-    code = code.replace("runs/cifar10/resnet18-w8/vanilla-n5000/seed0", str(runs[0]))
-    code = code.replace("runs/cifar10/resnet18-w8/vanilla-n5000/seed1", str(runs[1]))
-    code = code.replace("DataConfig()", f"DataConfig(root={str(data_root)!r}, download=False)")
-    code = re.sub(r"\[:100\]", "[:8]", code).replace("steps=150", "steps=5")
+    assert 'open_evaluation("profile=cpu")' in code and "print(r)" in code
+    code = code.replace('open_evaluation("profile=cpu")', f"open_evaluation('profile=cpu', *{overrides!r})")
+    code += ("\nimport json\nfrom stir.experiments.rows import pair_row\n"
+             "print('ROW', json.dumps({k: v for k, v in pair_row(r).items() if isinstance(v, float)}))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count("Stat(mean=") == 2
+    printed, row = done.stdout.split("ROW ", 1)
+    assert "STIR(vanilla_s1|vanilla) = " in printed and "STIR(vanilla|vanilla_s1) = " in printed  # readable, no repr
+    assert "Stat(" not in printed and "linear_cka(vanilla, vanilla_s1) = " in printed
+    assert "image-steps of the reference" in done.stderr  # the cost line before the inversions
+    library = json.loads(row)
+    with open(report / "pairs.csv") as f:
+        command = next(csv.DictReader(f))
+    numbers = [k for k in library if k.startswith(("stir", "similarity", "agreement", "difficulty"))]
+    assert {"stir_m2_given_m1", "stir_m1_given_m2", "similarity", "stir_low_m2_given_m1"} <= set(numbers)
+    for key in numbers:
+        mine, theirs = library[key], float(command[key]) if command[key] not in ("", "nan") else math.nan
+        assert mine == theirs or (math.isnan(mine) and math.isnan(theirs)), (key, mine, theirs)

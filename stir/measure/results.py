@@ -27,6 +27,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from stir.measure import text
 from stir.measure.calibration import Calibration
 
 # The two directions of a pair ("m2|m1": IRIs of m1, measured on m2), and their slugs in row names.
@@ -59,6 +60,10 @@ class Stat:
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "Stat":
         return cls(float(d["mean"]), float(d["std"]), [float(v) for v in d["values"]])
+
+    def __str__(self) -> str:
+        """'0.512 ± 0.010 over 2 draws' (``repr`` keeps every field)."""
+        return f"{text.over_draws(self)} over {len(self.values)} draw{'s' if len(self.values) != 1 else ''}"
 
 
 def _stat_or_none(d: Optional[Dict[str, Any]]) -> Optional[Stat]:
@@ -192,6 +197,11 @@ class PairResult:
         """A statistic ("stir", "stir_adv", ...) of one direction; None when not computed."""
         d = self.directions.get(direction)
         return None if d is None else getattr(d, name)
+
+    def __str__(self) -> str:
+        """STIR both ways with interval, floor and normalised value, STIR_adv, the plain similarity
+        (``stir.measure.text.pair_text``; ``repr`` keeps every field)."""
+        return text.pair_text(self)
 
     def notes(self) -> List[Tuple[str, str]]:
         """Every note as (source, text): "similarity", "m2|m1" or "m1|m2"."""
