@@ -45,21 +45,17 @@ reason (``stir.measure.undefined``).
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from torch import nn
 
 from stir.inversion import ExecutionConfig
-from stir.measure.direction import measure_direction
+from stir.measure.call import open_call
+from stir.measure.direction import direction_of
 from stir.measure.observe import check_models, observe
-from stir.measure.plan import (
-    DEFAULT_TAP, DIRECTION, SIMILARITY, Estimator, Images, direction_parts, make_plan, similarity_parts,
-)
-from stir.measure.results import DIRECTIONS, DirectionResult, PairResult, SimilarityResult
-from stir.measure.similarity import measure_similarity
-from stir.measure.undefined import nonfinite_models, undefined_direction, undefined_similarity
-from stir.models.identity import content_identity
+from stir.measure.plan import DEFAULT_TAP, Estimator, Images
+from stir.measure.results import DIRECTIONS, PairResult
+from stir.measure.similarity import similarity_of
 from stir.store import ResultStore
 
 # Each direction as (reference, target) indices into the pair: "m2|m1" = IRIs of model 0, measured on model 1.
@@ -88,52 +84,24 @@ def evaluate_pair(
     evaluation reuses (and feeds) the entries of a matrix evaluation with the same settings. The
     representations of X are computed once per call, and only when something is missing.
     """
-    tap2 = tap2 or tap1
     unknown = [d for d in directions if d not in DIRECTIONS]
     if unknown or not directions:
         raise ValueError(f"directions must be a non-empty subset of {DIRECTIONS}, got {list(directions)}")
-    plan = make_plan(images, estimator, run)
-    ids = tuple(ids) if ids is not None else (content_identity(m1), content_identity(m2))
-    models, taps = (m1, m2), (tap1, tap2)
-    broken = nonfinite_models(plan, [(names[0], m1), (names[1], m2)])
-    if broken is not None:  # no number from a model that is not finite (stir.measure.undefined)
-        return PairResult(similarity=undefined_similarity(plan, names, ids, taps, broken), directions={
-            d: undefined_direction(plan, (names[ROLES[d][0]], names[ROLES[d][1]]), (ids[ROLES[d][0]], ids[ROLES[d][1]]),
-                                   (taps[ROLES[d][0]], taps[ROLES[d][1]]), broken) for d in directions})
+    call = open_call(m1, m2, images, estimator, run, names, ids, store, record)
+    models, taps = (m1, m2), (tap1, tap2 or tap1)
     reps = {}
 
     def representations():  # (n, d_i) of both models on X, once, for whatever is computed
         if not reps:
-            check_models(plan.images, [(names[0], m1, tap1), (names[1], m2, tap2)],
+            check_models(call.plan.images, [(names[0], m1, taps[0]), (names[1], m2, taps[1])],
                          differentiated=[names[ROLES[d][0]] for d in directions])  # each direction inverts its ref
-            reps.update({i: observe(models[i], plan.images, taps[i], plan.batch_size)[0] for i in (0, 1)})
-        return reps
+            reps.update({i: observe(models[i], call.plan.images, taps[i], call.plan.batch_size)[0] for i in (0, 1)})
+        return reps[0], reps[1]
 
-    def direction(d: str) -> DirectionResult:
+    sim = similarity_of(call, models, taps, reps=representations)
+    found = {}
+    for d in directions:  # "m1|m2" is the same call with the roles exchanged
         r, t = ROLES[d]
-        compute = lambda: measure_direction(  # noqa: E731
-            models[r], models[t], taps[r], taps[t], plan, (names[r], names[t]), (ids[r], ids[t]),
-            tgt_rep=None if plan.resampled else representations()[t])
-        if store is None:
-            return compute()
-        return store.cached(DIRECTION, direction_parts(plan, (ids[r], ids[t]), (taps[r], taps[t])), compute,
-                            DirectionResult.from_dict, record)
-
-    def similarity() -> SimilarityResult:
-        compute = lambda: measure_similarity(plan, names, ids, taps, representations()[0], representations()[1])  # noqa: E731
-        if store is None:
-            return compute()
-        return store.cached(SIMILARITY, similarity_parts(plan, ids, taps), compute, SimilarityResult.from_dict, record)
-
-    sim = similarity()
-    found = {d: direction(d) for d in directions}
-    # A symmetric measure's stored result may be of the pair the other way round: its identities and
-    # taps follow the order asked for too, not only its names.
-    sim = replace(sim, ref_id=ids[0], target_id=ids[1], tap_ref=taps[0], tap_target=taps[1])
-    return PairResult(similarity=_named(sim, names), directions={
-        d: _named(found[d], (names[ROLES[d][0]], names[ROLES[d][1]])) for d in directions})
-
-
-def _named(result, names: Tuple[str, str]):
-    """A stored result under this call's display names (the store keeps the names it was made with)."""
-    return replace(result, ref=names[0], target=names[1])
+        found[d] = direction_of(call if d == "m2|m1" else call.reversed(), (models[r], models[t]), (taps[r], taps[t]),
+                                tgt_rep=lambda t=t: representations()[t])
+    return PairResult(similarity=sim, directions=found)

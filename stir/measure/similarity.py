@@ -2,17 +2,17 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from torch import Tensor, nn
 
 from stir import similarity
 from stir.inversion import ExecutionConfig
+from stir.measure.call import Call, open_call
 from stir.measure.observe import check_models, measure_value, observe
-from stir.measure.plan import DEFAULT_TAP, SIMILARITY, Estimator, Images, Plan, make_plan, similarity_parts
+from stir.measure.plan import DEFAULT_TAP, SIMILARITY, Estimator, Images, Plan, similarity_parts
 from stir.measure.results import SimilarityResult
-from stir.measure.undefined import nonfinite_models, undefined_similarity
-from stir.models.identity import content_identity
+from stir.measure.undefined import undefined_similarity
 from stir.store import ResultStore
 
 
@@ -34,27 +34,37 @@ def evaluate_similarity(
 
     Identical representations give the measure's identity value exactly (1, or 0 for a distance).
     """
-    tap2 = tap2 or tap1
-    plan = make_plan(images, Estimator(measure=measure, k=1, iri="arbitrary"), run)
-    ids = tuple(ids) if ids is not None else (content_identity(m1), content_identity(m2))
-    broken = nonfinite_models(plan, [(names[0], m1), (names[1], m2)])
-    if broken is not None:  # no number from a model that is not finite (stir.measure.undefined)
-        return undefined_similarity(plan, names, ids, (tap1, tap2), broken)
+    call = open_call(m1, m2, images, Estimator(measure=measure, k=1, iri="arbitrary"), run, names, ids, store, record)
+    return similarity_of(call, (m1, m2), (tap1, tap2 or tap1))
+
+
+def similarity_of(call: Call, models: Tuple[nn.Module, nn.Module], taps: Tuple[str, str],
+                  reps: Optional[Callable[[], Tuple[Tensor, Tensor]]] = None) -> SimilarityResult:
+    """S_r(models[0](X), models[1](X)) of ``call``: the stored result, or measured (and stored).
+
+    ``reps``: a function giving both representations of X ((n, d1), (n, d2)) when the caller computes
+    them for other results too and has checked both models (``evaluate_pair``).
+    """
+    plan, names, ids = call.plan, call.names, call.ids
+    if call.broken is not None:  # no number from a model that is not finite (stir.measure.undefined)
+        return undefined_similarity(plan, names, ids, taps, call.broken)
 
     def compute() -> SimilarityResult:
-        check_models(plan.images, [(names[0], m1, tap1), (names[1], m2, tap2)])
-        rep1 = observe(m1, plan.images, tap1, plan.batch_size)[0]
-        rep2 = observe(m2, plan.images, tap2, plan.batch_size)[0]
-        return measure_similarity(plan, names, ids, (tap1, tap2), rep1, rep2)
+        if reps is not None:
+            return measure_similarity(plan, names, ids, taps, *reps())
+        check_models(plan.images, [(names[0], models[0], taps[0]), (names[1], models[1], taps[1])])
+        rep1 = observe(models[0], plan.images, taps[0], plan.batch_size)[0]
+        rep2 = observe(models[1], plan.images, taps[1], plan.batch_size)[0]
+        return measure_similarity(plan, names, ids, taps, rep1, rep2)
 
-    if store is None:
+    if call.store is None:
         return compute()
-    result = store.cached(SIMILARITY, similarity_parts(plan, ids, (tap1, tap2)), compute,
-                          SimilarityResult.from_dict, record)
+    result = call.store.cached(SIMILARITY, similarity_parts(plan, ids, taps), compute, SimilarityResult.from_dict,
+                               call.record)
     # The stored result may have been computed with the pair the other way round (a symmetric key):
     # names, identities and taps follow the order asked for, not the stored one.
-    return replace(result, ref=names[0], target=names[1], ref_id=ids[0], target_id=ids[1], tap_ref=tap1,
-                   tap_target=tap2)
+    return replace(result, ref=names[0], target=names[1], ref_id=ids[0], target_id=ids[1], tap_ref=taps[0],
+                   tap_target=taps[1])
 
 
 def measure_similarity(plan: Plan, names: Tuple[str, str], ids: Tuple[str, str], taps: Tuple[str, str],
