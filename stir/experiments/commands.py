@@ -7,7 +7,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from omegaconf import OmegaConf
 
-from stir.config.argv import OPEN, group_choices, schema_tree
+from stir.config.argv import OPEN, Command, group_choices, schema_tree
 from stir.config.commands import launchers
 from stir.config.help import Group, preset_descriptions, render
 from stir.experiments.config import EvaluateConfig
@@ -52,8 +52,7 @@ def chosen_kind(config_dir: Path, preset: Optional[str]) -> Optional[str]:
 
 
 def evaluate_command(config_dir: Path):
-    """The ``stir.cli.Command`` of ``python evaluate.py`` (configs/evaluate as ``config_dir``)."""
-    from stir.cli import Command
+    """The ``Command`` (``stir.config.argv``) of ``python evaluate.py`` (configs/evaluate as ``config_dir``)."""
     from stir.experiments.registry import get, kinds
 
     config_dir = Path(config_dir)
