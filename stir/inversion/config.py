@@ -217,7 +217,7 @@ class InversionConfig:
         settings; for arbitrary IRIs the adversarial objective; for fast arbitrary IRIs without
         early stopping the stopping bound; ``tolerance`` in faithful arbitrary IRIs (it only sorts
         x' into IRIs and non-IRIs, so a result keyed by it, such as a stored STIR, adds it itself:
-        ``stir.measure.keys``). ``steps``, ``fake_relu`` and ``record_steps`` enter resolved.
+        ``stir.measure.plan.direction_parts``). ``steps``, ``fake_relu`` and ``record_steps`` enter resolved.
         """
         skip = {"fake_relu"} | (_FAITHFUL_ONLY if self.mode == "fast" else _FAST_ONLY)
         if not self.continue_steps:
