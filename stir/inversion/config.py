@@ -32,7 +32,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Optional, Tuple, Union
 
-from stir.inversion.seeds import SEED_KINDS
+SEED_KINDS = ("normal", "uniform", "shared_normal", "white", "black", "reversed")  # stir.inversion.seeds makes them
 
 MODES = ("faithful", "fast")
 ADVERSARIAL_OBJECTIVES = ("constrained", "paper", "original")
