@@ -12,18 +12,12 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from stir import experiments
+# Light imports only up to the command-line check (no torch, no Lightning): the schema's dataclasses,
+# Hydra and OmegaConf; the application is imported once the command line is known to be good.
 from stir.cli import EXPECTED_ERRORS, check_command_line, one_line_errors
 from stir.config import ConfigError
 from stir.experiments.commands import evaluate_command
-from stir.experiments.config import evaluate_config, register_evaluate_configs
-from stir.experiments.context import open_context
-from stir.models.sources import SourceError
-from stir.reporting import slug
-from stir.reporting.index import check_report_dir, models_settings, record_report, report_dir, report_settings
-from stir.reporting.publish import publish_once
-from stir.training.runs import RecipeMismatchError
-from stir.zoo import MissingModelError, UnknownModelError
+from stir.experiments.schema import register_evaluate_configs
 
 REPO = Path(__file__).resolve().parent
 log = logging.getLogger("evaluate")
@@ -37,12 +31,23 @@ def main() -> None:
 
 @hydra.main(config_path=str(REPO / "configs" / "evaluate"), config_name="evaluate", version_base="1.3")
 def run(cfg: DictConfig) -> None:
+    from stir.models.sources import SourceError
+    from stir.training.runs import RecipeMismatchError
+    from stir.zoo import MissingModelError, UnknownModelError
+
     with one_line_errors(ConfigError, RecipeMismatchError, UnknownModelError, MissingModelError, SourceError,
                          *EXPECTED_ERRORS, memory_hint="lower execution.batch_size (images per inversion batch) or n"):
         evaluate(cfg)
 
 
 def evaluate(cfg: DictConfig) -> None:
+    from stir import experiments
+    from stir.experiments.config import evaluate_config
+    from stir.experiments.context import open_context
+    from stir.reporting import slug
+    from stir.reporting.index import check_report_dir, models_settings, record_report, report_dir, report_settings
+    from stir.reporting.publish import publish_once
+
     config, experiment = evaluate_config(cfg)  # typed and checked before any work
     ctx = open_context(config, experiment, repo=REPO)
     if config.shards > 1:  # one process of several: its share of the measurements, no report

@@ -10,12 +10,12 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+# Light imports only up to the command-line check (no torch, no Lightning): the training is imported
+# once the command line is known to be good.
 from stir.cli import EXPECTED_ERRORS, check_command_line, one_line_errors
 from stir.config import ConfigError
 from stir.config.commands import train_command
 from stir.config.store import register_configs, train_config
-from stir.training.pipeline import train
-from stir.training.runs import RecipeMismatchError
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 log = logging.getLogger("train")
@@ -29,6 +29,9 @@ def main() -> None:
 
 @hydra.main(config_path=str(CONFIGS), config_name="train", version_base="1.3")
 def run(cfg: DictConfig) -> None:
+    from stir.training.pipeline import train
+    from stir.training.runs import RecipeMismatchError
+
     with one_line_errors(ConfigError, RecipeMismatchError, *EXPECTED_ERRORS):
         config = train_config(cfg)  # typed and validated before any work
         run_dir = train(config)

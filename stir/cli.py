@@ -6,9 +6,9 @@ import logging
 import os
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Iterator, List, Mapping, Sequence, Tuple, Type
+from typing import Callable, Iterator, List, Sequence, Tuple, Type
+
+from stir.config.argv import Command  # noqa: F401  (what an entry point's command line is checked against)
 
 log = logging.getLogger("stir")
 
@@ -56,23 +56,6 @@ def _refuse(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     print("(HYDRA_FULL_ERROR=1 shows where it was raised)", file=sys.stderr)
     sys.exit(2)
-
-
-@dataclass(frozen=True)
-class Command:
-    """What an entry point's command line is checked against before Hydra composes it.
-
-    ``tree``: (the parsed command line) -> the schema tree (``stir.config.argv.schema_tree``), so that
-    a field typed by a choice (evaluate.py's ``experiment``) gets the chosen one's fields;
-    ``groups``: {group: choices}; ``moved``: old key -> where it is now; ``help``: the ``--help`` text.
-    """
-
-    config_dir: Path
-    config_name: str
-    tree: Callable[[Any], Mapping[str, Any]]
-    groups: Mapping[str, Sequence[str]]
-    help: Callable[[], str]
-    moved: Mapping[str, str] = field(default_factory=dict)
 
 
 def check_command_line(argv: Sequence[str], command: Command) -> None:

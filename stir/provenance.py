@@ -44,7 +44,8 @@ def _git_commit() -> str:
 
 
 def file_sha256(path: Union[str, os.PathLike], chunk: int = 1 << 20) -> str:
-    """Content hash of a file (checkpoint identity)."""
+    """Hex sha256 of a file's bytes, as ``sha256sum`` prints it: the one file hash of the project (checkpoints,
+    shipped and catalogued weights files)."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):

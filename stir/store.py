@@ -94,8 +94,8 @@ class ResultStore:
         """sha256 hex of the canonical JSON of ``parts`` plus ``STORE_VERSION``.
 
         Callers pass everything that fixes the result (model identities, taps, measure, image-set
-        hash, n, k, iri kind, result-relevant inversion settings, seed base); ``stir.measure.keys``
-        builds these parts for STIR.
+        hash, n, k, iri kind, result-relevant inversion settings, seed base); ``stir.measure.plan``
+        builds these parts for STIR (``direction_parts``, ``similarity_parts``).
         """
         return hashlib.sha256(canonical_json({"store_version": STORE_VERSION, **parts}).encode()).hexdigest()
 

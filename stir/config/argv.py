@@ -21,9 +21,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from stir.config.validate import ConfigError
 
@@ -223,3 +223,20 @@ def _check_choice(o: Override, choices: Sequence[str], multirun: bool) -> None:
             hint = f"did you mean {' or '.join(f'{o.key}={n}' for n in near)}?" if near else \
                 f"choose one of {', '.join(choices)}"
             raise ConfigError(f"{o.key}={value} is not a choice of {o.key}: {hint}")
+
+
+@dataclass(frozen=True)
+class Command:
+    """What an entry point's command line is checked against before Hydra composes it.
+
+    ``tree``: (the parsed command line) -> the schema tree (``schema_tree``), so that
+    a field typed by a choice (evaluate.py's ``experiment``) gets the chosen one's fields;
+    ``groups``: {group: choices}; ``moved``: old key -> where it is now; ``help``: the ``--help`` text.
+    """
+
+    config_dir: Path
+    config_name: str
+    tree: Callable[[Any], Mapping[str, Any]]
+    groups: Mapping[str, Sequence[str]]
+    help: Callable[[], str]
+    moved: Mapping[str, str] = field(default_factory=dict)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from stir.config.argv import group_choices, schema_tree
+from stir.config.argv import Command, group_choices, schema_tree
 from stir.config.help import Group, render
 from stir.config.schema import TrainConfig
 
@@ -29,8 +29,7 @@ _WHAT = {"data": "the data set", "model": "the architecture", "loss": "the objec
 
 
 def train_command(config_dir: Path):
-    """The ``stir.cli.Command`` of ``python train.py`` (configs/ as ``config_dir``)."""
-    from stir.cli import Command
+    """The ``Command`` (``stir.config.argv``) of ``python train.py`` (configs/ as ``config_dir``)."""
 
     config_dir = Path(config_dir)
     groups = group_choices(config_dir, TRAIN_GROUPS)

@@ -98,12 +98,14 @@ def _wrap(head: str, text: str, indent: int = 2, col: int = 34) -> List[str]:
 
 def render(usage: str, about: str, groups: Sequence[Group], presets: Sequence[Preset], schema: type,
            pages: Mapping[str, str], default_page: str,
-           kind_fields: Optional[Tuple[str, Mapping[str, type]]] = None, footer: str = "") -> str:
+           kind_fields: Optional[Tuple[str, Mapping[str, type]]] = None, footer: str = "",
+           sections: Sequence[Tuple[str, Sequence[Tuple[str, str]]]] = ()) -> str:
     """The help text of an entry point.
 
     ``schema``: its dataclass; ``pages``: {top-level key or group of keys: docs page}; ``kind_fields``:
     a field typed only at run time and the dataclass of each of its choices (evaluate.py's
-    ``("experiment", {"kind pair": PairConfig, ...})``).
+    ``("experiment", {"kind pair": PairConfig, ...})``); ``sections``: (title, [(name, one line)]) listed
+    after the presets (evaluate.py's shipped zoo models).
     """
     out = [f"usage: {usage}", ""] + textwrap.wrap(about, WIDTH, break_on_hyphens=False) + [""]
     out.append("Groups (group=choice):")
@@ -118,6 +120,11 @@ def render(usage: str, about: str, groups: Sequence[Group], presets: Sequence[Pr
         out += ["", "Presets (experiment=NAME; configs/evaluate/experiment/NAME.yaml):"]
         for p in presets:
             out += _wrap(p.name, p.description)
+    for title, lines in sections:
+        out += [""] + textwrap.wrap(title, WIDTH, break_on_hyphens=False)
+        col = max([len(name) for name, _ in lines] + [0]) + 5  # a short name column: one line each
+        for name, text in lines:
+            out += _wrap(name, text, col=col)
     hints = typing.get_type_hints(schema)
     docs = field_docs(schema)
     typed_later, choices = kind_fields or ("", {})

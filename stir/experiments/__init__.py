@@ -1,6 +1,6 @@
 """The ``evaluate.py`` application: the only code that sees the Hydra config.
 
-One module per experiment kind, each with its config dataclass, a runner that returns a ``Report``
+One module per experiment kind, each with a runner that returns a ``Report``
 (tables, figures as data, summary keys) and its units of work, registered by name:
 
     pairs.py           pair, pairs: both directions per pair (penultimate or layer-wise)
@@ -11,7 +11,8 @@ One module per experiment kind, each with its config dataclass, a runner that re
     invariance.py      invariance: G-EED (Kvinge et al. 2022) per tap and input transformation
     stitching.py       stitching: model stitching at every corresponding tap, beside STIR
 
-and what they share: ``config`` (the schema), ``context`` (models, images, store, estimator),
+and what they share: ``schema`` (every kind's config dataclass and the common one, no torch), ``config``
+(the checks), ``context`` (models, images, store, estimator),
 ``rows`` (typed results -> rows, notes, summary keys), ``examples`` (the X' a measurement made),
 ``judging`` (taps and representations for the judging kinds), ``registry``. Conventions: m1 =
 reference (the model whose IRIs are made), m2 = target; in a matrix, row i is the reference and
@@ -20,12 +21,14 @@ column j the target, entry = STIR(m_j | m_i).
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Sequence, Tuple
 
-from stir.experiments.context import Context
 from stir.experiments.registry import Unit, get, kinds
 from stir.progress import Progress
-from stir.reporting import Report
+
+if TYPE_CHECKING:  # the package stays light: stir.experiments.schema and .commands are read without torch
+    from stir.experiments.context import Context
+    from stir.reporting import Report
 
 log = logging.getLogger(__name__)
 
@@ -106,3 +109,11 @@ def run_shard(ctx: Context, experiment: Any, shard: int, shards: int) -> int:
 
 
 __all__ = ["Context", "estimator_notes", "kinds", "model_notes", "run", "run_shard"]
+
+
+def __getattr__(name: str):
+    if name == "Context":
+        from stir.experiments.context import Context
+
+        return Context
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,16 +1,18 @@
 """``evaluate.py``'s command line: its schema tree (with the chosen preset's kind), groups, moved keys
-and ``--help`` (``stir.cli.check_command_line``)."""
+and ``--help`` (``stir.cli.check_command_line``). Read without torch or Lightning: the schema's
+dataclasses (``stir.experiments.schema``), the presets' YAML, the zoo's YAML and JSON files."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from omegaconf import OmegaConf
 
-from stir.config.argv import OPEN, group_choices, schema_tree
+from stir.config.argv import OPEN, Command, group_choices, schema_tree
 from stir.config.commands import launchers
 from stir.config.help import Group, preset_descriptions, render
-from stir.experiments.config import EvaluateConfig
+from stir.experiments.schema import KIND_CONFIGS, EvaluateConfig, ZooConfig
 
 EVALUATE_GROUPS = ("experiment", "profile", "data")
 EXECUTION_KEYS = ("batch_size", "memory_gb", "compile", "keep_cpu_memory", "channels_last", "cache_dir", "progress",
@@ -51,11 +53,29 @@ def chosen_kind(config_dir: Path, preset: Optional[str]) -> Optional[str]:
     return str(((raw or {}).get("experiment") or {}).get("kind") or "pair")
 
 
-def evaluate_command(config_dir: Path):
-    """The ``stir.cli.Command`` of ``python evaluate.py`` (configs/evaluate as ``config_dir``)."""
-    from stir.cli import Command
-    from stir.experiments.registry import get, kinds
+def shipped_zoo(repo: Path) -> List[Tuple[str, str]]:
+    """(zoo name, one line) of each shipped zoo model (``zoo/models/*.json``, ``stir.zoo.shipped``): its
+    recipe in configs/zoo.yaml, profile, architecture and test accuracy; read as JSON and YAML, no torch."""
+    defaults = ZooConfig()
+    recipes = OmegaConf.to_container(OmegaConf.load(repo / defaults.file)) if (repo / defaults.file).is_file() else {}
+    out = []
+    for entry in sorted((repo / str(defaults.shipped_dir) / "models").glob("*.json")):
+        try:
+            e = json.loads(entry.read_text(encoding="utf-8"))
+            name, model, test = str(e["name"]), e.get("model") or {}, e.get("test") or {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue  # an unreadable entry is reported where it is loaded (stir.zoo.shipped)
+        recipe = (recipes or {}).get(name)
+        recipe = recipe.get("train", []) if isinstance(recipe, dict) else recipe or []
+        accuracy = f", accuracy {test['test/acc']:.3f}" if isinstance(test.get("test/acc"), (int, float)) else ""
+        robust = f" (PGD-l2 {test['test/robust_acc']:.3f})" if isinstance(test.get("test/robust_acc"), (int, float)) else ""
+        out.append((name, f"profile={e.get('profile')} {' '.join(map(str, recipe))}: {model.get('arch', '?')} width "
+                          f"{model.get('width', '?')}{accuracy}{robust}"))
+    return out
 
+
+def evaluate_command(config_dir: Path):
+    """The ``Command`` (``stir.config.argv``) of ``python evaluate.py`` (configs/evaluate as ``config_dir``)."""
     config_dir = Path(config_dir)
     groups = group_choices(config_dir, EVALUATE_GROUPS)
 
@@ -63,7 +83,7 @@ def evaluate_command(config_dir: Path):
         out = dict(schema_tree(EvaluateConfig))
         presets = [o.value for o in line.overrides if o.key == "experiment" and o.value]
         kind = chosen_kind(config_dir, presets[-1] if presets else None)
-        out["experiment"] = schema_tree(get(kind).config) if kind in kinds() else OPEN
+        out["experiment"] = schema_tree(KIND_CONFIGS[kind]) if kind in KIND_CONFIGS else OPEN
         return out
 
     def text() -> str:
@@ -84,7 +104,10 @@ def evaluate_command(config_dir: Path):
             "rerun) and out_dir/<name>-<settings hash>/ (out_dir/<name> links the latest). The tour: README.md; "
             "every page: docs/index.md.",
             listed, preset_descriptions(config_dir / "experiment"), EvaluateConfig, EVALUATE_PAGES,
-            "docs/evaluation.md", kind_fields=("experiment", {f"kind {k}": get(k).config for k in kinds()}),
+            "docs/evaluation.md", kind_fields=("experiment", {f"kind {k}": KIND_CONFIGS[k] for k in sorted(KIND_CONFIGS)}),
+            sections=[(f"Shipped zoo models (ref=NAME target=NAME with their profile: weights in {ZooConfig().shipped_dir}/, "
+                       f"no training; the other names of {ZooConfig().file} train with train_missing=true):",
+                       shipped_zoo(config_dir.parent.parent))],
             footer="Every key and its value: python evaluate.py --cfg job (with experiment=PRESET: that preset's). "
                    "Keys that moved: inversion.batch_size and the other run settings are execution.*, "
                    "stitching.* / grounding.* / layer_matching.* / invariance.* are experiment.*. A mistyped key "

@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -26,7 +25,7 @@ import torch
 
 from stir.attacks.pgd import pgd_l2
 from stir.config.validate import ConfigError, check_choice
-from stir.experiments.config import ExperimentConfig
+from stir.experiments.schema import GroundingConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.judging import digest, flat_representations, taps_of
 from stir.experiments.registry import Kind, Unit, register
@@ -41,22 +40,6 @@ log = logging.getLogger(__name__)
 KIND = "grounding"
 PENULTIMATE = "penultimate"
 STIR_NAMES = ("1-STIR(m2|m1)", "1-STIR(m1|m2)")
-
-
-
-
-@dataclass
-class GroundingConfig(ExperimentConfig):
-    """experiment kind ``grounding`` (Ding et al. 2021): seed models in ``models``, taps in ``layers``."""
-
-    models: List[str] = field(default_factory=list)
-    measures: List[str] = field(default_factory=list)  # [] = every registered measure (+ rbf_cka_0.8)
-    n_probe: int = 1000  # held-out images: linear probes (half train, half score) and the measures
-    pc_ks: List[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])  # k PCs deleted
-    pc_order: str = "top"  # top (largest variance first) | bottom (smallest nonzero variance first)
-    robustness_models: List[str] = field(default_factory=list)  # the OOD axis: every pair of these ([] = skip)
-    stir: bool = True  # STIR (both directions) for the depth pairs of two models and the robustness pairs
-    n_boot: int = 1000  # bootstrap resamples of the rank correlation
 
 
 def _check(cfg: GroundingConfig) -> None:

@@ -10,25 +10,16 @@ names ``<name>_warm`` for every m_t after the first.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from stir.config.validate import ConfigError, check_choice
 from stir.experiments import rows
-from stir.experiments.config import ExperimentConfig
+from stir.experiments.schema import IncrementalConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.registry import Kind, Unit, register
 from stir.reporting import Figure, Report, Table, plot_incremental
 from stir.reporting.plots import interval_errors
-
-
-@dataclass
-class IncrementalConfig(ExperimentConfig):
-    """experiment kind ``incremental``: {label: [m_1, m_2, ...]} chains ordered by training-set size."""
-
-    chains: Dict[str, List[str]] = field(default_factory=dict)
-    update: str = "scratch"  # scratch (each m_t from scratch, as the paper) | warm (m_t warm-started: <name>_warm)
 
 
 def _check(cfg: IncrementalConfig) -> None:

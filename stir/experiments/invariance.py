@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Dict, List
 
 from stir.config.validate import ConfigError
-from stir.experiments.config import ExperimentConfig
+from stir.experiments.schema import InvarianceConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.judging import RANDOM_INIT, digest, random_init, taps_of
 from stir.experiments.registry import Kind, Unit, register
@@ -29,18 +28,6 @@ from stir.reporting import Figure, Report, Table, plot_layerwise
 
 log = logging.getLogger(__name__)
 KIND = "geed"
-
-
-@dataclass
-class InvarianceConfig(ExperimentConfig):
-    """experiment kind ``invariance`` (G-EED, Kvinge et al. 2022): models in ``models``, taps in ``layers``."""
-
-    models: List[str] = field(default_factory=list)
-    transforms: List[str] = field(default_factory=lambda: [
-        "hflip", "shift1", "shift2", "shift3", "shift4", "rot90", "rot180", "rot270", "brightness", "grayscale"])
-    distances: List[str] = field(default_factory=lambda: ["euclidean", "cosine"])
-    noise: List[float] = field(default_factory=lambda: [0.0, 0.05, 0.1])  # Gaussian input noise levels
-    random_init: bool = True  # add an untrained network of the first model's architecture
 
 
 def _check(cfg: InvarianceConfig) -> None:

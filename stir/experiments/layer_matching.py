@@ -10,14 +10,13 @@ inversion cache shares them across targets): one unit of work per reference mode
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 from torch import Tensor
 
-from stir.experiments.config import ExperimentConfig
+from stir.experiments.schema import LayerMatchingConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.judging import digest, flat_representations, taps_of
 from stir.experiments.registry import Kind, Unit, register
@@ -30,15 +29,6 @@ from stir.zoo import Model
 log = logging.getLogger(__name__)
 KIND = "layer_matching"
 STIR_NAMES = ("STIR(m2|m1)", "STIR(m1|m2)", "STIR(mean)")
-
-
-@dataclass
-class LayerMatchingConfig(ExperimentConfig):
-    """experiment kind ``layer_matching``: seed models in ``models``, taps in ``layers``."""
-
-    models: List[str] = field(default_factory=list)
-    measures: List[str] = field(default_factory=list)  # [] = every registered measure (+ rbf_cka_0.8)
-    stir: bool = True  # STIR grids too: arbitrary IRIs of every tap of every model (measure, k, inversion)
 
 
 def _check(cfg: LayerMatchingConfig) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -18,7 +17,7 @@ import numpy as np
 
 from stir.config.validate import ConfigError
 from stir.experiments import rows
-from stir.experiments.config import ExperimentConfig
+from stir.experiments.schema import MatrixConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.examples import iri_examples
 from stir.experiments.registry import Kind, Unit, register
@@ -28,15 +27,6 @@ from stir.zoo import Model
 
 log = logging.getLogger(__name__)
 CORNER = "m1 (ref) \\ m2 (target)"
-
-
-@dataclass
-class MatrixConfig(ExperimentConfig):
-    """experiment kind ``matrix``: every ordered pair of ``models``."""
-
-    models: List[str] = field(default_factory=list)
-    # {model: its seed twin}; the diagonal compares a model with its twin, not with itself
-    seed_twins: Dict[str, str] = field(default_factory=dict)
 
 
 def _check(cfg: MatrixConfig) -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Dict, List, Tuple
 
 from stir.config.validate import ConfigError
 from stir.experiments import rows
 from stir.experiments.config import ExperimentConfig
+from stir.experiments.schema import PairConfig, PairsConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.examples import iri_examples
 from stir.experiments.registry import Kind, Unit, register
@@ -21,18 +21,6 @@ from stir.zoo import Model
 
 log = logging.getLogger(__name__)
 NAMES = {"m2|m1": "STIR({m2}|{m1})", "m1|m2": "STIR({m1}|{m2})"}
-
-
-@dataclass
-class PairConfig(ExperimentConfig):
-    """experiment=pair: ref (m1) vs target (m2), the top-level ``ref`` and ``target``."""
-
-
-@dataclass
-class PairsConfig(ExperimentConfig):
-    """experiment kind ``pairs``: each [ref, target] of ``pairs``."""
-
-    pairs: List[List[str]] = field(default_factory=list)
 
 
 def _check(cfg: PairsConfig) -> None:

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from stir.experiments import matrix as matrix_kind
-from stir.experiments.config import ExperimentConfig, LayersConfig
+from stir.experiments.config import LayersConfig
+from stir.experiments.schema import PaperConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.incremental import IncrementalConfig, links
 from stir.experiments.matrix import MatrixConfig
@@ -57,30 +58,6 @@ SHARED = ("the seed pairs of one recipe share models ((a, b), (a, c), (b, c)): t
           "so the random-effects interval over them is somewhat too narrow")
 # The published Table 1 pair of each row kind of ours.
 TABLE1_PAIRS = {"vanilla": "vanilla / vanilla seed", "at": "AT / AT seed", "cross": "AT / vanilla"}
-
-
-@dataclass
-class PaperConfig(ExperimentConfig):
-    """experiment kind ``paper``: the models each claim's preset needs, named by zoo name."""
-
-    # Table 1 (claims 1-6): a recipe's training seeds; seed pairs are every two of them, and AT vs
-    # vanilla pairs are (at_i, vanilla_i) by position (independent pairs: no model shared).
-    recipes: Dict[str, List[str]] = field(default_factory=lambda: {"vanilla": [], "at": []})
-    seeds_iri: str = "both"  # Table 1 has STIR_adv (claim 4)
-    # Table 2 (claim 7): models ordered from the most robust to the least.
-    robustness: List[str] = field(default_factory=list)
-    # Figure 1 (claim 8): {family: [m_1, m_2, ...]} ordered by training-set size.
-    chains: Dict[str, List[str]] = field(default_factory=dict)
-    # Figures 2, 3, 6, 7 (claims 9, 10): {"<dataset> <architecture>": {vanilla: [a, b], at: [c, d]}}
-    layer_settings: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    # Figures 4, 8 (claim 11): {family: {residual: [...], vgg: [...]}}; seed twins fill the diagonal.
-    architectures: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    seed_twins: Dict[str, str] = field(default_factory=dict)
-    # Figures 5, 9 (claim 12): {setting: {at: name, trades: name, mart: name}}.
-    methods: Dict[str, Dict[str, str]] = field(default_factory=dict)
-    # Where the layer-wise parts read the models (figures 2-3, 6-7: the original code's taps; 5, 9: all).
-    layers: LayersConfig = field(default_factory=lambda: LayersConfig(taps="original"))
-    methods_layers: LayersConfig = field(default_factory=lambda: LayersConfig(taps="all"))
 
 
 # ------------------------------------------------------------------------------------- which models exist

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from stir.config.validate import ConfigError
 from stir.data import StirDataModule
-from stir.experiments.config import ExperimentConfig
+from stir.experiments.schema import StitchingConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.registry import Kind, Unit, register
 from stir.experiments.rows import interval
@@ -34,33 +34,13 @@ from stir.measure import DirectionResult, Stat
 from stir.models.depth import layer_pairs
 from stir.reporting import Figure, Report, Table, mean_std, plot_layerwise
 from stir.reporting.plots import interval_errors
-from stir.stitching import KINDS, StitchResult, StitchSettings, accuracy, data_identity, seeds_of, stitch, stitch_parts
+from stir.stitching import KINDS, StitchResult, accuracy, data_identity, seeds_of, stitch, stitch_parts
 from stir.stitching.stitch import STORE_KIND
 from stir.zoo import Model
 
 log = logging.getLogger(__name__)
 
 ARROW = "->"
-
-
-@dataclass
-class StitchingConfig(ExperimentConfig):
-    """experiment kind ``stitching``: how stitching layers are fitted and tested (``stir.stitching``)."""
-
-    pairs: List[List[str]] = field(default_factory=list)  # [[A, B], ...]: both directions of each
-    kinds: List[str] = field(default_factory=lambda: ["identity", "linear", "g_relu"])  # identity | linear | g_relu | orthogonal
-    seeds: List[int] = field(default_factory=lambda: [0, 1])  # stitching seeds (training subset, batch order)
-    epochs: int = 3  # passes of Adam over the training images
-    batch_size: int = 128  # training batches of S
-    eval_batch_size: int = 500  # statistics and test accuracy (no effect on the numbers)
-    lr: float = 0.01
-    train_images: Optional[int] = None  # per seed, drawn from the back model's training split (None: all)
-    test_images: Optional[int] = None  # the first N of the fixed-order test split (None: all)
-    init: str = "match"  # match (least squares / Hungarian / Procrustes) | identity
-
-    def settings(self) -> StitchSettings:
-        return StitchSettings(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
-                              train_images=self.train_images, init=self.init)
 
 
 def _check(cfg: StitchingConfig) -> None:

@@ -9,7 +9,6 @@ under the part's name (``<part>/<table>``). A part is also the unit of work a sh
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -17,19 +16,13 @@ from omegaconf import OmegaConf
 
 from stir.config.store import to_dataclass
 from stir.config.validate import ConfigError
-from stir.experiments.config import ExperimentConfig, LayersConfig
+from stir.experiments.config import LayersConfig
+from stir.experiments.schema import SuiteConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.registry import Kind, Unit, get, register
 from stir.reporting import Report
 
 OWN = ("layers", "iri")  # settings a part may set for itself
-
-
-@dataclass
-class SuiteConfig(ExperimentConfig):
-    """experiment kind ``suite``: {part name: {kind: ..., <that kind's fields>, layers: {...}, iri: ...}}."""
-
-    parts: Dict[str, Any] = field(default_factory=dict)
 
 
 def part_configs(cfg: SuiteConfig) -> Dict[str, Tuple[Any, Dict[str, Any]]]:

@@ -20,14 +20,7 @@ Public API:
     relative_distance(model, tap, x_prime, images)                    ||m(x') - m(x)|| / ||m(x)||
     InversionPredictor, PredictionFiles, merge_predictions            multi-device via Lightning
 """
-from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig
-from stir.inversion.controversial import ControversialResult, controversial_perturbation
-from stir.inversion.engine import (
-    InversionResult, Problem, cached, concat_results, invert, invert_adversarial, invert_adversarial_draws, invert_draws,
-    slice_result, solve,
-)
-from stir.inversion.objectives import relative_distance
-from stir.inversion.seeds import SEED_KINDS, make_seed, seed_generator
+from stir.inversion.config import SEED_KINDS, ControversialConfig, ExecutionConfig, InversionConfig
 
 __all__ = [
     "ControversialConfig",
@@ -54,13 +47,37 @@ __all__ = [
     "solve",
 ]
 
-_LAZY = {"InversionPredictor", "PredictionFiles", "merge_predictions"}  # need lightning: import on first use
+# Imported on first use (PEP 562): stir.inversion.config is read without torch (the command-line check),
+# the predictor's names need Lightning.
+_LAZY = {
+    "ControversialResult": "stir.inversion.controversial",
+    "controversial_perturbation": "stir.inversion.controversial",
+    "InversionResult": "stir.inversion.engine",
+    "Problem": "stir.inversion.engine",
+    "cached": "stir.inversion.engine",
+    "concat_results": "stir.inversion.engine",
+    "invert": "stir.inversion.engine",
+    "invert_adversarial": "stir.inversion.engine",
+    "invert_adversarial_draws": "stir.inversion.engine",
+    "invert_draws": "stir.inversion.engine",
+    "slice_result": "stir.inversion.engine",
+    "solve": "stir.inversion.engine",
+    "relative_distance": "stir.inversion.objectives",
+    "make_seed": "stir.inversion.seeds",
+    "seed_generator": "stir.inversion.seeds",
+    "InversionPredictor": "stir.inversion.predictor",
+    "PredictionFiles": "stir.inversion.predictor",
+    "merge_predictions": "stir.inversion.predictor",
+}
 
 
 def __getattr__(name: str):
     if name in _LAZY:
-        from stir.inversion import predictor
+        import importlib
 
-        return getattr(predictor, name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))

@@ -33,7 +33,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Optional, Tuple, Union
 
-from stir.inversion.seeds import SEED_KINDS
+SEED_KINDS = ("normal", "uniform", "shared_normal", "white", "black", "reversed")  # stir.inversion.seeds makes them
 
 MODES = ("faithful", "fast")
 ADVERSARIAL_OBJECTIVES = ("constrained", "paper", "original")
@@ -218,7 +218,7 @@ class InversionConfig:
         settings; for arbitrary IRIs the adversarial objective; for fast arbitrary IRIs without
         early stopping the stopping bound; ``tolerance`` in faithful arbitrary IRIs (it only sorts
         x' into IRIs and non-IRIs, so a result keyed by it, such as a stored STIR, adds it itself:
-        ``stir.measure.keys``). ``steps``, ``fake_relu`` and ``record_steps`` enter resolved.
+        ``stir.measure.plan.direction_parts``). ``steps``, ``fake_relu`` and ``record_steps`` enter resolved.
         """
         skip = {"fake_relu"} | (_FAITHFUL_ONLY if self.mode == "fast" else _FAST_ONLY)
         if not self.continue_steps:

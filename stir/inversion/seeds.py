@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-SEED_KINDS = ("normal", "uniform", "shared_normal", "white", "black", "reversed")
+from stir.inversion.config import SEED_KINDS  # noqa: F401  (named with the settings that choose one)
 
 
 def make_seed(kind: str, images: Tensor, generator: torch.Generator) -> Tensor:

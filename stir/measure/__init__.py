@@ -15,16 +15,46 @@ Public API:
     Estimator(measure, k, iri, inversion, difficulty, min_fraction_iri, calibration)
     CalibrationConfig, Calibration, calibrate          what a STIR value means
 """
-from stir.measure.calibration import Calibration, CalibrationConfig, calibrate
-from stir.measure.direction import evaluate_direction
-from stir.measure.layers import evaluate_layers, fit_slope, slope_reason
-from stir.measure.pair import evaluate_pair
-from stir.measure.plan import DEFAULT_TAP, IRI_KINDS, Estimator, Plan, make_plan
-from stir.measure.results import DIRECTIONS, DirectionResult, LayerwiseResult, PairResult, SimilarityResult, Stat
-from stir.measure.similarity import evaluate_similarity
+
+from stir.measure.settings import CalibrationConfig
+
+# Imported on first use (PEP 562), so that stir.measure.settings is read without torch.
+_LAZY = {
+    "Calibration": "stir.measure.calibration",
+    "calibrate": "stir.measure.calibration",
+    "evaluate_direction": "stir.measure.direction",
+    "evaluate_layers": "stir.measure.layers",
+    "fit_slope": "stir.measure.layers",
+    "slope_reason": "stir.measure.layers",
+    "evaluate_pair": "stir.measure.pair",
+    "DEFAULT_TAP": "stir.measure.plan",
+    "IRI_KINDS": "stir.measure.plan",
+    "Estimator": "stir.measure.plan",
+    "Plan": "stir.measure.plan",
+    "make_plan": "stir.measure.plan",
+    "DIRECTIONS": "stir.measure.results",
+    "DirectionResult": "stir.measure.results",
+    "LayerwiseResult": "stir.measure.results",
+    "PairResult": "stir.measure.results",
+    "SimilarityResult": "stir.measure.results",
+    "Stat": "stir.measure.results",
+    "evaluate_similarity": "stir.measure.similarity",
+}
 
 __all__ = [
     "DEFAULT_TAP", "DIRECTIONS", "IRI_KINDS", "Calibration", "CalibrationConfig", "DirectionResult", "Estimator",
     "LayerwiseResult", "PairResult", "Plan", "SimilarityResult", "Stat", "calibrate", "evaluate_direction",
     "evaluate_layers", "evaluate_pair", "evaluate_similarity", "fit_slope", "make_plan", "slope_reason",
 ]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))

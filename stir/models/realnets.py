@@ -29,7 +29,8 @@ from typing import Mapping, Optional, Sequence, Tuple
 
 from stir.config.schema import ModelConfig
 from stir.models.registry import Network, build as build_architecture
-from stir.models.weights import WeightsError, WeightsFile, load_weights, sha256_file
+from stir.models.weights import WeightsError, WeightsFile, load_weights
+from stir.provenance import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -219,4 +220,4 @@ def load(name: str, root: Optional[str] = None, weights: Optional[str] = None,
 
 def file_hash(name: str, root: Optional[str] = None) -> str:
     """sha256 of the catalogued file on disk (compare with ``entry(name).sha256``)."""
-    return sha256_file(weights_file(name, root))
+    return file_sha256(weights_file(name, root))

@@ -19,13 +19,13 @@ counts of each kind, instead of torch's list of every size mismatch.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Tuple, Union
 
 from torch import Tensor, nn
 
+from stir.provenance import file_sha256
 from stir.untrusted import UnsafeFileError, first_line, load_plain
 
 PathLike = Union[str, Path]
@@ -52,15 +52,6 @@ class WeightsFile:
     metadata: Mapping[str, Any] = field(default_factory=dict)  # e.g. {"best_prec1": 91.73}
 
 
-def sha256_file(path: PathLike, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes (as ``sha256sum`` prints it)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def read_weights(path: PathLike) -> Tuple[Dict[str, Tensor], WeightsFile]:
     """(state dict with any ``module.`` prefix removed, what was read) of a plain or checkpoint file."""
     file = Path(path)
@@ -84,7 +75,7 @@ def read_weights(path: PathLike) -> Tuple[Dict[str, Tensor], WeightsFile]:
     state, prefix = dict(blob), ""
     if state and all(k.startswith("module.") for k in state):
         state, prefix = {k[len("module."):]: v for k, v in state.items()}, "module."
-    return state, WeightsFile(file, fmt, sha256_file(file), prefix, metadata)
+    return state, WeightsFile(file, fmt, file_sha256(file), prefix, metadata)
 
 
 def load_state(net: nn.Module, state: Mapping[str, Tensor], *, source: str, arch: str) -> None:

@@ -122,3 +122,51 @@ def test_help_lists_every_group_preset_and_key_with_a_page_that_exists(name, sch
         assert (REPO / page).is_file(), page
         if anchor:
             assert anchor in _headings(REPO / page), f"{page}#{anchor}"
+
+
+_IMPORTS_OF = """
+import runpy, sys
+sys.argv = {argv!r}
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as stop:
+    code = stop.code
+heavy = sorted(m for m in ("torch", "lightning", "torchvision", "numpy", "stir.measure.plan", "stir.zoo") if m in sys.modules)
+print("HEAVY", code, heavy)
+"""
+
+
+@pytest.mark.parametrize("argv", [["evaluate.py", "inversion.step=10"], ["evaluate.py", "--help"],
+                                  ["evaluate.py", "experiment=stitching", "experiment.epoch=2"],
+                                  ["evaluate.py", "k=abc"], ["train.py", "model.wdth=3"], ["train.py", "--help"]])
+def test_the_command_line_is_checked_before_torch_and_lightning_are_imported(argv):
+    """A typo or --help costs the schema's dataclasses, Hydra and OmegaConf only (about a second, not 13 s of CPU)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    env.pop("HYDRA_FULL_ERROR", None)
+    done = subprocess.run([sys.executable, "-c", _IMPORTS_OF.format(argv=argv)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    last = done.stdout.strip().splitlines()[-1]
+    code = 0 if "--help" in argv else 2
+    assert last == f"HEAVY {code} []", (last, done.stderr[-2000:])
+
+
+def test_evaluate_help_lists_each_shipped_zoo_model_on_one_line(monkeypatch, capsys):
+    import json
+
+    text = _help("evaluate", monkeypatch, capsys)
+    names = sorted(json.loads(p.read_text())["name"] for p in (REPO / "zoo" / "models").glob("*.json"))
+    assert names
+    for name in names:
+        line = re.search(rf"^  {re.escape(name)}\s+profile=(\w+) .*accuracy 0\.\d+.*$", text, re.M)
+        assert line, name
+        after = text[line.end() + 1:].splitlines()[0]
+        assert not after.startswith("   "), (name, after)  # no continuation line
+
+
+def test_the_schema_names_each_registered_kind_s_config():
+    """stir.experiments.schema.KIND_CONFIGS (what the command line is checked against) is the registry's."""
+    from stir.experiments.registry import get, kinds
+    from stir.experiments.schema import KIND_CONFIGS
+
+    assert sorted(KIND_CONFIGS) == kinds()
+    assert all(KIND_CONFIGS[k] is get(k).config for k in kinds())

@@ -96,3 +96,10 @@ def test_frozen_restores_every_mode_and_flag():
         assert not any(p.requires_grad for p in net.parameters())
     assert modes == {n: m.training for n, m in net.named_modules()}
     assert flags == {n: p.requires_grad for n, p in net.named_parameters()}
+
+
+def test_the_config_check_names_every_registered_architecture():
+    """stir.config checks model.arch against its own list (no model import in the config layer): the same list."""
+    from stir.config.validate import ARCH_NAMES
+
+    assert list(ARCH_NAMES) == names()

@@ -1,0 +1,295 @@
+"""The typed schema of ``python evaluate.py`` as plain dataclasses: the common settings
+(``EvaluateConfig``) and every experiment kind's config (``KIND_CONFIGS``).
+
+Nothing here imports torch or Lightning: the command line is checked, and ``--help`` answered,
+against these classes before the application is imported (``stir.experiments.commands``).
+``stir.experiments.config`` checks a composed config against them; each kind's module
+(``stir.experiments.<kind>``) registers its runner with the config class named here.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+
+from stir.config.schema import DataConfig, LoggerConfig
+from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig
+from stir.measure.settings import CalibrationConfig
+
+if TYPE_CHECKING:
+    from stir.measure.plan import Estimator
+    from stir.stitching import StitchSettings
+
+
+@dataclass
+class LayersConfig:
+    """Where the models are read: one tap, or every corresponding tap (layer-wise STIR)."""
+
+    # penultimate | all (the depth list: stem, every block, penultimate) | original (the original
+    # STIR code's list: each block's first post-ReLU output and pre-ReLU sum) | [tap, ...]
+    taps: Any = "penultimate"
+    # How a spatial map (n, c, h, w) becomes (n, d): flatten (every unit; default) | spatial_mean
+    # (n, c) | original (the original code's mean over channels and height, (n, w): a defect,
+    # for comparison with its numbers only).
+    reduce: str = "flatten"
+    # At most this many tap pairs, evenly spaced over relative depth (first and last kept); None: all.
+    count: Optional[int] = None
+
+    def spec(self) -> Any:
+        """``taps`` as the model layer takes it: a name, or a list of tap names."""
+        return self.taps if isinstance(self.taps, str) else [str(t) for t in self.taps]
+
+
+@dataclass
+class ZooConfig:
+    """How zoo names become trained models."""
+
+    file: str = "configs/zoo.yaml"  # relative paths are taken from the repository root
+    profile: str = "full"  # the train.py profile of every zoo recipe (full | cpu | laptop)
+    # Added to every recipe. On the command line quote the elements: 'zoo.overrides=["model.width=8"]'.
+    overrides: List[str] = field(default_factory=list)
+    data_source: Optional[str] = None  # shorthand for data.source=PATH in every recipe (a local data set)
+    runs_dir: str = "runs"
+    # The shipped models (weights in the repository, stir.zoo.shipped): a zoo name without a finished
+    # run folder resolves to the entry of its name, profile and recipe; relative paths are taken from
+    # the repository root; null: none (train_missing=true then trains every missing model).
+    shipped_dir: Optional[str] = "zoo"
+    # The folder of the real pretrained networks (realnet: sources, the zoo's r20, r56_b, rob_* ...);
+    # None: $STIR_REALNETS, else ../shared/realnets beside the repository.
+    weights_root: Optional[str] = None
+
+
+@dataclass
+class RobustBenchConfig:
+    """Where ``robustbench:NAME`` models come from (RobustBench's own coordinates and weights layout)."""
+
+    dataset: str = "cifar10"  # cifar10 | cifar100 | imagenet
+    threat_model: str = "L2"  # Linf | L2 | corruptions
+    model_dir: str = "models"  # weights at <model_dir>/<dataset>/<threat_model>/<name>.pt (RobustBench's layout)
+
+
+@dataclass
+class ExperimentConfig:
+    """What every experiment kind's config has; each kind adds its own fields (``stir.experiments.<kind>``)."""
+
+    name: str = "pair"
+    kind: str = "pair"  # pair | pairs | matrix | incremental | stitching | layer_matching | grounding | invariance
+    description: str = ""
+    compute: str = ""  # the compute this preset needs, as documentation
+
+
+@dataclass
+class EvaluateConfig:
+    """Everything ``python evaluate.py`` reads; ``experiment`` is checked against its kind's dataclass."""
+
+    # The models: m1 (ref, whose IRIs are made) and m2 (target): zoo names, run folders, checkpoints,
+    # or models of other sources (robustbench:NAME, torchvision:ARCH, timm:ARCH, python:module:factory).
+    ref: str = "at"  # m1: the model whose IRIs are made (a zoo name, run folder, checkpoint or source string)
+    target: str = "vanilla"  # m2: the model the IRIs are shown to
+    tap1: Optional[str] = None  # what ref's `penultimate` reads (models of other sources): a module name, NAME:input, python:module:function
+    tap2: Optional[str] = None  # the same for target
+    weights1: Optional[str] = None  # ref's weights (models of other sources): a state-dict file or the library's pretrained tag
+    weights2: Optional[str] = None  # the same for target
+    zoo: ZooConfig = field(default_factory=ZooConfig)
+    train_missing: bool = False  # train zoo models that have no finished run first
+    # A model with a NaN or Inf in a weight, buffer or output is refused; true: measured, every number of it NaN.
+    allow_nonfinite: bool = False
+    # An unfinished run folder is refused (with the command that finishes it); true: its last checkpoint is
+    # evaluated, and the record and notes say so.
+    allow_unfinished: bool = False
+    download_weights: bool = False  # let RobustBench / torchvision / timm download weights that are not on disk
+    robustbench: RobustBenchConfig = field(default_factory=RobustBenchConfig)
+    # The images X of a model with no training data of its own (every source but the zoo): the data
+    # set (data=cifar10|cifar100) or a local copy (data.source=PATH; default: zoo.data_source).
+    data: DataConfig = field(default_factory=DataConfig)
+    # The images X.
+    n: int = 1000  # images X (the paper: 1000 training images)
+    split: str = "train"  # train | holdout | test: where X comes from
+    image_seed: int = 0  # which n images
+    # X fixed for the k draws (default; the paper's tables, CKA +- 0.000) or resampled per draw
+    # (eq. 6 read literally: draw j uses images chosen by image_seed + j).
+    resample_images: bool = False
+    # The estimator.
+    k: int = 5  # seed draws per STIR value
+    measure: str = "linear_cka"  # any name of stir.similarity.names()
+    iri: str = "both"  # arbitrary | adversarial | both
+    inversion: InversionConfig = field(default_factory=InversionConfig)
+    difficulty: ControversialConfig = field(default_factory=ControversialConfig)
+    # A draw with fewer IRIs (within inversion.tolerance) than this fraction gives STIR = NaN with the
+    # reason. Off (0) by default: the published procedure itself ends near a median residual of
+    # 0.04-0.07 on CIFAR ResNets (0-6% within 0.02), so a floor would leave it without a number.
+    min_fraction_iri: float = 0.0
+    # STIR_adv of the constrained objective is measured only where at least this fraction of the
+    # adversarial X' reached the IRI bound (only those were pushed; the rest are arbitrary IRIs, and
+    # with none the value equals STIR by construction): below it, STIR_adv is NaN with the count.
+    min_fraction_adversarial: float = 0.5
+    calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
+    layers: LayersConfig = field(default_factory=LayersConfig)
+    # How it runs (no reported number depends on these).
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    device: str = "auto"  # auto | cpu | cuda | cuda:1 ...
+    # Several processes (e.g. one per GPU) share an experiment: process `shard` of `shards` computes
+    # every shards-th unit (pair, matrix row, link) into the shared store; a run without them assembles.
+    shard: int = 0  # this process's share: units shard, shard + shards, ...
+    shards: int = 1  # how many processes share the experiment (1: one process, which also writes the report)
+    # The output.
+    out_dir: str = "results"  # out_dir/store (results), out_dir/inversion-cache, out_dir/<report>-<hash>/
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    iri_grid_images: int = 8  # originals and IRIs shown in the example grid
+    # The experiment kind and its own settings (configs/evaluate/experiment/*.yaml): a node typed by its
+    # kind's dataclass (each preset's defaults list names /experiment_schema/<kind>).
+    experiment: Any = field(default_factory=lambda: {"name": "pair", "kind": "pair"})
+
+    def estimator(self) -> "Estimator":
+        """The estimator these settings describe (``stir.measure.Estimator``)."""
+        from stir.measure.plan import Estimator  # torch: not needed to check a command line
+
+        return Estimator(measure=self.measure, k=self.k, iri=self.iri, inversion=self.inversion,
+                         difficulty=self.difficulty, min_fraction_iri=self.min_fraction_iri,
+                         min_fraction_adversarial=self.min_fraction_adversarial, calibration=self.calibration)
+
+    def run(self) -> ExecutionConfig:
+        """``execution``, with the inversion cache under out_dir unless one is named (a new object)."""
+        if self.execution.cache_dir is not None:
+            return self.execution
+        return dataclasses.replace(self.execution, cache_dir=str(Path(self.out_dir) / "inversion-cache"))
+
+
+# ---------------------------------------------------------------------------------- each kind's config
+
+
+@dataclass
+class PairConfig(ExperimentConfig):
+    """experiment=pair: ref (m1) vs target (m2), the top-level ``ref`` and ``target``."""
+
+
+@dataclass
+class PairsConfig(ExperimentConfig):
+    """experiment kind ``pairs``: each [ref, target] of ``pairs``."""
+
+    pairs: List[List[str]] = field(default_factory=list)
+
+
+@dataclass
+class MatrixConfig(ExperimentConfig):
+    """experiment kind ``matrix``: every ordered pair of ``models``."""
+
+    models: List[str] = field(default_factory=list)
+    # {model: its seed twin}; the diagonal compares a model with its twin, not with itself
+    seed_twins: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class IncrementalConfig(ExperimentConfig):
+    """experiment kind ``incremental``: {label: [m_1, m_2, ...]} chains ordered by training-set size."""
+
+    chains: Dict[str, List[str]] = field(default_factory=dict)
+    update: str = "scratch"  # scratch (each m_t from scratch, as the paper) | warm (m_t warm-started: <name>_warm)
+
+
+@dataclass
+class StitchingConfig(ExperimentConfig):
+    """experiment kind ``stitching``: how stitching layers are fitted and tested (``stir.stitching``)."""
+
+    pairs: List[List[str]] = field(default_factory=list)  # [[A, B], ...]: both directions of each
+    kinds: List[str] = field(default_factory=lambda: ["identity", "linear", "g_relu"])  # identity | linear | g_relu | orthogonal
+    seeds: List[int] = field(default_factory=lambda: [0, 1])  # stitching seeds (training subset, batch order)
+    epochs: int = 3  # passes of Adam over the training images
+    batch_size: int = 128  # training batches of S
+    eval_batch_size: int = 500  # statistics and test accuracy (no effect on the numbers)
+    lr: float = 0.01
+    train_images: Optional[int] = None  # per seed, drawn from the back model's training split (None: all)
+    test_images: Optional[int] = None  # the first N of the fixed-order test split (None: all)
+    init: str = "match"  # match (least squares / Hungarian / Procrustes) | identity
+
+    def settings(self) -> "StitchSettings":
+        from stir.stitching import StitchSettings  # torch: not needed to check a command line
+
+        return StitchSettings(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+                              train_images=self.train_images, init=self.init)
+
+
+@dataclass
+class LayerMatchingConfig(ExperimentConfig):
+    """experiment kind ``layer_matching``: seed models in ``models``, taps in ``layers``."""
+
+    models: List[str] = field(default_factory=list)
+    measures: List[str] = field(default_factory=list)  # [] = every registered measure (+ rbf_cka_0.8)
+    stir: bool = True  # STIR grids too: arbitrary IRIs of every tap of every model (measure, k, inversion)
+
+
+@dataclass
+class GroundingConfig(ExperimentConfig):
+    """experiment kind ``grounding`` (Ding et al. 2021): seed models in ``models``, taps in ``layers``."""
+
+    models: List[str] = field(default_factory=list)
+    measures: List[str] = field(default_factory=list)  # [] = every registered measure (+ rbf_cka_0.8)
+    n_probe: int = 1000  # held-out images: linear probes (half train, half score) and the measures
+    pc_ks: List[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])  # k PCs deleted
+    pc_order: str = "top"  # top (largest variance first) | bottom (smallest nonzero variance first)
+    robustness_models: List[str] = field(default_factory=list)  # the OOD axis: every pair of these ([] = skip)
+    stir: bool = True  # STIR (both directions) for the depth pairs of two models and the robustness pairs
+    n_boot: int = 1000  # bootstrap resamples of the rank correlation
+
+
+@dataclass
+class InvarianceConfig(ExperimentConfig):
+    """experiment kind ``invariance`` (G-EED, Kvinge et al. 2022): models in ``models``, taps in ``layers``."""
+
+    models: List[str] = field(default_factory=list)
+    transforms: List[str] = field(default_factory=lambda: [
+        "hflip", "shift1", "shift2", "shift3", "shift4", "rot90", "rot180", "rot270", "brightness", "grayscale"])
+    distances: List[str] = field(default_factory=lambda: ["euclidean", "cosine"])
+    noise: List[float] = field(default_factory=lambda: [0.0, 0.05, 0.1])  # Gaussian input noise levels
+    random_init: bool = True  # add an untrained network of the first model's architecture
+
+
+@dataclass
+class SuiteConfig(ExperimentConfig):
+    """experiment kind ``suite``: {part name: {kind: ..., <that kind's fields>, layers: {...}, iri: ...}}."""
+
+    parts: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PaperConfig(ExperimentConfig):
+    """experiment kind ``paper``: the models each claim's preset needs, named by zoo name."""
+
+    # Table 1 (claims 1-6): a recipe's training seeds; seed pairs are every two of them, and AT vs
+    # vanilla pairs are (at_i, vanilla_i) by position (independent pairs: no model shared).
+    recipes: Dict[str, List[str]] = field(default_factory=lambda: {"vanilla": [], "at": []})
+    seeds_iri: str = "both"  # Table 1 has STIR_adv (claim 4)
+    # Table 2 (claim 7): models ordered from the most robust to the least.
+    robustness: List[str] = field(default_factory=list)
+    # Figure 1 (claim 8): {family: [m_1, m_2, ...]} ordered by training-set size.
+    chains: Dict[str, List[str]] = field(default_factory=dict)
+    # Figures 2, 3, 6, 7 (claims 9, 10): {"<dataset> <architecture>": {vanilla: [a, b], at: [c, d]}}
+    layer_settings: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
+    # Figures 4, 8 (claim 11): {family: {residual: [...], vgg: [...]}}; seed twins fill the diagonal.
+    architectures: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
+    seed_twins: Dict[str, str] = field(default_factory=dict)
+    # Figures 5, 9 (claim 12): {setting: {at: name, trades: name, mart: name}}.
+    methods: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    # Where the layer-wise parts read the models (figures 2-3, 6-7: the original code's taps; 5, 9: all).
+    layers: LayersConfig = field(default_factory=lambda: LayersConfig(taps="original"))
+    methods_layers: LayersConfig = field(default_factory=lambda: LayersConfig(taps="all"))
+
+
+# Each kind's config dataclass by kind name (the registry's ``Kind.config``; tests/experiments check
+# that the two agree).
+KIND_CONFIGS: Dict[str, type] = {
+    "pair": PairConfig, "pairs": PairsConfig, "matrix": MatrixConfig, "incremental": IncrementalConfig,
+    "stitching": StitchingConfig, "layer_matching": LayerMatchingConfig, "grounding": GroundingConfig,
+    "invariance": InvarianceConfig, "suite": SuiteConfig, "paper": PaperConfig,
+}
+
+
+def register_evaluate_configs() -> None:
+    """``evaluate_schema`` and every kind's schema (``experiment_schema/<kind>``) for the defaults lists."""
+    store = ConfigStore.instance()
+    store.store(name="evaluate_schema", node=EvaluateConfig)
+    for kind, config in KIND_CONFIGS.items():
+        store.store(group="experiment_schema", name=kind, node=config)

@@ -1,0 +1,41 @@
+"""What a STIR value's calibration is asked to do (``calibration.*`` of evaluate.py): plain data, no torch,
+so that the command line is checked against it before torch is imported (``stir.measure.calibration``
+does the work)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+CEILINGS = ("same_draws", "independent", "none")
+FLOORS = ("iris", "images")
+INTERVALS = ("half_sampling", "bootstrap")
+
+
+@dataclass
+class CalibrationConfig:
+    """How every STIR and STIR_adv value is calibrated (``stir.measure.calibration``'s docstring); ``calibration.*`` of
+    evaluate.py. Part of the store key."""
+
+    permutations: int = 199  # P: permutations of the p-value and the floors' spread (and of a floor with no closed form); 0: none
+    floor: str = "iris"  # iris (S_r(m2(X), m2(X')[pi]): the pairing broken) | images (S_r(m2(X), m2(X)[pi])): which reading normalises
+    ceiling: str = "same_draws"  # same_draws (m1 on the k draws) | independent (one more seed draw of m1) | none
+    resamples: int = 1000  # B: resamples of the interval (0: no interval)
+    interval: str = "half_sampling"  # half_sampling (n/2 rows without replacement, value +- z se) | bootstrap (percentile)
+    confidence: float = 0.95  # the interval's nominal coverage
+    guard: float = 3.0  # the ceiling must stand this many permutation sds above its own floor, or normalised is NaN
+    seed: int = 0  # the generator of the permutations and the resamples
+
+    def __post_init__(self) -> None:
+        if self.permutations < 0 or self.resamples < 0:
+            raise ValueError(f"calibration.permutations and calibration.resamples must be >= 0, got "
+                             f"{self.permutations}, {self.resamples}")
+        if self.floor not in FLOORS:
+            raise ValueError(f"calibration.floor must be one of {FLOORS}, got {self.floor!r}")
+        if self.ceiling not in CEILINGS:
+            raise ValueError(f"calibration.ceiling must be one of {CEILINGS}, got {self.ceiling!r}")
+        if self.interval not in INTERVALS:
+            raise ValueError(f"calibration.interval must be one of {INTERVALS}, got {self.interval!r}")
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"calibration.confidence must be in (0, 1), got {self.confidence}")
+        if not (self.guard >= 0 and math.isfinite(self.guard)):
+            raise ValueError(f"calibration.guard must be a finite number >= 0, got {self.guard}")
