@@ -247,10 +247,10 @@ def pair_headline_notes(pair: PairResult) -> List[List[str]]:
             for direction in DIRECTIONS if pair.get(direction) is not None]
 
 
-def direction_headline(d: DirectionResult, direction: str = "m2|m1") -> Row:
+def direction_headline(d: DirectionResult) -> Row:
     """``pair_headline``'s row for one direction, STIR(m2|m1) with m1 its reference and m2 its target (no
     direction column: it is always m2|m1), without a similarity."""
-    cells = _headline_cells(d, direction)
+    cells = _headline_cells(d, "m2|m1")
     del cells["direction"]
     return {"m1 (ref)": d.ref, "m2 (target)": d.target, **cells}
 
