@@ -44,6 +44,7 @@ def run(ctx: Context, cfg: IncrementalConfig) -> Report:
     title = (cfg.description or cfg.name) + (" (warm-started updates)" if cfg.update == "warm" else "")
     report = Report(title)
     numeric, display, notes, convergence = [], [], [], []
+    measured, extra = [], []  # each PairResult and the cells its headline rows begin with
     sizes, series, errors = {}, {}, {}
     for label, chain in chains(cfg).items():
         curves = {f"{label}: STIR(m_t|m_t-1)": ("m2|m1", []), f"{label}: STIR(m_t-1|m_t)": ("m1|m2", [])}
@@ -55,6 +56,8 @@ def run(ctx: Context, cfg: IncrementalConfig) -> Report:
             numeric.append({"chain": label, "train_size": size, **rows.pair_row(pair)})
             display.append({"chain": label, "train_size": size, **rows.pair_display(pair)})
             notes.append(rows.pair_notes(pair))
+            measured.append(pair)
+            extra.append({"chain": label, "train_size": size})
             convergence += [{"chain": label, "train_size": size, **r} for r in rows.pair_convergence_rows(pair)]
             report.summary.update({f"{m_prev.label}_vs_{m_cur.label}/{k}": v for k, v in rows.pair_summary(pair).items()})
             xs.append(size)
@@ -65,7 +68,8 @@ def run(ctx: Context, cfg: IncrementalConfig) -> Report:
             sizes[name], series[name] = xs, values
             errors[name] = interval_errors(values, [c.low if c else math.nan for _, c in points],
                                            [c.high if c else math.nan for _, c in points])
-    report.tables["incremental"] = Table(numeric, display=display, notes=notes)
+    report.tables["incremental"] = Table(numeric, display=display, notes=notes,
+                                         headline=rows.headline_table(measured, extra))
     report.tables["convergence"] = Table(convergence)
     report.figures["incremental"] = Figure(plot_incremental, dict(
         sizes=sizes, series=series, errors=errors, title=title,

@@ -58,6 +58,7 @@ def run(ctx: Context, cfg: MatrixConfig) -> Report:
     m = len(models)
     stir, stir_adv, sim = (np.full((m, m), np.nan) for _ in range(3))
     numeric, display, notes, convergence = [], [], [], []
+    measured = []  # every DirectionResult, for the headline
     for i in range(m):
         directions, similarities = measure_row(ctx, cfg, i)
         for j, (d, s) in enumerate(zip(directions, similarities)):
@@ -66,6 +67,7 @@ def run(ctx: Context, cfg: MatrixConfig) -> Report:
             numeric.append(rows.direction_row(d))
             display.append(rows.direction_display(d))
             notes.append(rows.direction_notes(d))
+            measured.append(d)
             convergence += rows.convergence_rows(d)
             if s is not None:
                 sim[i, j] = sim[j, i] = s.value
@@ -76,7 +78,8 @@ def run(ctx: Context, cfg: MatrixConfig) -> Report:
             cal = d.calibration.get("stir")
             if cal is not None and math.isfinite(cal.floor):
                 report.summary[f"matrix/{labels[i]}/{d.target}/stir_floor"] = cal.floor
-    report.tables["directions"] = Table(numeric, display=display, notes=notes)
+    report.tables["directions"] = Table(numeric, display=display, notes=notes,
+                                        headline=rows.direction_headline_table(measured))
     report.tables["convergence"] = Table(convergence)
     for name, values in (("stir", stir), ("stir_adv", stir_adv), (ctx.estimator.measure, sim)):
         table = [{CORNER: ref, **{t: float(values[i, j]) for j, t in enumerate(labels)}} for i, ref in enumerate(labels)]

@@ -46,6 +46,7 @@ def run(ctx: Context, cfg: ExperimentConfig) -> Report:
     title = f"{pairs[0][0].label} (m1) vs {pairs[0][1].label} (m2)" if not isinstance(cfg, PairsConfig) else (cfg.description or cfg.name)
     report = Report(title)
     numeric, display, notes, convergence = [], [], [], []
+    measured, extra = [], []  # each PairResult and the cells its headline rows begin with
     for m1, m2 in pairs:
         log.info("pair %s (m1) vs %s (m2)", m1.label, m2.label)
         prefix = "" if len(pairs) == 1 else f"{m1.label}_vs_{m2.label}/"
@@ -55,6 +56,8 @@ def run(ctx: Context, cfg: ExperimentConfig) -> Report:
                 numeric.append({**rows.pair_row(pair), "depth": depth, "pair": f"{m1.label} vs {m2.label}"})
                 display.append({"depth": f"{depth:.2f}", **rows.pair_display(pair)})
                 notes.append(rows.pair_notes(pair))
+                measured.append(pair)
+                extra.append({"depth": f"{depth:.2f}"})
                 convergence += rows.pair_convergence_rows(pair)
                 report.summary.update({f"{m1.label}_vs_{m2.label}/{pair.similarity.tap_ref}/{k}": v
                                        for k, v in rows.pair_summary(pair).items()})
@@ -65,10 +68,12 @@ def run(ctx: Context, cfg: ExperimentConfig) -> Report:
             numeric.append(rows.pair_row(pair))
             display.append(rows.pair_display(pair))
             notes.append(rows.pair_notes(pair))
+            measured.append(pair)
+            extra.append({})
             convergence += rows.pair_convergence_rows(pair)
             report.summary.update({prefix + k: v for k, v in rows.pair_summary(pair).items()})
             report.figures[f"convergence_{m1.label}_vs_{m2.label}"] = convergence_figure(ctx, pair)
-    report.tables["pairs"] = Table(numeric, display=display, notes=notes)
+    report.tables["pairs"] = Table(numeric, display=display, notes=notes, headline=rows.headline_table(measured, extra))
     report.tables["convergence"] = Table(convergence)
     m1, m2 = pairs[0]
     figure, example_notes = iri_examples(ctx, m1, m2, ctx.images(m1))

@@ -6,6 +6,9 @@ the dashboard line up: a direction "m2|m1" is the slug ``m2_given_m1`` (IRIs of 
 
     pair_row / direction_row           numeric rows (CSV, W&B tables)
     pair_display / direction_display   readable rows: STIR with its interval, floor, ceiling, IRIs
+    pair_headline / direction_headline the short table a report opens with: per direction STIR with its
+                                       interval, the normalised value, the similarity, IRI status, STIR_adv
+    headline_table / direction_headline_table   those rows as a ``Table`` (``Table.headline``), with notes
     pair_notes / direction_notes       the notes of a row, each saying where it comes from
     pair_summary                       stable summary keys (stir_m2_given_m1, linear_cka, ...)
     convergence_rows                   STIR along the inversion budget, one row per recorded step
@@ -17,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from stir.measure.calibration import Calibration
 from stir.measure.results import DIRECTIONS, SLUGS, DirectionResult, PairResult, Stat
-from stir.reporting.report import Row
+from stir.reporting.report import Row, Table
 from stir.reporting.tables import mean_std
 
 # The agreement of direction "m2|m1" is measured on m1's IRIs: its column says whose.
@@ -201,6 +204,72 @@ def pair_display(pair: PairResult) -> Row:
 
 def direction_display(d: DirectionResult) -> Row:
     return {"m1 (ref)": d.ref, "m2 (target)": d.target, **_direction_display(d, "")}
+
+
+def iri_status(d: DirectionResult, kind: str = "arbitrary") -> str:
+    """'40% reached the bound; 90% pass the null': the fraction of X' whose residual reached the IRI
+    tolerance, and (when measured) the fraction closer to x than its nearest natural image; '-' without."""
+    q = d.quality.get(kind)
+    if q is None or "fraction_iri" not in q:
+        return "-"
+    null = f"; {q['fraction_iri_null']:.0%} pass the null" if "fraction_iri_null" in q else ""
+    return f"{q['fraction_iri']:.0%} reached the bound{null}"
+
+
+HEADLINE = ("direction", "STIR", "normalised", "IRIs", "STIR_adv")  # the headline's columns, besides names and similarity
+
+
+def _headline_cells(d: DirectionResult, direction: str) -> Row:
+    cal, adv = d.calibration.get("stir"), d.calibration.get("stir_adv")
+    return {"direction": direction, "STIR": interval(d.stir, cal), "normalised": normalised_cell(cal), "IRIs": iri_status(d),
+            "STIR_adv": "not measured" if d.stir_adv is None else interval(d.stir_adv, adv)}
+
+
+def pair_headline(pair: PairResult) -> List[Row]:
+    """The short rows a pair's report opens with, one per direction: STIR with its interval, the
+    normalised value, the similarity (linear CKA, ...), IRI status and STIR_adv (or "not measured")."""
+    s = pair.similarity
+    similarity = {s.measure: f"{s.value:.3f}" if math.isfinite(s.value) else "-"}
+    out = []
+    for direction in DIRECTIONS:
+        d = pair.get(direction)
+        if d is not None:
+            cells = _headline_cells(d, direction)
+            out.append({"m1 (ref)": s.ref, "m2 (target)": s.target, **{k: cells[k] for k in HEADLINE[:3]}, **similarity,
+                        **{k: cells[k] for k in HEADLINE[3:]}})
+    return out
+
+
+def pair_headline_notes(pair: PairResult) -> List[List[str]]:
+    """The notes of each ``pair_headline`` row: the similarity's and that direction's own."""
+    notes = pair.notes()
+    return [[f"{source}: {text}" for source, text in notes if source in ("similarity", direction)]
+            for direction in DIRECTIONS if pair.get(direction) is not None]
+
+
+def direction_headline(d: DirectionResult) -> Row:
+    """``pair_headline``'s row for one direction, STIR(m2|m1) with m1 its reference and m2 its target (no
+    direction column: it is always m2|m1), without a similarity."""
+    cells = _headline_cells(d, "m2|m1")
+    del cells["direction"]
+    return {"m1 (ref)": d.ref, "m2 (target)": d.target, **cells}
+
+
+def headline_table(pairs: Sequence[PairResult], extra: Optional[Sequence[Row]] = None) -> Table:
+    """The headline of a table of pairs (``Table.headline``): ``pair_headline`` rows with their notes;
+    ``extra[i]`` (readable cells, e.g. {"depth": "0.50"} or {"chain": ..., "train_size": ...}) is put
+    first in the rows of pair i."""
+    extra = list(extra) if extra is not None else [{} for _ in pairs]
+    rows_, notes = [], []
+    for pair, first in zip(pairs, extra):
+        rows_ += [{**first, **row} for row in pair_headline(pair)]
+        notes += pair_headline_notes(pair)
+    return Table(rows_, notes=notes)
+
+
+def direction_headline_table(directions: Sequence[DirectionResult]) -> Table:
+    """The headline of a table of directions (a matrix): ``direction_headline`` rows with their notes."""
+    return Table([direction_headline(d) for d in directions], notes=[direction_notes(d) for d in directions])
 
 
 def pair_notes(pair: PairResult) -> List[str]:

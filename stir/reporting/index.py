@@ -8,7 +8,8 @@ changes its numbers (``report_settings``), and:
 - ``<out_dir>/<name>`` is a symbolic link to the latest report of that name (a real folder of
   that name from an older version is left alone);
 - ``<out_dir>/index.json`` lists every report folder with its name, settings and time, and
-  ``<out_dir>/index.md`` shows, per name, only the settings in which its folders differ.
+  ``<out_dir>/index.md`` shows, per name, only the settings in which its folders differ, each
+  folder a relative link to its README.md (and the latest report of the name linked above them).
 
 An index.json that cannot be read (a truncated file) is moved aside (``index.json.corrupt``) and
 rebuilt from the report folders' ``record.json`` files (``rebuild_index``), so one damaged file
@@ -24,6 +25,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict
+from urllib.parse import quote
 
 from filelock import FileLock
 
@@ -103,8 +105,8 @@ def record_report(root: Path, name: str, folder: Path, settings: Dict[str, Any])
         index[folder.name] = {"name": name, "settings": settings,
                               "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         atomic.write_json(index_file, index)
-        atomic.write_text(root / "index.md", _markdown(index))
-        _point(root / name, folder)
+        _point(root / name, folder)  # first: index.md links the latest report through it
+        atomic.write_text(root / "index.md", _markdown(index, root))
 
 
 def _read_index(root: Path) -> Dict[str, Dict[str, Any]]:
@@ -156,10 +158,19 @@ def _point(link: Path, folder: Path) -> None:
     os.replace(tmp, link)  # atomic: the link always names a finished report
 
 
-def _markdown(index: Dict[str, Dict[str, Any]]) -> str:
-    """Per report name, a table of its folders and the settings in which they differ."""
-    lines = ["# Reports\n", "Each folder holds one report; the settings columns are those that differ "
-             "between reports of the same name (all settings: index.json).\n"]
+def _link(root: Path, folder: str) -> str:
+    """``[folder](folder/README.md)``, relative to ``root`` (where index.md lies); the plain name, marked,
+    when that folder holds no README.md (removed since it was indexed)."""
+    if (root / folder / "README.md").is_file():
+        return f"[{folder}]({quote(folder)}/README.md)"
+    return f"{folder} (no README.md)"
+
+
+def _markdown(index: Dict[str, Dict[str, Any]], root: Path) -> str:
+    """Per report name, a table of its folders (each a link to its README.md) and the settings in
+    which they differ. The same index and folders give the same text."""
+    lines = ["# Reports\n", "Each folder holds one report (a link to its README.md); the settings columns are those "
+             "that differ between reports of the same name (all settings: index.json).\n"]
     by_name: Dict[str, list] = {}
     for folder, entry in sorted(index.items()):
         by_name.setdefault(entry["name"], []).append((folder, entry))
@@ -168,9 +179,12 @@ def _markdown(index: Dict[str, Dict[str, Any]]) -> str:
                       if len(entries) > 1 else set())
         keys = [k for k in keys if len({json.dumps(e["settings"].get(k), default=str) for _, e in entries}) > 1]
         header = ["folder", "updated", *keys]
-        lines += [f"## {name}\n", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines.append(f"## {name}\n")
+        if (root / name).is_symlink() and (root / name / "README.md").is_file():
+            lines.append(f"Latest: [{name}]({quote(name)}/README.md) (now {os.readlink(root / name)})\n")
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for folder, e in entries:
-            cells = [folder, e["updated"], *(json.dumps(e["settings"].get(k), default=str) for k in keys)]
-            lines.append("| " + " | ".join(cells) + " |")
+            cells = [_link(root, folder), e["updated"], *(json.dumps(e["settings"].get(k), default=str) for k in keys)]
+            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
         lines.append("")
     return "\n".join(lines) + "\n"

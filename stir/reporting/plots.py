@@ -281,14 +281,31 @@ def _hollow(style: dict) -> dict:
     return {**style, "markerfacecolor": "none", "markersize": style.get("markersize", 5) + 4, "linestyle": "--"}
 
 
+CAPTION_CHARS = 110  # a caption line below a two-panel figure
+
+
+def _caption(lines: Sequence[str], width: int = CAPTION_CHARS) -> str:
+    """Caption lines, each wrapped to ``width`` characters, one under the other."""
+    return "\n".join(textwrap.fill(line, width) for line in lines)
+
+
 def _single_point_note(ax: Axes, xs_all: Sequence[np.ndarray], what: str) -> None:
     """Every series has one point: say so on the axes, and give the x axis room around it."""
-    xs = np.concatenate([x[np.isfinite(x)] for x in xs_all]) if xs_all else np.array([])
-    if xs.size and np.unique(xs).size == 1:
-        x = float(xs[0])
-        ax.set_xlim(x - max(1.0, 0.5 * abs(x)), x + max(1.0, 0.5 * abs(x)))
+    x = _single_step(xs_all)
+    if x is not None:
+        _room_around(ax, x)
         ax.text(0.5, 0.02, what, transform=ax.transAxes, ha="center", va="bottom", fontsize=FONT - 2, color="0.3",
                 wrap=True)
+
+
+def _single_step(xs_all: Sequence[np.ndarray]) -> float | None:
+    """The one x of every series when they all have one point there, else None."""
+    xs = np.concatenate([x[np.isfinite(x)] for x in xs_all]) if xs_all else np.array([])
+    return float(xs[0]) if xs.size and np.unique(xs).size == 1 else None
+
+
+def _room_around(ax: Axes, x: float) -> None:
+    ax.set_xlim(x - max(1.0, 0.5 * abs(x)), x + max(1.0, 0.5 * abs(x)))
 
 
 def plot_layerwise(depths: Sequence[float] | Mapping[str, Sequence[float]],
@@ -513,9 +530,13 @@ def plot_convergence(steps: Mapping[str, Sequence[float]], stir: Mapping[str, Se
     Each series is one direction and IRI kind ("STIR(m2|m1)", "STIR_adv(m1|m2)", ...), measured at
     the best iterates so far at each recorded step: a flat right end means the value has settled.
     Both panels share one legend below them; a series's residual is that of its own reference (the
-    model after the bar, whose X' they are), said in the legend. A series identical to an earlier one
-    (adversarial IRIs that never became IRIs equal the arbitrary ones) is drawn hollow and dashed over
-    it and named so; with a single recorded step the panels say so instead of showing a bare dot.
+    model after the bar, whose X' they are), said in the legend. A series equal on a panel to an
+    earlier one (STIR_adv equal to STIR by construction: adversarial weight 0, X' that never reached
+    the bound, a one-step record) is drawn there hollow, larger and dashed over it, so both stay
+    visible, and named so in the legend ("(= STIR(m2|m1))", or "(STIR = ...)" when only the STIR
+    values are equal) and in the caption. The caption (what the bars are, a single recorded step,
+    the coinciding series) is the title of the legend below the axes: the layout gives it room of
+    its own, so it never overprints a tick label, a line or an axis label.
 
     Shapes: steps[name], stir[name], residual[name] (T_name,); errors[name] like stir[name] (what
     they are: ``error_note``); ``tolerance`` draws the IRI tolerance on the residual panel.
@@ -524,15 +545,31 @@ def plot_convergence(steps: Mapping[str, Sequence[float]], stir: Mapping[str, Se
     xs_all = {n: np.asarray(steps[n], dtype=np.float64) for n in names}
     ys_all = {n: np.asarray(stir[n], dtype=np.float64) for n in names}
     rs_all = {n: np.asarray(residual[n], dtype=np.float64) for n in names}
-    over = _coincident({n: np.concatenate([ys_all[n], rs_all[n]]) for n in names},
-                       {n: np.concatenate([xs_all[n], xs_all[n]]) for n in names})
-    labels = []
+    # Each panel on its own: STIR_adv equal to STIR with other residuals still hides a line on the left.
+    over_stir, over_residual = _coincident(ys_all, xs_all), _coincident(rs_all, xs_all)
+    labels, same = [], []
     for n in names:
         ref = _reference(n)
         label = n + (f": X' made for {ref}" if ref else "")
-        labels.append(_label(label + (f" (= {over[n]})" if n in over else ""), 2 * LEGEND_CHARS))
+        if n in over_stir and over_residual.get(n) == over_stir[n]:
+            label += f" (= {over_stir[n]})"
+            same.append(f"{n} = {over_stir[n]}")
+        elif n in over_stir:
+            label += f" (STIR = {over_stir[n]})"
+            same.append(f"{n} = {over_stir[n]} in STIR")
+        elif n in over_residual:
+            same.append(f"{n} = {over_residual[n]} in residual")
+        labels.append(_label(label, 2 * LEGEND_CHARS))
+    said = [f"coinciding series (equal values at every step, both drawn: the later one hollow and dashed): "
+            f"{'; '.join(same)}"] if same else []
+    single = _single_step(list(xs_all.values()))
+    if single is not None:
+        said.insert(0, "one recorded step only: inversion.steps is at or below the first of inversion.record_steps")
+    # The caption (what the bars are, a single step, coinciding series) is the title of the legend below
+    # the axes: constrained layout gives it room of its own, so it never covers a tick, a line or a label.
+    caption = _caption([c for c in [_bars(errors, error_note), *said] if c])
     columns = 2 if len(names) > 1 and max(len(line) for lb in labels for line in lb.splitlines()) <= 60 else 1
-    lines = sum(lb.count("\n") + 1 for lb in labels) / columns
+    lines = sum(lb.count("\n") + 1 for lb in labels) / columns + (caption.count("\n") + 1 if caption else 0)
     fig = _new_figure(10.4, 4.4 + 0.2 * math.ceil(lines))
     left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
     handles = []
@@ -541,10 +578,9 @@ def plot_convergence(steps: Mapping[str, Sequence[float]], stir: Mapping[str, Se
         # adversarial series dashed: where no X' became an IRI they coincide with the arbitrary ones
         style = dict(color=f"C{k % 10}", marker=MARKERS[k % len(MARKERS)], linewidth=1.6, markersize=5,
                      label=labels[k], linestyle="--" if "_adv" in name else "-")
-        if name in over:
-            style = _hollow(style)
-        handles.append(_curve(left, xs, ys_all[name], _errors_for(errors, name, xs.shape[0]), **style))
-        _curve(right, xs, rs_all[name], None, **style)
+        handles.append(_curve(left, xs, ys_all[name], _errors_for(errors, name, xs.shape[0]),
+                              **(_hollow(style) if name in over_stir else style)))
+        _curve(right, xs, rs_all[name], None, **(_hollow(style) if name in over_residual else style))
     tolerance_handle = []
     if tolerance is not None:
         tolerance_handle = [right.axhline(tolerance, color="0.4", linestyle=":", linewidth=1.2,
@@ -552,14 +588,14 @@ def plot_convergence(steps: Mapping[str, Sequence[float]], stir: Mapping[str, Se
     right.set_yscale("log")
     for ax in (left, right):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
-    one = "one recorded step only: inversion.steps is at or below the first of inversion.record_steps"
-    _single_point_note(left, list(xs_all.values()), one)
-    _single_point_note(right, list(xs_all.values()), one)
+    if single is not None:
+        for ax in (left, right):
+            _room_around(ax, single)
     _finish_axes(left, title, "inversion steps", ylabel, handles, legend=False)
     _finish_axes(right, "median relative residual of each series' reference", "inversion steps",
                  "||m(x') - m(x)|| / ||m(x)||, m = the reference", tolerance_handle, legend=False)
     if tolerance_handle:
         right.legend(handles=tolerance_handle, fontsize=FONT - 2, frameon=False, loc="upper right")
     fig.legend(handles=handles, loc="outside lower center", ncols=columns, fontsize=FONT - 1,
-               frameon=False, title=_bars(errors, error_note), title_fontsize=FONT - 1)
+               frameon=False, title=caption or None, title_fontsize=FONT - 1)
     return _save(fig, path)

@@ -52,13 +52,23 @@ def _undefined(value: Any) -> bool:
 README_ROWS = 40  # tables up to this many rows are shown in the report's README.md, longer ones linked
 
 
+def _footer(notes: List[str]) -> str:
+    return "".join(f"\n[{i}] {note}  " for i, note in enumerate(notes, 1))
+
+
 def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, Any], run_name: str,
             tags: Optional[List[str]] = None) -> Dict[str, Path]:
-    """Write ``report`` into the folder ``out``; {figure name: PNG path}."""
+    """Write ``report`` into the folder ``out``; {figure name: PNG path}.
+
+    README.md opens with the headline of every table that has one (``Table.headline``: the few
+    main columns, linked to the table's files with every column), then the tables without one (up
+    to ``README_ROWS`` rows shown, longer ones linked), then the figures. Each table's ``<name>.csv``
+    and ``<name>.md`` hold all its columns, headline or not."""
     out.mkdir(parents=True, exist_ok=True)
     sections = [f"# {report.title}\n"] + [f"> {note}\n" for note in report.notes]
     for note in report.notes:
         log.warning("%s", note)
+    headlines, others = [], []
     stems = unique_slugs(report.tables)  # two labels that slug alike never write one file
     for name, table in report.tables.items():
         name = stems[name]
@@ -66,14 +76,28 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
         shown, notes = readable(table)
         write_markdown(shown, out / f"{name}.md", title=f"{report.title}: {name}",
                        footer="\n".join(f"[{i}] {note}  " for i, note in enumerate(notes, 1)))
-        below = "".join(f"\n[{i}] {note}" for i, note in enumerate(notes, 1))
-        log.info("%s\n%s%s", name, format_table(shown), below)
         files = f"file: [`{name}.csv`]({name}.csv), [`{name}.md`]({name}.md)"
+        if table.headline is not None:
+            brief, brief_notes = readable(table.headline)
+            columns = len(shown[0]) if shown else 0
+            log.info("%s\n%s%s\nevery column: %s", name, format_table(brief),
+                     "".join(f"\n[{i}] {note}" for i, note in enumerate(brief_notes, 1)), out / f"{name}.md")
+            log.debug("%s, every column\n%s", name, format_table(shown))
+            every = (f"Every column ({columns} of them): [`{name}.md`]({name}.md); the numbers at full precision: "
+                     f"[`{name}.csv`]({name}.csv).")
+            shown_brief = f"{to_markdown(brief)}\n{_footer(brief_notes)}\n"
+            if len(brief) > README_ROWS:  # too long for the README: a file of its own
+                write_markdown(brief, out / f"{name}_headline.md", title=f"{report.title}: {name} (headline)",
+                               footer="\n".join(f"[{i}] {note}  " for i, note in enumerate(brief_notes, 1)))
+                shown_brief = f"{len(brief)} rows: [`{name}_headline.md`]({name}_headline.md)\n"
+            headlines.append(f"## {name}\n\n{shown_brief}\n{every}\n")
+            continue
+        log.info("%s\n%s%s", name, format_table(shown), "".join(f"\n[{i}] {note}" for i, note in enumerate(notes, 1)))
         if len(shown) <= README_ROWS:  # the report itself shows the numbers, not only where they are
-            footer = "".join(f"\n[{i}] {note}  " for i, note in enumerate(notes, 1))
-            sections.append(f"## {name}\n\n{to_markdown(shown)}\n{footer}\n\n{files}\n")
+            others.append(f"## {name}\n\n{to_markdown(shown)}\n{_footer(notes)}\n\n{files}\n")
         else:
-            sections.append(f"## {name}\n\n{len(shown)} rows: {files}\n")
+            others.append(f"## {name}\n\n{len(shown)} rows: {files}\n")
+    sections += headlines + others
     figures = {}
     stems = unique_slugs(report.figures)
     for name, figure in report.figures.items():

@@ -1,7 +1,7 @@
 """What an experiment hands to reporting: tables, figures as data, headline numbers, notes.
 
 Measuring code returns a ``Report``; ``stir.reporting.publish`` renders it (CSV, Markdown, PNG,
-README, record, W&B). Nothing here is a file yet: a ``Figure`` is the plot function that draws it
+README, record, W&B). A table's ``headline`` (its few main columns) is what README.md opens with. Nothing here is a file yet: a ``Figure`` is the plot function that draws it
 and its data, called with a path only when published.
 """
 from __future__ import annotations
@@ -18,12 +18,17 @@ Row = Dict[str, Any]
 @dataclass
 class Table:
     """One table: numeric ``rows`` (CSV, W&B), optional readable ``display`` rows (terminal,
-    Markdown) and, per display row, its notes (shown as [i] markers with the notes below)."""
+    Markdown) and, per display row, its notes (shown as [i] markers with the notes below).
+
+    A wide table can carry a ``headline``: a short readable table of its few main columns (its own
+    ``rows`` and ``notes``), which the report's README.md shows first; every column stays in the
+    table's own files (``<name>.md``, ``<name>.csv``) and in W&B."""
 
     rows: List[Row]
     columns: Optional[List[str]] = None  # CSV column order (None: first-seen order of the row keys)
     display: Optional[List[Row]] = None
     notes: Optional[List[List[str]]] = None  # notes[i]: the notes of display row i
+    headline: Optional["Table"] = None  # the few main columns, shown first in README.md
 
     @property
     def shown(self) -> List[Row]:

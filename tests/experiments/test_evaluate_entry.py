@@ -1,5 +1,6 @@
 """evaluate.py end to end on tiny models and data, through the real Hydra entry point."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,11 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
         assert (out / name).is_file(), name
     table = (out / "pairs.md").read_text()
     assert "STIR(m2|m1)" in table.replace("\\|", "|") and "at" in table and "vanilla" in table
+    readme = (out / "README.md").read_text()  # issue 34: the headline first, every column a link away
+    header = next(line for line in readme.splitlines() if line.startswith("|"))
+    assert [c.strip() for c in header.strip("|").split("|")] == ["m1 (ref)", "m2 (target)", "direction", "STIR",
+                                                                "normalised", "linear_cka", "IRIs", "STIR_adv", "notes"]
+    assert "floor(m2" not in readme and "[`pairs.md`](pairs.md)" in readme
     (wandb_file,) = out.glob("wandb/offline-run-*/run-*.wandb")
     assert b"pairs" in wandb_file.read_bytes()
     from stir.reporting.wandb_read import read_run
@@ -107,6 +113,8 @@ def test_layerwise_pair_has_a_row_per_tap_pair_and_a_slope_plot(workspace, cifar
     rows = list(csv.DictReader(open(out / "pairs.csv")))
     assert [r["tap_ref"] for r in rows] == ["stem", "layer2.0", "penultimate"]
     assert (out / "layers_at_vs_vanilla.png").is_file()
+    header = next(line for line in (out / "README.md").read_text().splitlines() if line.startswith("|"))
+    assert header.split("|")[1].strip() == "depth" and "STIR_adv" in header  # the headline: a row per tap and direction
 
 
 def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, monkeypatch):
@@ -119,6 +127,9 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
     assert [r["m1 (ref) \\ m2 (target)"] for r in matrix] == ["at", "at_it1", "vanilla"]
     assert all(0 <= float(r["at"]) <= 1 for r in matrix)
     assert (out / "matrix_stir.png").is_file() and (out / "accuracy.csv").is_file()
+    readme = (out / "README.md").read_text()
+    assert readme.index("## directions") < readme.index("## matrix_stir")  # the headline of the directions first
+    assert "[`directions.md`](directions.md)" in readme and "floor |" not in readme.split("## matrix_stir")[0]
     from stir.reporting.dashboard import draw_local, missing_keys
     from stir.reporting.wandb_read import read_run
 
@@ -207,6 +218,9 @@ def test_reports_with_other_settings_get_their_own_folder_and_an_index(workspace
     assert {e["settings"]["n"] for e in index.values()} == {10, 12}
     listing = (out / "index.md").read_text()
     assert "| folder | updated | iri | n |" in listing  # the settings in which the reports differ, only those
+    found = re.findall(r"\]\(([^)]+)\)", listing)  # issue 34: every folder a link to its README.md, relative
+    assert {f"{t.parent.name}/README.md" for t in tables} <= set(found) and "pair_at_vs_vanilla/README.md" in found
+    assert all((out / f).is_file() for f in found)
     latest = next(csv.DictReader(open(out / "pair_at_vs_vanilla" / "pairs.csv")))  # the link: the latest report
     assert (latest["n"], latest["iri"]) == ("10", "adversarial")
 

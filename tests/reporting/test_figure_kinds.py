@@ -107,7 +107,8 @@ def test_convergence_legend_below_residuals_per_direction_bars_explained(names, 
     assert _flat(f"STIR({b}|{a}): X' made for {a}") in texts and _flat(f"STIR({a}|{b}): X' made for {b}") in texts
     assert _flat(f"STIR_adv({b}|{a}): X' made for {a} (= STIR({b}|{a}))") in texts  # the hidden series is named
     assert _flat("IRI tolerance 0.02") in texts
-    assert any(title == "bars: ± 1 std over the k=2 seed draws" for _, title, _, _ in f["legends"])
+    (caption,) = [title for _, title, _, _, in f["legends"] if title.startswith("bars: ± 1 std over the k=2 seed draws\n")]
+    assert _flat("coinciding series") in _flat(caption) and _flat(f"STIR_adv({b}|{a}) = STIR({b}|{a})") in _flat(caption)
     assert "residual of m1" not in " ".join(t for t, _ in f["titles"])
     assert all(t.lstrip("−-").isdigit() for ticks in f["xticks"] for t in ticks)  # whole steps
 
@@ -117,7 +118,98 @@ def test_convergence_with_one_recorded_step_says_so(tmp_path, drawn):
                      tolerance=0.02)
     (f,) = drawn
     _check(f)
-    assert any("one recorded step only" in t for t in f["texts"])
+    assert any("one recorded step only" in title for _, title, _, _ in f["legends"])  # the caption, below the axes
+
+
+@pytest.fixture
+def boxes(monkeypatch):
+    """Per figure drawn: the caption's box (the figure legend's title), every axes' box and every
+    visible tick label's box (both axes, major and minor), from the Agg renderer."""
+    found = []
+
+    def capture(save):
+        def wrapped(fig, path):
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            (legend,) = fig.legends
+            ticks = [t.get_window_extent(renderer) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+                     for t in axis.get_ticklabels(which="both") if t.get_visible() and t.get_text()]
+            found.append(dict(caption=legend.get_title().get_text(), caption_box=legend.get_title().get_window_extent(renderer),
+                              axes=[ax.get_window_extent(renderer) for ax in fig.axes], ticks=ticks,
+                              texts=[t.get_text() for ax in fig.axes for t in ax.texts],
+                              labels=[t.get_text() for t in legend.get_texts()]))
+            return save(fig, path)
+        return wrapped
+
+    monkeypatch.setattr(plots, "_save", capture(plots._save))
+    return found
+
+
+ONE_STEP = ("STIR(vanilla_s1|vanilla)", "STIR_adv(vanilla_s1|vanilla)", "STIR(vanilla|vanilla_s1)",
+            "STIR_adv(vanilla|vanilla_s1)")
+
+
+def one_step(path, stir, residual):
+    """A one-step record of a pair, both directions and IRI kinds, as pairs.convergence_figure draws it."""
+    plot_convergence({n: [15] for n in ONE_STEP}, dict(zip(ONE_STEP, stir)), dict(zip(ONE_STEP, residual)), path,
+                     "STIR along the inversion budget (fast mode): vanilla vs vanilla_s1",
+                     errors={n: [0.01] for n in ONE_STEP}, tolerance=0.02,
+                     error_note="bars: ± 1 std over the k=2 seed draws")
+
+
+def test_the_caption_of_a_one_step_record_never_overlaps_an_axes_or_a_tick_label(tmp_path, boxes):
+    """Issue 34: the caption overprinted a tick label and the tolerance line; it now lies below the axes."""
+    one_step(tmp_path / "c.png", [[0.36], [0.36], [0.41], [0.41]], [[0.037], [0.05], [0.03], [0.045]])
+    (f,) = boxes
+    assert "one recorded step only" in f["caption"] and not any("one recorded step" in t for t in f["texts"])
+    box = f["caption_box"]
+    assert box.width > 0 and box.height > 0
+    assert len(f["axes"]) == 2 and len(f["ticks"]) > 8
+    for axes in f["axes"]:
+        assert not box.overlaps(axes), (box, axes)
+        assert box.y1 < axes.y0  # below the axes, not beside them
+    for tick in f["ticks"]:
+        assert not box.overlaps(tick), (box, tick)
+
+
+def test_coinciding_stir_and_stir_adv_are_said_to_coincide_and_not_otherwise(tmp_path, boxes):
+    equal = [[0.36], [0.36], [0.41], [0.41]]  # STIR_adv = STIR by construction (e.g. adversarial weight 0)
+    one_step(tmp_path / "same.png", equal, [[0.037], [0.05], [0.03], [0.045]])
+    one_step(tmp_path / "apart.png", [[0.36], [0.30], [0.41], [0.33]], [[0.037], [0.05], [0.03], [0.045]])
+    one_step(tmp_path / "all.png", equal, [[0.037], [0.037], [0.03], [0.03]])
+    same, apart, both = boxes
+    caption = _flat(same["caption"])
+    assert _flat("coinciding series") in caption
+    assert _flat("STIR_adv(vanilla_s1|vanilla) = STIR(vanilla_s1|vanilla) in STIR") in caption
+    assert _flat("STIR_adv(vanilla|vanilla_s1) = STIR(vanilla|vanilla_s1) in STIR") in caption
+    labels = [_flat(t) for t in same["labels"]]
+    assert _flat("STIR_adv(vanilla_s1|vanilla): X' made for vanilla (STIR = STIR(vanilla_s1|vanilla))") in labels
+    assert "coinciding" not in apart["caption"] and not any("=" in t for t in apart["labels"])
+    assert _flat("STIR_adv(vanilla|vanilla_s1) = STIR(vanilla|vanilla_s1) in STIR") not in _flat(both["caption"])
+    assert _flat("(= STIR(vanilla|vanilla_s1))") in _flat(" ".join(both["labels"]))  # equal on both panels
+
+
+def test_a_coinciding_series_is_drawn_so_that_both_stay_visible(tmp_path):
+    """The later of two equal series is hollow, larger and dashed: the earlier one shows through it."""
+    from matplotlib.figure import Figure as MplFigure
+
+    drawn = {}
+    original = MplFigure.clear
+
+    def keep(fig, *a, **kw):  # read the lines just before _save clears the figure
+        left = fig.axes[0] if fig.axes else None
+        if left is not None and not drawn:
+            drawn.update({c.get_label(): c.lines[0] for c in left.containers})  # error bars: the data line
+        return original(fig, *a, **kw)
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(MplFigure, "clear", keep):
+        one_step(tmp_path / "c.png", [[0.36], [0.36], [0.41], [0.30]], [[0.037], [0.05], [0.03], [0.045]])
+    first = next(line for label, line in drawn.items() if label.startswith("STIR(vanilla_s1|vanilla)"))
+    later = next(line for label, line in drawn.items() if label.startswith("STIR_adv(vanilla_s1|vanilla)"))
+    assert first.get_marker() != later.get_marker() and later.get_markerfacecolor() == "none"
+    assert later.get_markersize() > first.get_markersize() and later.get_linestyle() == "--"
 
 
 @pytest.mark.parametrize("names", [SHORT, LONG])
