@@ -20,8 +20,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from stir.measure.calibration import Calibration
 from stir.measure.results import DIRECTIONS, SLUGS, DirectionResult, PairResult, Stat
+from stir.measure.text import interval, normalised_cell, over_draws  # one formatting, the library's print too
 from stir.reporting.report import Row, Table
-from stir.reporting.tables import mean_std
 
 # The agreement of direction "m2|m1" is measured on m1's IRIs: its column says whose.
 AGREEMENT = {"m2|m1": "agreement_on_m1_iris", "m1|m2": "agreement_on_m2_iris"}
@@ -107,39 +107,9 @@ def pair_row(pair: PairResult) -> Row:
     return row
 
 
-def interval(stat: Optional[Stat], cal: Optional[Calibration]) -> str:
-    """'0.128 [0.091, 0.170]' (the value and its interval); the mean ± std over draws when there is
-    no interval and more than one draw; the value alone otherwise; '-' when not computed."""
-    if stat is None:
-        return "-"
-    if not math.isfinite(stat.mean):
-        return "not measured"  # the reason is in the notes (e.g. no adversarial X' reached the bound)
-    if cal is not None and math.isfinite(cal.low):
-        return f"{stat.mean:.3f} [{cal.low:.3f}, {cal.high:.3f}]"
-    return over_draws(stat)
-
-
-def over_draws(stat: Optional[Stat]) -> str:
-    """'0.512 ± 0.010' (mean ± std over the k draws) for several draws, the value alone for one (a
-    single draw has no spread to show: never '± 0.000'), '-' when not computed."""
-    if stat is None:
-        return "-"
-    return mean_std(stat.mean, stat.std) if len(stat.values) > 1 else f"{stat.mean:.3f}"
-
-
 def _reference(cal: Optional[Calibration], name: str) -> str:
     value = getattr(cal, name) if cal is not None else math.nan
     return f"{value:.3f}" if math.isfinite(value) else "-"
-
-
-def normalised_cell(cal: Optional[Calibration]) -> str:
-    """'0.38 [0.30, 0.46]': the normalised value with its interval (floors and ceiling resampled
-    with it); '-' when undefined (the reason is in the notes)."""
-    if cal is None or not math.isfinite(cal.normalised):
-        return "-"
-    if math.isfinite(cal.normalised_low):
-        return f"{cal.normalised:.2f} [{cal.normalised_low:.2f}, {cal.normalised_high:.2f}]"
-    return f"{cal.normalised:.2f}"
 
 
 def p_cell(cal: Optional[Calibration]) -> str:
