@@ -3,7 +3,7 @@
     python bench/bench_tour.py --data PATH [--realnets]      # PATH: a CIFAR-10 copy (image tree or tar of one)
 
 In a fresh folder, the README's tour as written (its ``<!-- tour -->`` commands, each given the local
-copy: ``data.source=PATH`` to train.py, ``zoo.data_source=PATH`` to evaluate.py), then the README's
+copy: ``data.source=PATH`` to train.py and evaluate.py), then the README's
 library example on the same models (its own ``out_dir``, so nothing is served from the command's
 inversion cache), each timed from start to exit. ``--realnets``: a 20-step ``evaluate.py`` on the
 real ResNet20 seed pair (``ref=r20 target=r20_b inversion.steps=20``), timed, with the time its
@@ -77,10 +77,10 @@ def tour(data: str, work: Path, env: Dict[str, str]) -> List[Dict[str, Any]]:
         words = shlex.split(command)
         if words[0] != "python":
             continue  # `cat` of the report
-        extra = [f"data.source={data}"] if words[1] == "train.py" else [f"zoo.data_source={data}"]
+        extra = [f"data.source={data}"]  # one key for train.py and evaluate.py
         rows.append(timed([sys.executable, str(REPO / words[1]), *words[2:], *extra], work, env, command))
     code = library_example().replace('open_evaluation("profile=cpu")',
-                                     f"open_evaluation('profile=cpu', 'zoo.data_source={data}', 'out_dir=library')")
+                                     f"open_evaluation('profile=cpu', 'data.source={data}', 'out_dir=library')")
     rows.append(timed([sys.executable, "-c", code], work, env, "the README's library example"))
     return rows
 

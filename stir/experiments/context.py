@@ -162,13 +162,14 @@ class Context:
 def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) -> Context:
     """The context of one evaluate.py run (nothing is loaded yet: models and images come on demand)."""
     zoo_file = Path(cfg.zoo.file)
-    overrides = [*cfg.zoo.overrides, *([f"data.source={cfg.zoo.data_source}"] if cfg.zoo.data_source else [])]
+    source = zoo_source(cfg)
+    overrides = [*cfg.zoo.overrides, *([f"data.source={source}"] if source else [])]
     recipes = Recipes(zoo_file if zoo_file.is_absolute() else repo / zoo_file, repo / "configs",
                       profile=cfg.zoo.profile, runs_dir=cfg.zoo.runs_dir, overrides=overrides)
     data_overrides = OmegaConf.to_container(OmegaConf.from_dotlist(
         [o[len("data."):] for o in cfg.zoo.overrides if o.startswith("data.")]))
     device = pick_device(cfg.device)
-    zoo = Zoo(recipes, data=cfg.data, local_source=cfg.zoo.data_source, data_overrides=data_overrides,
+    zoo = Zoo(recipes, data=cfg.data, local_source=source, data_overrides=data_overrides,
               robustbench=dataclasses.asdict(cfg.robustbench), download=cfg.download_weights,
               weights_root=cfg.zoo.weights_root, train_missing=cfg.train_missing, device=device,
               allow_nonfinite=cfg.allow_nonfinite, allow_unfinished=cfg.allow_unfinished,
@@ -183,6 +184,19 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
         device=device, config=config, iri_grid_images=cfg.iri_grid_images,
         roles={"ref": (cfg.ref, cfg.tap1, cfg.weights1), "target": (cfg.target, cfg.tap2, cfg.weights2)},
     )
+
+
+def zoo_source(cfg: EvaluateConfig) -> Optional[str]:
+    """Where the zoo's models were trained on: ``data.source``, the one key for where CIFAR lives (the
+    images X and the zoo alike); ``zoo.data_source``, its older spelling, still wins where given, with a
+    one-line deprecation."""
+    if cfg.zoo.data_source is None:
+        return cfg.data.source
+    same = cfg.data.source in (None, cfg.zoo.data_source)
+    log.warning("zoo.data_source is deprecated: data.source=PATH says where CIFAR lives for the images and the zoo "
+                "alike%s", "" if same else f" (here the zoo reads {cfg.zoo.data_source}, other models' images "
+                f"{cfg.data.source})")
+    return cfg.zoo.data_source
 
 
 def _shipped_zoo(folder: Optional[str], repo: Path) -> Optional[ShippedZoo]:

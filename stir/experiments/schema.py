@@ -51,7 +51,9 @@ class ZooConfig:
     profile: str = "full"  # the train.py profile of every zoo recipe (full | cpu | laptop)
     # Added to every recipe. On the command line quote the elements: 'zoo.overrides=["model.width=8"]'.
     overrides: List[str] = field(default_factory=list)
-    data_source: Optional[str] = None  # shorthand for data.source=PATH in every recipe (a local data set)
+    # Deprecated: data.source=PATH says where CIFAR lives for the images and the zoo alike. Where given,
+    # the zoo's recipes read this copy (a one-line warning says so).
+    data_source: Optional[str] = None
     runs_dir: str = "runs"
     # The shipped models (weights in the repository, stir.zoo.shipped): a zoo name without a finished
     # run folder resolves to the entry of its name, profile and recipe; relative paths are taken from
@@ -102,8 +104,9 @@ class EvaluateConfig:
     allow_unfinished: bool = False
     download_weights: bool = False  # let RobustBench / torchvision / timm download weights that are not on disk
     robustbench: RobustBenchConfig = field(default_factory=RobustBenchConfig)
-    # The images X of a model with no training data of its own (every source but the zoo): the data
-    # set (data=cifar10|cifar100) or a local copy (data.source=PATH; default: zoo.data_source).
+    # Where CIFAR lives: data.source=PATH (a local copy) is the data the zoo's models were trained on
+    # and the images X of models with no training data of their own (every source but the zoo);
+    # data=cifar10|cifar100 names the data set of the latter.
     data: DataConfig = field(default_factory=DataConfig)
     # The images X.
     n: int = 1000  # images X (the paper: 1000 training images)

@@ -74,17 +74,17 @@ def _build_from_files(path: Path) -> Tuple[ModelConfig, nn.Module]:
 def data_of(path: Path, local_source: Optional[str], data_overrides: Dict[str, Any]) -> DataConfig:
     """The data set a run folder / checkpoint was trained on: its config.yaml; else, for a bare
     weights file, the data set and class count it records, read from ``local_source`` (the
-    evaluation's local copy, ``zoo.data_source``) with ``data_overrides`` (``zoo.overrides``' data.*
+    evaluation's local copy, ``data.source``) with ``data_overrides`` (``zoo.overrides``' data.*
     keys); else the default data config (logged)."""
     config = run_folder_of(Path(path)) / "config.yaml"
     if config.is_file():
         return DataConfig(**OmegaConf.to_container(OmegaConf.load(config))["data"])
     if local_source:
-        log.info("%s has no config.yaml: taking images from zoo.data_source=%s", path, local_source)
+        log.info("%s has no config.yaml: taking images from data.source=%s", path, local_source)
         base = OmegaConf.structured(DataConfig(source=local_source, **_recorded_data(path)))
         return OmegaConf.to_object(OmegaConf.merge(base, OmegaConf.create(data_overrides)))
     log.warning("%s has no config.yaml: taking images from the default data config "
-                "(zoo.data_source=PATH for a local data set)", path)
+                "(data.source=PATH for a local data set)", path)
     return DataConfig(**_recorded_data(path))
 
 

@@ -175,7 +175,7 @@ def mismatch_message(name: str, command: str, folder: RunFolder, cfg: TrainConfi
 
     train.py's own advice (retrain=true, run_dir=PATH) is no evaluate.py key. The usual cause is the
     data: the folder was trained on a local copy (train.py data.source=PATH) and the evaluation does
-    not name it (zoo.data_source=PATH), or names another.
+    not name it (data.source=PATH), or names another.
     """
     from stir.training.runs import recipe_of
 
@@ -187,10 +187,10 @@ def mismatch_message(name: str, command: str, folder: RunFolder, cfg: TrainConfi
         trained_on = _trained_source(folder)
         if cfg.data.source is None:
             fixes.append(f"it was trained on data.source={trained_on or 'a local copy'}: evaluate it with "
-                         f"zoo.data_source={trained_on or 'PATH'}")
+                         f"data.source={trained_on or 'PATH'}")
         else:
             fixes.append(f"data.source: it was trained on {trained_on or old.get('data.source')!r}, this evaluation "
-                         f"gives {cfg.data.source!r} (other content): give the same data with zoo.data_source=PATH")
+                         f"gives {cfg.data.source!r} (other content): give the same data with data.source=PATH")
     others = [k for k in keys if k != "data.source"]
     if others:
         changes = ", ".join(f"{k}: {old.get(k)!r} here, {new.get(k)!r} asked" for k in others)

@@ -65,7 +65,7 @@ class Zoo:
     Args:
         recipes: the zoo file's recipes (``stir.zoo.recipes.Recipes``).
         data: the data set of models of other sources (their images X), ``data=`` of evaluate.py.
-        local_source: ``zoo.data_source``, the local data set of bare checkpoints and, by default,
+        local_source: ``data.source`` (or the deprecated ``zoo.data_source``), the local data set of bare checkpoints and, by default,
             of models of other sources.
         data_overrides: the data.* keys of ``zoo.overrides`` (applied to bare checkpoints too).
         robustbench: RobustBench's coordinates.  download: let libraries download missing weights.

@@ -132,7 +132,7 @@ class ShippedZoo:
                f"({recipe_differences(newest.recipe, dict(recipe))})")
         if newest.recipe.get("data.source") != recipe.get("data.source"):
             trained_on = newest.record.get("trained_on") or "a local copy"
-            why += f"; it was trained on {trained_on}: give the same data with zoo.data_source=PATH"
+            why += f"; it was trained on {trained_on}: give the same data with data.source=PATH"
         return why
 
 
