@@ -98,14 +98,14 @@ def _instrumented(entry, cache: bool) -> Iterator[Dict[str, int]]:
     """Attribute counts to the matrix rows or the example grid; sum the engine's own
     ``InversionResult.evaluations``; optionally switch the cache off in the context that
     ``entry`` (the loaded evaluate.py module) opens."""
-    from stir.experiments import matrix
+    from stir.experiments import context, matrix  # evaluate.py imports open_context from context at each run
     from stir.inversion import engine as inversion_engine
     from stir.measure import direction
 
     mod = counts_module()
     engine = {"inversions": 0, "cache_hits": 0, "evaluations": 0}
     real = {"invert_draws": direction.invert_draws, "invert_adversarial_draws": direction.invert_adversarial_draws,
-            "iri_examples": matrix.iri_examples, "open_context": entry.open_context,
+            "iri_examples": matrix.iri_examples, "open_context": context.open_context,
             "descend": inversion_engine.descend}
 
     def descend(*args, **kwargs):
@@ -139,13 +139,13 @@ def _instrumented(entry, cache: bool) -> Iterator[Dict[str, int]]:
 
     direction.invert_draws = counted("invert_draws")
     direction.invert_adversarial_draws = counted("invert_adversarial_draws")
-    matrix.iri_examples, entry.open_context, inversion_engine.descend = examples, open_context, descend
+    matrix.iri_examples, context.open_context, inversion_engine.descend = examples, open_context, descend
     try:
         yield engine
     finally:
         direction.invert_draws = real["invert_draws"]
         direction.invert_adversarial_draws = real["invert_adversarial_draws"]
-        matrix.iri_examples, entry.open_context = real["iri_examples"], real["open_context"]
+        matrix.iri_examples, context.open_context = real["iri_examples"], real["open_context"]
         inversion_engine.descend = real["descend"]
 
 
