@@ -44,9 +44,7 @@ def evaluate(cfg: DictConfig) -> None:
     from stir import experiments
     from stir.experiments.config import evaluate_config
     from stir.experiments.context import open_context
-    from stir.reporting import slug
-    from stir.reporting.index import check_report_dir, models_settings, record_report, report_dir, report_settings
-    from stir.reporting.publish import publish_once
+    from stir.reporting.publish import publish_evaluation
 
     config, experiment = evaluate_config(cfg)  # typed and checked before any work
     ctx = open_context(config, experiment, repo=REPO)
@@ -56,16 +54,9 @@ def evaluate(cfg: DictConfig) -> None:
                  config.shard, config.shards, done, experiment.name)
         return
     report = experiments.run(ctx, experiment)
-    name = slug(experiment.name if experiment.kind != "pair" else f"pair_{ctx.role('ref').label}_vs_{ctx.role('target').label}")
-    settings = models_settings(report_settings(ctx.config),
-                               {label: m.identity for label, m in ctx.zoo.resolved().items()})
-    out = report_dir(Path(config.out_dir), name, settings)
-    check_report_dir(Path(config.out_dir), out)  # never through a symbolic link, never outside out_dir
-    wandb_config = {**ctx.config, "models": {label: m.record for label, m in ctx.zoo.resolved().items()}}
-    publish_once(report, out, config.logger, wandb_config, run_name=f"evaluate/{name}",
-                 tags=[experiment.kind, config.measure, config.iri], nothing_new=ctx.store.misses == 0 and ctx.store.hits > 0)
-    record_report(Path(config.out_dir), name, out, settings)
-    log.info("results in %s (latest of its name: %s; all: %s)", out, Path(config.out_dir) / name,
+    published = experiments.publication(ctx, experiment)
+    out = publish_evaluation(report, Path(config.out_dir), logger=config.logger, **published)
+    log.info("results in %s (latest of its name: %s; all: %s)", out, Path(config.out_dir) / published["name"],
              Path(config.out_dir) / "index.md")
 
 

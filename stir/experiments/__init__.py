@@ -21,7 +21,7 @@ column j the target, entry = STIR(m_j | m_i).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Sequence, Tuple
 
 from stir.experiments.registry import Unit, get, kinds
 from stir.progress import Progress
@@ -82,6 +82,22 @@ def run(ctx: Context, experiment: Any) -> Report:
     return report
 
 
+def publication(ctx: Context, experiment: Any) -> Dict[str, Any]:
+    """What the report of ``experiment`` is published under: its folder's name (the kind's
+    ``report_name``), the settings and model identities its folder hash is taken of, the W&B config
+    and tags, and whether anything new was measured (every result from the store: no second W&B run)."""
+    from stir.reporting import slug
+    from stir.reporting.index import models_settings, report_settings
+
+    models = ctx.zoo.resolved()
+    estimator = ctx.estimator
+    return {"name": slug(get(experiment.kind).report_name(ctx, experiment)),
+            "settings": models_settings(report_settings(ctx.config), {label: m.identity for label, m in models.items()}),
+            "config": {**ctx.config, "models": {label: m.record for label, m in models.items()}},
+            "tags": [experiment.kind, estimator.measure, estimator.iri],
+            "nothing_new": ctx.store.misses == 0 and ctx.store.hits > 0}
+
+
 def measure_units(numbered: Sequence[Tuple[int, Unit]], of: int, name: str, progress: bool) -> None:
     """Call each (i, unit), saying which (unit i of N: what it measures) on the bar or in the log."""
     with Progress(len(numbered), name, "unit", enabled=progress) as bar:
@@ -108,7 +124,7 @@ def run_shard(ctx: Context, experiment: Any, shard: int, shards: int) -> int:
     return len(mine)
 
 
-__all__ = ["Context", "estimator_notes", "kinds", "model_notes", "run", "run_shard"]
+__all__ = ["Context", "estimator_notes", "kinds", "model_notes", "publication", "run", "run_shard"]
 
 
 def __getattr__(name: str):

@@ -32,9 +32,6 @@ from stir.zoo.shipped import ShippedZoo
 
 log = logging.getLogger(__name__)
 
-# The kinds whose every number comes from stir.measure (NaN for a model that is not finite).
-NONFINITE_KINDS = ("pair", "pairs", "matrix", "incremental")
-
 
 def pick_device(name: str) -> torch.device:
     if name == "auto":
@@ -87,10 +84,13 @@ class Context:
     def _admit(self, model: Model) -> Model:
         """A model that is not finite (allow_nonfinite=true) only where every number goes through
         ``stir.measure``, which makes them all NaN; the other kinds would compute on NaN tensors."""
+        from stir.experiments.registry import get, kinds  # the kinds' modules import this one
+
         kind = self.config.get("experiment", {}).get("kind")
-        if "nonfinite" in model.record and kind not in NONFINITE_KINDS:
+        if "nonfinite" in model.record and not get(kind).nonfinite:
+            able = ", ".join(k for k in kinds() if get(k).nonfinite)
             raise ConfigError(f"model {model.label} is not finite ({model.record['nonfinite']}); experiment kind "
-                              f"{kind!r} cannot report it (allow_nonfinite=true is for kinds {', '.join(NONFINITE_KINDS)})")
+                              f"{kind!r} cannot report it (allow_nonfinite=true is for kinds {able})")
         return model
 
     def labelled_images(self, model: Model, split: Optional[str] = None, n: Optional[int] = None,

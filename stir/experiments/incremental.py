@@ -83,4 +83,4 @@ def units(ctx: Context, cfg: IncrementalConfig) -> List[Unit]:
             for name, chain in chains(cfg).items() for a, b in links(chain)]
 
 
-register(Kind("incremental", IncrementalConfig, run, units, _check))
+register(Kind("incremental", IncrementalConfig, run, units, _check, nonfinite=True))

@@ -113,4 +113,4 @@ def units(ctx: Context, cfg: MatrixConfig) -> List[Unit]:
             for i, name in enumerate(cfg.models)]
 
 
-register(Kind("matrix", MatrixConfig, run, units, _check))
+register(Kind("matrix", MatrixConfig, run, units, _check, nonfinite=True))

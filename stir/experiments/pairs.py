@@ -140,5 +140,9 @@ def units(ctx: Context, cfg: ExperimentConfig) -> List[Unit]:
             for m1, m2 in models(ctx, cfg)]
 
 
-register(Kind("pair", PairConfig, run, units))
-register(Kind("pairs", PairsConfig, run, units, _check))
+def _pair_name(ctx, cfg) -> str:
+    return f"pair_{ctx.role('ref').label}_vs_{ctx.role('target').label}"
+
+
+register(Kind("pair", PairConfig, run, units, report_name=_pair_name, nonfinite=True))
+register(Kind("pairs", PairsConfig, run, units, _check, nonfinite=True))

@@ -78,7 +78,7 @@ class ExperimentConfig:
     """What every experiment kind's config has; each kind adds its own fields (``stir.experiments.<kind>``)."""
 
     name: str = "pair"
-    kind: str = "pair"  # pair | pairs | matrix | incremental | stitching | layer_matching | grounding | invariance
+    kind: str = "pair"  # a registered kind: KIND_CONFIGS below (pair, pairs, matrix, incremental, ..., suite, paper)
     description: str = ""
     compute: str = ""  # the compute this preset needs, as documentation
 

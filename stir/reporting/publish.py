@@ -141,3 +141,16 @@ def publish_once(report: Report, out: Path, logger: LoggerConfig, config: Dict[s
                 log.info("every result came from the store and %s holds no complete W&B run yet (measured by shards, "
                          "with W&B off, or its logging was interrupted): logging one", out)
         publish(report, out, logger, config, run_name=run_name, tags=tags)
+
+
+def publish_evaluation(report: Report, out_dir: Path, name: str, settings: Dict[str, Any], logger: LoggerConfig,
+                       config: Dict[str, Any], tags: List[str], nothing_new: bool) -> Path:
+    """An evaluation's report into ``out_dir/<name>-<hash of settings>/`` (``publish_once``), added to
+    ``out_dir/index.md``; the folder is checked first (no symbolic link, inside ``out_dir``). Returns it."""
+    from stir.reporting.index import check_report_dir, record_report, report_dir
+
+    out = report_dir(out_dir, name, settings)
+    check_report_dir(out_dir, out)  # never through a symbolic link, never outside out_dir
+    publish_once(report, out, logger, config, run_name=f"evaluate/{name}", tags=tags, nothing_new=nothing_new)
+    record_report(out_dir, name, out, settings)
+    return out
