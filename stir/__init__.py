@@ -10,6 +10,8 @@ identity) and ``stir.data``; ``stir.attacks``, ``stir.inversion`` (IRIs), ``stir
 
 ``stir.evaluate_pair`` and friends are re-exported lazily, so ``import stir`` stays cheap.
 """
+from stir.lazy import lazy_attributes
+
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -25,13 +27,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'stir' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

@@ -20,6 +20,7 @@ Public API:
     relative_distance(model, tap, x_prime, images)                    ||m(x') - m(x)|| / ||m(x)||
     InversionPredictor, PredictionFiles, merge_predictions            multi-device via Lightning
 """
+from stir.lazy import lazy_attributes
 from stir.inversion.config import SEED_KINDS, ControversialConfig, ExecutionConfig, InversionConfig
 
 __all__ = [
@@ -71,13 +72,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

@@ -15,6 +15,7 @@ Public API:
     Estimator(measure, k, iri, inversion, difficulty, min_fraction_iri, calibration)
     CalibrationConfig, Calibration, calibrate          what a STIR value means
 """
+from stir.lazy import lazy_attributes
 
 from stir.measure.settings import CalibrationConfig
 
@@ -48,13 +49,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
