@@ -143,7 +143,7 @@ def svcca(x: Tensor, y: Tensor, *, threshold: float = 0.99, rtol: float | None =
     return _correlations(ux, uy).mean()
 
 
-def pwcca(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
+def pwcca(x: Tensor, y: Tensor, *, rtol: float | None = None, weights: str = "variates") -> Tensor:
     r"""Projection-weighted CCA (Morcos, Raghu & Bengio, NeurIPS 2018, eq. in section 2.2).
 
     ::
@@ -157,6 +157,25 @@ def pwcca(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
     (not from whichever side has fewer neurons), with the whitening included
     (h_i are orthonormal). Ranks, tolerance and the d >= n error as in :func:`cca`.
 
+    ``weights="variates"`` (the default) is the paper's definition above, this
+    project's convention. ``weights="svcca"`` is the code of Google's svcca
+    ``pwcca.py`` as ReSi copies it (mklabunde/resi @ 24ab9e5,
+    repsim/measures/cca.py lines 472-495), the value of the ids
+    ``measure/resi/pwcca-score`` and ``measure/svcca/pwcca-score``: its
+    directions are ``coef_x @ (acts1 - means) + means`` (line 472-478), the
+    singular vectors u of Sxx^{-1/2} Sxy Syy^{-1/2} applied to the centred x
+    *without* the whitening Sxx^{-1/2}, with neuron i's mean added to direction
+    i; they are orthonormalised by a QR decomposition (line 493) and the weights
+    are sum_j |<P_i, x_j>| over the *uncentred* neurons (line 494)::
+
+        D = Xc Vx A + 1 m^T            (Xc = Ux Sx Vx^T, m the column means of x)
+        P = Q of the QR of D;  alpha_i = sum_j |<P_i, x_j>|
+
+    Its branch on the side with fewer neurons indexes x's rows with y's mask
+    when d1 > d2 (line 486), which fails, so ``weights="svcca"`` needs d1 <= d2
+    and x, y of full column rank (its covariance inverses are pseudo-inverses);
+    it raises ValueError otherwise.
+
     Asymmetric: pwcca(x, y) != pwcca(y, x) in general.
     Shapes: x (n, d1), y (n, d2), n >= 2 -> 0-d float64 tensor.
     Invariant to: invertible linear maps of y; translations; isotropic scaling,
@@ -165,8 +184,45 @@ def pwcca(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
     Range: [0, 1]; 1 for identical representations.
     """
     check_pair(x, y, measure="pwcca")
+    if weights not in ("variates", "svcca"):
+        raise ValueError(f"pwcca: weights must be 'variates' or 'svcca' (Google's/ReSi's code), got {weights!r}")
     xc, qx, qy = _bases(x, y, rtol, "pwcca")
+    if weights == "svcca":
+        return _pwcca_svcca(x, y, xc, qx, qy)
     a, rho, _ = torch.linalg.svd(qx.T @ qy, full_matrices=False)  # a (rx, m), rho (m,)
     h = qx @ a  # (n, m) canonical variates of x, orthonormal columns
     alpha = (xc.T @ h).abs().sum(dim=0)  # (m,): sum over neurons j of |<h_i, xc_j>|
     return (alpha * rho.clamp(0.0, 1.0)).sum() / alpha.sum()
+
+
+def _pwcca_svcca(x: Tensor, y: Tensor, xc: Tensor, qx: Tensor, qy: Tensor) -> Tensor:
+    """pwcca(weights="svcca"): Google's svcca pwcca.py convention (see :func:`pwcca`)."""
+    d1, d2 = x.shape[1], y.shape[1]
+    if qx.shape[1] != d1 or qy.shape[1] != d2:
+        raise ValueError(f"pwcca(weights='svcca'): x, y have numerical ranks {qx.shape[1]}, {qy.shape[1]} below their "
+                         f"{d1}, {d2} columns; the svcca code inverts their covariances (use the default weights)")
+    if d1 > d2:
+        raise ValueError(f"pwcca(weights='svcca'): x has more neurons ({d1}) than y ({d2}); the svcca code fails "
+                         "there (it indexes x's rows with y's mask); use the default weights")
+    # The value depends on the signs of the singular vectors u (a flipped u_i does not flip the
+    # mean added to direction i), so u is taken as LAPACK's SVD (gesdd, numpy's and torch's CPU
+    # driver) returns it for the same matrix Sxx^{-1/2} Sxy Syy^{-1/2}, computed on the CPU.
+    yc = centred(y)
+    xc_cpu, yc_cpu = xc.detach().cpu(), yc.detach().cpu()
+    n = xc.shape[0]
+    sxx, syy = xc_cpu.T @ xc_cpu / (n - 1), yc_cpu.T @ yc_cpu / (n - 1)
+    xmax, ymax = sxx.abs().max(), syy.abs().max()  # svcca's rescaling, kept so LAPACK sees the same matrix
+    sxx, syy, sxy = sxx / xmax, syy / ymax, xc_cpu.T @ yc_cpu / (n - 1) / torch.sqrt(xmax * ymax)
+    arr = _inverse_sqrt(sxx) @ sxy @ _inverse_sqrt(syy)  # (d1, d2)
+    u, rho, _ = torch.linalg.svd(arr)  # u (d1, d1), rho (d1,) descending
+    u, rho = u.to(xc.device), rho.to(xc.device)
+    directions = xc @ u + x.to(F64).mean(dim=0)[None, :]  # (n, d1): column i is Xc u_i + m_i 1
+    p, _ = torch.linalg.qr(directions)  # (n, d1)
+    alpha = (p.T @ x.to(F64)).abs().sum(dim=1)  # (d1,): over the uncentred neurons
+    return (alpha * rho.clamp(0.0, 1.0)).sum() / alpha.sum()
+
+
+def _inverse_sqrt(m: Tensor) -> Tensor:
+    """M^{-1/2} of a symmetric positive definite m."""
+    w, v = torch.linalg.eigh(m)
+    return (v * w.rsqrt()[None, :]) @ v.T

@@ -178,10 +178,16 @@ _MEASURES: Mapping[str, MeasureInfo] = MappingProxyType({e.name: e for e in _ENT
 SYMMETRIC: Mapping[str, bool] = MappingProxyType({k: v.symmetric for k, v in _MEASURES.items()})
 
 # ------------------------------------------------------------------ similarity-repository ids
-# (repos, standardized name, our measure, fixed options). "{p}" in a name matches one value of
-# option p ("{topk}" -> k); every id also exists under the repo "stir".
+# (repos, standardized name, our measure, fixed options[, the named repos' own options]). "{p}" in a
+# name matches one value of option p ("{topk}" -> k); every id also exists under the repo "stir".
+# An id under a package's name returns that package's value: where its convention differs from
+# ours, the fifth element holds the options that select it (documented in the measure's docstring,
+# with the package's commit and line), and measure/stir/<name> keeps the project's convention.
 _OPTION_OF = {"topk": "k", "alpha": "alpha", "lambda": "alpha"}
-_IDS: list[tuple[tuple[str, ...], str, str, dict]] = [
+_RESI_EOS = {"divide_by": "width"}  # ReSi: 1 / max(d1, d2), repsim/measures/eigenspace_overlap.py:24
+_SVCCA_PWCCA = {"weights": "svcca"}  # Google svcca pwcca.py as copied in repsim/measures/cca.py:472-495
+_NETREP_WHITEN = {"whiten": "netrep"}  # netrep/utils.py whiten:219-243 on zero-padded input
+_IDS: list[tuple] = [
     (("resi", "platonic", "contrasim"), "cka-kernel=linear-hsic=gretton-score", "linear_cka", {}),
     (("contrasim",), "cka-kernel=linear-hsic=song-score", "linear_cka_debiased", {}),
     (("netrep",), "cka-kernel=linear-hsic=gretton-distance=angular", "cka_angular", {}),
@@ -189,7 +195,8 @@ _IDS: list[tuple[tuple[str, ...], str, str, dict]] = [
     (("contrasim", "svcca"), "cca-score", "cca", {}),
     (("contrasim", "svcca"), "cca-squared_score", "cca_squared", {}),
     (("resi",), "svcca-var=0.99-score", "svcca", {}),
-    (("resi", "svcca", "contrasim"), "pwcca-score", "pwcca", {}),
+    (("resi", "svcca"), "pwcca-score", "pwcca", {}, _SVCCA_PWCCA),
+    (("contrasim",), "pwcca-score", "pwcca", {}),
     ((), "linear_regression-r2", "linear_regression", {}),
     (("nn_similarity_index",), "nbs-score", "procrustes", {}),
     ((), "procrustes-score", "procrustes", {}),
@@ -199,9 +206,11 @@ _IDS: list[tuple[tuple[str, ...], str, str, dict]] = [
     ((), "nbs-distance=angular", "procrustes_angular", {}),
     (("resi",), "procrustes-distance=euclidean", "bures_distance", {}),
     ((), "bures_distance", "bures_distance", {}),
-    (("netrep",), "shape_metric-alpha={alpha}-distance=angular", "shape_metric", {"distance": "angular"}),
-    (("netrep",), "shape_metric-alpha={alpha}-distance=euclidean", "shape_metric", {"distance": "euclidean"}),
-    (("netrep",), "cca-distance=angular", "shape_metric", {"alpha": 0.0}),
+    (("netrep",), "shape_metric-alpha={alpha}-distance=angular", "shape_metric", {"distance": "angular"},
+     _NETREP_WHITEN),
+    (("netrep",), "shape_metric-alpha={alpha}-distance=euclidean", "shape_metric", {"distance": "euclidean"},
+     _NETREP_WHITEN),
+    (("netrep",), "cca-distance=angular", "shape_metric", {"alpha": 0.0}, _NETREP_WHITEN),
     (("netrep",), "permutation_metric-distance=angular", "permutation_metric", {}),
     (("netrep",), "permutation_metric-distance=euclidean", "permutation_metric", {"distance": "euclidean"}),
     (("rsatoolbox", "resi"), "rsa-rdm=correlation-compare=spearman", "rsa", {}),
@@ -221,7 +230,7 @@ _IDS: list[tuple[tuple[str, ...], str, str, dict]] = [
     (("resi",), "rank_similarity", "rank_similarity", {}),
     (("resi",), "second_order_cosine_similarity", "second_order_cosine", {}),
     (("resi",), "distance_correlation", "distance_correlation", {}),
-    (("resi",), "eigenspace_overlap_score", "eigenspace_overlap", {}),
+    (("resi",), "eigenspace_overlap_score", "eigenspace_overlap", {}, _RESI_EOS),
     (("resi",), "gulp", "gulp", {"squared": True}),
     ((), "gulp-lambda={lam}", "gulp", {}),
     ((), "ridge-lambda={alpha}-r2-cv=5folds", "linear_predictivity", {}),
@@ -240,7 +249,7 @@ def _id_pattern(template: str) -> re.Pattern:
     return re.compile(regex + "$")
 
 
-_ID_TABLE = [(repos, _id_pattern(t), t, name, opts) for repos, t, name, opts in _IDS]
+_ID_TABLE = [(e[0], _id_pattern(e[1]), e[1], e[2], e[3], e[4] if len(e) > 4 else {}) for e in _IDS]
 
 
 def _parse_value(text: str) -> float | int:
@@ -254,12 +263,12 @@ def _resolve_id(name: str) -> tuple[str, dict] | None:
     if len(parts) != 3 or parts[0] != "measure":
         return None
     _, repo, rest = parts
-    for repos, pattern, _, target, opts in _ID_TABLE:
+    for repos, pattern, _, target, opts, own in _ID_TABLE:
         if repo != "stir" and repo not in repos:
             continue
         match = pattern.match(rest)
         if match:
-            options = dict(opts)
+            options = {**opts, **own} if repo != "stir" else dict(opts)
             for param, text in match.groupdict().items():
                 try:
                     options[_OPTION_OF.get(param, param)] = _parse_value(text)
@@ -272,10 +281,10 @@ def _resolve_id(name: str) -> tuple[str, dict] | None:
 def _ids() -> list[str]:
     """Every accepted id, parameters shown with an example value."""
     out = []
-    for repos, _, template, _, _ in _ID_TABLE:
+    for repos, _, template, _, _, _ in _ID_TABLE:
         concrete = _PARAM.sub(lambda m: _EXAMPLE.get(m.group(1), "1"), template)
         out.extend(f"measure/{repo}/{concrete}" for repo in (*repos, "stir"))
-    return sorted(out)
+    return sorted(set(out))
 
 
 class UnknownMeasureError(ValueError, KeyError):

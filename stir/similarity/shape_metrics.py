@@ -48,7 +48,30 @@ def _whitened_scales(s: Tensor, alpha: float) -> Tensor:
     return a * (torch.linalg.vector_norm(s) / torch.linalg.vector_norm(a))
 
 
-def shape_metric(x: Tensor, y: Tensor, *, alpha: float = 0.5, distance: str = "angular") -> Tensor:
+#: netrep's eigenvalue floor (netrep/utils.py whiten: ``eigval_tol=1e-7``, ``lam = np.maximum(lam, eigval_tol)``).
+_NETREP_EIGVAL_TOL = 1e-7
+
+
+def _netrep_scales(s: Tensor, alpha: float, width: int) -> Tensor:
+    """Singular values of netrep's whitened Xc Z (its own convention), from those s (r,) of Xc.
+
+    netrep (ahwillia/netrep @ 0186b8a, netrep/utils.py ``whiten``, lines 219-243) takes the
+    eigenvalues lam of Xc^T Xc over all ``width`` columns of the zero-padded input, floors
+    them at 1e-7 (line 221), and rescales d = alpha + (1 - alpha) lam^{-1/2} so that
+    sum (alpha sqrt(lam) + 1 - alpha)^2 c^2 = sum lam over *every* column (lines 235-243):
+    the null directions (zero padding, rank deficiency) count 1e-7 in the variance and
+    (alpha sqrt(1e-7) + 1 - alpha)^2 in the whitened one, although they carry no data.
+    alpha > 1 - 1e-7 is no whitening at all (line 215).
+    """
+    if alpha > 1.0 - _NETREP_EIGVAL_TOL:
+        return s
+    lam = torch.cat([s.square(), s.new_zeros(max(width - s.numel(), 0))]).clamp(min=_NETREP_EIGVAL_TOL)
+    c = torch.sqrt(lam.sum() / (alpha * lam.sqrt() + (1.0 - alpha)).square().sum())
+    return s * (alpha + (1.0 - alpha) * lam[: s.numel()].rsqrt()) * c
+
+
+def shape_metric(x: Tensor, y: Tensor, *, alpha: float = 0.5, distance: str = "angular",
+                 whiten: str = "rank") -> Tensor:
     r"""Generalized shape metric of Williams et al. (2021, eq. 5 and 9) with partial whitening ``alpha``.
 
     With Xc, Yc the column-centred inputs, C_X = Xc^T Xc and the partial whitening
@@ -65,12 +88,21 @@ def shape_metric(x: Tensor, y: Tensor, *, alpha: float = 0.5, distance: str = "a
     Computed from singular values and G = Ux^T Uy (:mod:`stir.similarity._spectral`):
     phi_a(X) = Ux diag(a_x) Vx^T, so the nuclear norm is that of diag(a_x) G diag(a_y).
 
-    Follows netrep except on rank-deficient input: netrep clips covariance
-    eigenvalues at 1e-7 (absolute) and counts the clipped directions, including
-    those of zero padding, in its variance rescaling, which changes its
-    Euclidean value (not the angular one) with the padding; here only the
-    numerical rank counts. Raises ValueError for alpha = 0 when a side has rank
+    ``whiten="rank"`` (the default, this project's convention) follows netrep
+    except on rank-deficient input: only the numerical rank counts in the
+    variance rescaling, and alpha = 0 raises ValueError when a side has rank
     n - 1 (the distance would be trivially 0, as CCA is trivially 1).
+    ``whiten="netrep"`` is netrep's own convention (ahwillia/netrep @ 0186b8a,
+    netrep/utils.py ``whiten`` lines 219-243, called with
+    ``preserve_variance=True`` from netrep/metrics/linear.py line 72 on the input
+    zero-padded to max(d1, d2) columns by netrep/validation.py line 41), the value
+    of the ids ``measure/netrep/shape_metric-alpha=...`` and
+    ``measure/netrep/cca-distance=angular``: covariance eigenvalues are floored at
+    1e-7 (absolute) and the floored directions, zero padding included, count in
+    the variance rescaling, which changes the Euclidean value (and the angular
+    one only where a singular value is below sqrt(1e-7)); alpha = 0 on a side of
+    rank n - 1 returns netrep's value. E.g. at alpha = 0, x (40, 8), y (40, 6):
+    35.889 (netrep) where the default gives 43.236.
 
     Shapes: x (n, d1), y (n, d2), n >= 2 -> 0-d float64 tensor.
     Invariant to: orthogonal transforms, translations and permutations of either side;
@@ -85,6 +117,14 @@ def shape_metric(x: Tensor, y: Tensor, *, alpha: float = 0.5, distance: str = "a
     _check_distance(distance, measure)
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"{measure}: alpha must be in [0, 1] (1 rotations only, 0 any invertible map), got {alpha}")
+    if whiten not in ("rank", "netrep"):
+        raise ValueError(f"{measure}: whiten must be 'rank' or 'netrep' (netrep's own convention), got {whiten!r}")
+    if whiten == "netrep":
+        sx, sy, g = spectral_pair(x, y)
+        width = max(x.shape[1], y.shape[1])  # netrep zero-pads the narrower side
+        ax, ay = _netrep_scales(sx, alpha, width), _netrep_scales(sy, alpha, width)
+        nuc = torch.linalg.svdvals(ax[:, None] * g * ay[None, :]).sum()
+        return _finish(nuc, ax.square().sum(), ay.square().sum(), distance)
     if alpha == 1.0:
         nuc, fx, fy = nuclear_terms(x, y, "auto", measure)
         return _finish(nuc, fx, fy, distance)

@@ -12,7 +12,7 @@ from .cca import _HINT, _require_nontrivial
 __all__ = ["eigenspace_overlap", "gulp"]
 
 
-def eigenspace_overlap(x: Tensor, y: Tensor) -> Tensor:
+def eigenspace_overlap(x: Tensor, y: Tensor, *, divide_by: str = "rank") -> Tensor:
     r"""Eigenspace overlap score (May, Zhang, Dao & Re, NeurIPS 2019, definition 1; ReSi's EOS).
 
     With Ux (n, rx), Uy (n, ry) orthonormal bases of the column spaces of the
@@ -20,9 +20,15 @@ def eigenspace_overlap(x: Tensor, y: Tensor) -> Tensor:
 
         EOS(X, Y) = ||Ux^T Uy||_F^2 / max(rx, ry)
 
-    ReSi divides by max(d1, d2), the same for inputs of full column rank (d <= n
-    and no collinear columns); the ranks are used here so that identical
-    rank-deficient inputs (d > n) still score 1.
+    ``divide_by="rank"`` (the default, this project's convention) divides by the
+    larger numerical rank, so that identical rank-deficient inputs (d > n) still
+    score 1. ``divide_by="width"`` is ReSi's convention (mklabunde/resi @ 24ab9e5,
+    repsim/measures/eigenspace_overlap.py line 24: ``1 / np.max([R.shape[1],
+    Rp.shape[1]]) * ||u.T @ v||_F^2``, u, v truncated at ``np.linalg.matrix_rank``),
+    the value of the id ``measure/resi/eigenspace_overlap_score``: the larger
+    width max(d1, d2). The two agree for inputs of full column rank (d <= n and
+    no collinear columns); at n = 20, d1 = 30, d2 = 60 ReSi's is rank/width = 1/3
+    where the default gives 1.
 
     Shapes: x (n, d1), y (n, d2), n >= 2 -> 0-d float64 tensor.
     Invariant to: invertible linear maps (hence orthogonal maps, isotropic scaling,
@@ -30,8 +36,11 @@ def eigenspace_overlap(x: Tensor, y: Tensor) -> Tensor:
     Range [0, 1]; 1 for identical representations. Symmetric.
     """
     check_pair(x, y, measure="eigenspace_overlap")
+    if divide_by not in ("rank", "width"):
+        raise ValueError(f"eigenspace_overlap: divide_by must be 'rank' or 'width' (ReSi's), got {divide_by!r}")
     sx, sy, g = spectral_pair(x, y, center=False)
-    return (g.square().sum() / max(sx.numel(), sy.numel())).clamp(0.0, 1.0)
+    scale = max(sx.numel(), sy.numel()) if divide_by == "rank" else max(x.shape[1], y.shape[1])
+    return (g.square().sum() / scale).clamp(0.0, 1.0)
 
 
 def gulp(x: Tensor, y: Tensor, *, lam: float = 0.0, squared: bool = False) -> Tensor:

@@ -318,9 +318,13 @@ def test_fold_bounds_like_kfold():
 def test_id_parameters_are_parsed():
     x, y = related_pair(seed=25)
     assert close(sim.get("measure/netrep/shape_metric-alpha=0.3-distance=angular")(x, y),
+                 sim.shape_metric(x, y, alpha=0.3, whiten="netrep"), 0)
+    assert close(sim.get("measure/stir/shape_metric-alpha=0.3-distance=angular")(x, y),
                  sim.shape_metric(x, y, alpha=0.3), 0)
     assert close(sim.get("measure/stir/ridge-lambda=3-r2-cv=5folds")(x, y), sim.linear_predictivity(x, y, alpha=3.0), 0)
-    assert close(sim.get("measure/netrep/cca-distance=angular")(x, y), sim.shape_metric(x, y, alpha=0.0), 0)
+    assert close(sim.get("measure/netrep/cca-distance=angular")(x, y),
+                 sim.shape_metric(x, y, alpha=0.0, whiten="netrep"), 0)
+    assert close(sim.get("measure/stir/cca-distance=angular")(x, y), sim.shape_metric(x, y, alpha=0.0), 0)
     assert sim.info("measure/rsatoolbox/rsa-rdm=correlation-compare=spearman").name == "rsa"
     assert sim.is_distance("measure/netrep/procrustes-distance=angular")
     with pytest.raises(ValueError, match="unknown similarity measure"):

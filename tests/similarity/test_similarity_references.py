@@ -51,7 +51,14 @@ def test_equals_reference(entry):
     [
         ("measure/netrep/procrustes-distance=angular", "procrustes_angular", {}),
         ("measure/netrep/shape_metric-alpha=0.25-distance=euclidean", "shape_metric",
+         {"alpha": 0.25, "distance": "euclidean", "whiten": "netrep"}),
+        ("measure/stir/shape_metric-alpha=0.25-distance=euclidean", "shape_metric",
          {"alpha": 0.25, "distance": "euclidean"}),
+        ("measure/resi/eigenspace_overlap_score", "eigenspace_overlap", {"divide_by": "width"}),
+        ("measure/stir/eigenspace_overlap_score", "eigenspace_overlap", {}),
+        ("measure/svcca/pwcca-score", "pwcca", {"weights": "svcca"}),
+        ("measure/stir/pwcca-score", "pwcca", {}),
+        ("measure/contrasim/pwcca-score", "pwcca", {}),
         ("measure/rsatoolbox/rsa-rdm=correlation-compare=tau_a", "rsa", {"compare": "kendall_tau_a"}),
         ("measure/platonic/mutual_knn-topk=5", "mutual_knn", {"k": 5}),
         ("measure/resi/gulp", "gulp", {"squared": True}),
@@ -59,5 +66,49 @@ def test_equals_reference(entry):
     ],
 )
 def test_ids_give_the_same_numbers(ident, name, options):
-    x, y = CASES["A"]
+    x, y = CASES["B"] if "pwcca" in ident else CASES["A"]  # ReSi's pwcca needs d1 <= d2
     assert float(sim.get(ident)(x, y)) == float(sim.get(name, **options)(x, y))
+
+
+# ---------------------------------------------------------------- issue 32: package conventions
+
+CONVENTIONS = json.loads((Path(__file__).parent / "fixtures" / "convention_values.json").read_text())
+
+
+def test_package_convention_entries_record_their_provenance():
+    added = [v for v in FIXTURE["values"] if v.get("added_by") == "add_package_conventions.py"]
+    assert {v["measure"].split("/")[1] for v in added} == {"resi", "svcca", "netrep"}
+    record = FIXTURE["added"]["add_package_conventions.py"]
+    assert record["packages"]["resi (git)"] == FIXTURE["packages"]["resi (git)"]
+    assert record["packages"]["netrep (git)"] == FIXTURE["packages"]["netrep (git)"]
+    for v in added:  # each names the package, its commit and the function called
+        assert "@" in v["reference"] and "(" in v["reference"], v
+
+
+def _conv_id(v):
+    opts = ",".join(f"{k}={o}" for k, o in sorted(v["options"].items()))
+    return f"{v['measure']}[{opts}]-{v['case']}"
+
+
+@pytest.mark.parametrize("entry", CONVENTIONS["values"], ids=_conv_id)
+def test_project_conventions_keep_their_values(entry):
+    """The project's own names (registered names, measure/stir/ ids) give what they gave before issue 32."""
+    x, y = CASES[entry["case"]]
+    fn = sim.get(entry["measure"], **entry["options"])
+    if entry["value"] == "ValueError":
+        with pytest.raises(ValueError):
+            fn(x, y)
+    else:
+        assert abs(float(fn(x, y)) - entry["value"]) <= 1e-12 * max(1.0, abs(entry["value"]))
+
+
+def test_package_ids_differ_where_the_conventions_do():
+    x, y = CASES["overwide"]  # n = 20 < d1 = 30 < d2 = 60
+    assert abs(float(sim.get("measure/stir/eigenspace_overlap_score")(x, y)) - 1.0) < 1e-12
+    assert abs(float(sim.get("measure/resi/eigenspace_overlap_score")(x, y)) - 1 / 3) < 1e-12
+    with pytest.raises(ValueError, match="rank"):  # the project refuses the trivial alpha = 0
+        sim.get("measure/stir/cca-distance=angular")(x, y)
+    assert float(sim.get("measure/netrep/cca-distance=angular")(x, y)) < 1e-6  # netrep: trivially 0
+    x, y = CASES["A"]  # d1 = 8 > d2 = 6: ReSi's pwcca fails, and so does its convention here
+    with pytest.raises(ValueError, match="more neurons"):
+        sim.get("measure/resi/pwcca-score")(x, y)
