@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from stir.atomic import write_text
 from stir.data import load_dataset, to_float
 from stir.config.schema import DataConfig
 from stir.inversion import InversionConfig, invert, invert_adversarial
@@ -84,8 +85,8 @@ def main() -> None:
         rows.append(figures(f"adversarial w={w:g}", adv, m2, x, base) | {"seconds": time.perf_counter() - start})
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / "bench_adversarial.json"
-    out.write_text(json.dumps({"m1": args.m1, "m2": args.m2, "images": args.images, "steps": args.steps,
-                               "tolerance": cfg.tolerance, "rows": rows}, indent=2))
+    write_text(out, json.dumps({"m1": args.m1, "m2": args.m2, "images": args.images, "steps": args.steps,
+                                "tolerance": cfg.tolerance, "rows": rows}, indent=2))
     log.info("wrote %s", out)
 
 

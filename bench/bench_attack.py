@@ -25,6 +25,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from stir.atomic import write_text  # noqa: E402
 from stir.attacks import AttackNetwork, pgd_l2, torchattacks_pgd_l2  # noqa: E402
 from stir.attacks.network import attacked  # noqa: E402
 from stir.config.schema import AttackConfig, ModelConfig  # noqa: E402
@@ -91,7 +92,7 @@ def main() -> None:
               "threads": args.threads, "medians_s": medians, "times_s": times, "ratio": ratio,
               "torch": torch.__version__, "command": " ".join(sys.argv)}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(record, indent=1))
+    write_text(Path(args.out), json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from stir.atomic import write_text  # noqa: E402
 from stir.data import StirDataModule, to_float  # noqa: E402
 from stir.config.schema import DataConfig  # noqa: E402
 from stir.measure.calibration import CalibrationConfig, _Resampler, percentile_interval, resample_rows, standard_error_interval  # noqa: E402
@@ -109,7 +110,7 @@ def main() -> None:
     record = {"samples": args.samples, "resamples": args.resamples, "sizes": sizes, "seconds": time.time() - started,
               "torch": torch.__version__, "results": results, "command": " ".join(sys.argv)}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out + ".json").write_text(json.dumps(record, indent=1))
+    write_text(Path(args.out + ".json"), json.dumps(record, indent=1))
     lines = [f"# Interval coverage ({args.samples} image samples per n, {args.resamples} resamples, nominal 95%)", "",
              "| pair | n | value (mean) | true se | half_sampling: coverage | half-width / (1.96 se) | "
              "bootstrap: coverage | half-width / (1.96 se) | bootstrap contains its value |", "|---|---|---|---|---|---|---|---|---|"]
@@ -120,7 +121,7 @@ def main() -> None:
                          f"{h['half_width_over_1.96_true_se']:.2f} | {bt['coverage']:.2f} | "
                          f"{bt['half_width_over_1.96_true_se']:.2f} | {bt['contains_own_value']:.2f} |")
     lines += ["", f"Command: `{record['command']}` ({record['seconds']:.0f} s, torch {torch.__version__})."]
-    Path(args.out + ".md").write_text("\n".join(lines) + "\n")
+    write_text(Path(args.out + ".md"), "\n".join(lines) + "\n")
     log.info("wrote %s.{json,md}", args.out)
 
 

@@ -28,6 +28,11 @@ from pathlib import Path
 from typing import Dict, List
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # `python bench/bench_contention.py`: this checkout's stir
+    sys.path.insert(0, str(REPO))
+
+from stir.atomic import write_text  # noqa: E402
+
 OUT = Path(__file__).resolve().parent / "out"
 SETTINGS = {
     "default": {},
@@ -91,8 +96,8 @@ def main() -> None:
                      "contended_first_s": busy[0], "contended_second_s": busy[1]})
         print(rows[-1], flush=True)
     OUT.mkdir(exist_ok=True)
-    (OUT / "bench_contention.json").write_text(json.dumps({"steps": steps, "cpus": os.cpu_count(), "rows": rows},
-                                                          indent=2))
+    write_text(OUT / "bench_contention.json", json.dumps({"steps": steps, "cpus": os.cpu_count(), "rows": rows},
+                                                         indent=2))
     print("| setting | idle: 1st call (s) | idle: 2nd | with a 2nd inversion process: 1st | 2nd |")
     print("|---|---|---|---|---|")
     for r in rows:

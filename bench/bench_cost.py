@@ -36,6 +36,7 @@ from typing import Dict, List, Optional
 import torch
 from torch import nn
 
+from stir.atomic import write_text
 from stir.config.schema import ModelConfig
 from stir.inversion import ExecutionConfig, InversionConfig, invert
 from stir.models import build
@@ -195,7 +196,7 @@ def main() -> None:
               "architecture_factors": factors, "ms_per_image_step_width64_extrapolated": round(per_image, 3),
               "presets": budget}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_cost.json").write_text(json.dumps(result, indent=2, default=str))
+    write_text(args.out / "bench_cost.json", json.dumps(result, indent=2, default=str))
     print(to_markdown(table["rows"]))
     print("slope of time vs n (per width):", table["slope_vs_n"])
     print("slope of time vs width (per n):", table["slope_vs_width"])

@@ -31,6 +31,7 @@ from typing import Dict, List
 
 import torch
 
+from stir.atomic import write_text
 from stir.config.schema import DataConfig
 from stir.data import load_dataset, to_float
 from stir.inversion import InversionConfig, invert
@@ -127,9 +128,9 @@ def main() -> None:
                 log.info("  %-40s STIR %.4f (gap %+.4f)  residual %.4g  IRIs %.2f  %6.1f s", row["estimator"], row["stir"],
                          row["gap_to_faithful"], row["median_residual"], row["fraction_iri"], row["seconds"])
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_estimators.json").write_text(json.dumps(
+    write_text(args.out / "bench_estimators.json", json.dumps(
         {"pairs": args.pair, "images": args.images, "draws": args.draws, "steps": args.steps, "rows": results}, indent=2))
-    (args.out / "bench_estimators.md").write_text(to_markdown(results, floatfmt=".4f"))
+    write_text(args.out / "bench_estimators.md", to_markdown(results, floatfmt=".4f"))
     log.info("wrote %s", args.out / "bench_estimators.md")
 
 

@@ -33,6 +33,7 @@ from typing import Dict, Iterator
 import torch
 import torch.nn.functional as F
 
+from stir.atomic import write_text
 from stir.attacks import pgd_l2
 from stir.config.schema import AttackConfig, ModelConfig
 from stir.inversion import ExecutionConfig, InversionConfig
@@ -175,7 +176,7 @@ def main() -> None:
     log.info("training: vanilla %.0f img/s, AT %.0f img/s (%.2fx), 100 vanilla epochs ~ %.2f h",
              vanilla, at, vanilla / at, report["train"]["vanilla_100_epochs_hours"])
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_gpu.json").write_text(json.dumps(report, indent=2))
+    write_text(args.out / "bench_gpu.json", json.dumps(report, indent=2))
     log.info("wrote %s", args.out / "bench_gpu.json")
 
 

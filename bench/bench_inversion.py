@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from stir.atomic import torch_save, write_text
 from stir.config.schema import DataConfig, ModelConfig
 from stir.data import augment_batch, load_dataset, to_float
 from stir.descent import Adam, Constant, Cosine, InverseTime, ScheduledLengthStep, descend
@@ -92,7 +93,7 @@ def trained_model(data, width: int, train_size: int, epochs: int, path: Path) ->
     log.info("trained ResNet18-w%d on %d images, %d epochs, in %.0f s: test accuracy %.3f",
              width, train_size, epochs, time.perf_counter() - start, acc)
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), path)
+    torch_save(model.state_dict(), path)
     return model
 
 
@@ -281,7 +282,7 @@ def main() -> None:
         seeds = make_seed(fast_cfg.seed_kind, x, seed_generator(fast_cfg.seed))
         report["alternatives"] = alternatives(model, x, seeds, target)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_inversion.json").write_text(json.dumps(report, indent=2))
+    write_text(args.out / "bench_inversion.json", json.dumps(report, indent=2))
     log.info("report: %s\n%s", args.out / "bench_inversion.json", json.dumps(report, indent=2))
 
 

@@ -58,6 +58,7 @@ if str(REPO) not in sys.path:  # `python bench/bench_levers.py`: bench.bench_cos
 
 from bench.bench_cost import network as random_network  # noqa: E402
 from bench.bench_estimators import SOURCE, TAP, model_at, stir_of  # noqa: E402  (the same models and STIR)
+from stir.atomic import write_text  # noqa: E402
 from stir.config.schema import DataConfig  # noqa: E402
 from stir.data import load_dataset, to_float
 from stir.inversion import ExecutionConfig, InversionConfig, invert, invert_draws, make_seed, seed_generator
@@ -306,9 +307,9 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     settings = {"pairs": args.pair, "bf16": args.bf16, "speed_width": args.speed_width, "images": args.images, "draws": args.draws, "steps": args.steps,
                 "time_steps": args.time_steps, "threads": args.threads, "torch": torch.__version__}
-    (args.out / "bench_levers.json").write_text(json.dumps({**settings, "speed": speed_rows, "value": value_rows}, indent=2))
+    write_text(args.out / "bench_levers.json", json.dumps({**settings, "speed": speed_rows, "value": value_rows}, indent=2))
     md = f"settings: {json.dumps(settings)}\n\n" + "\n\n".join(to_markdown(rows) for rows in (speed_rows, value_rows) if rows)
-    (args.out / "bench_levers.md").write_text(md)
+    write_text(args.out / "bench_levers.md", md)
     if speed_rows:
         print(to_markdown(speed_rows))
     if value_rows:

@@ -57,6 +57,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # `python bench/bench_matrix.py`: the zoo's factory imports bench.bench_matrix
     sys.path.insert(0, str(REPO))
 
+from stir.atomic import write_text  # noqa: E402
+
 SOURCE = "/work/shared/data/cifar10-jpg.tar.gz"
 OUT = Path(__file__).resolve().parent / "out"
 FACTORY = "python:bench.bench_matrix:resnet18"
@@ -184,7 +186,7 @@ def count_matrix(n_models: int, n: int, k: int, steps: int, *, width: int = 4, c
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench_matrix_")))
         workdir.mkdir(parents=True, exist_ok=True)
-        (workdir / "zoo.yaml").write_text("".join(
+        write_text(workdir / "zoo.yaml", "".join(
             f'm{i}: {{source: "{FACTORY}", normalize: false, kwargs: {{seed: {i}, width: {width}}}}}\n'
             for i in range(n_models)))
         mod = counts_module()
@@ -273,7 +275,7 @@ def main() -> None:
     text = table(rows, args.calibrated)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_matrix.json").write_text(json.dumps(rows, indent=2))
+    write_text(args.out / "bench_matrix.json", json.dumps(rows, indent=2))
     print(f"wrote {args.out / 'bench_matrix.json'}")
 
 

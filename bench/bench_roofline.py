@@ -43,6 +43,7 @@ if str(REPO) not in sys.path:  # `python bench/bench_roofline.py`: bench.bench_c
     sys.path.insert(0, str(REPO))
 
 from bench.bench_cost import images, network, seconds  # noqa: E402
+from stir.atomic import write_text  # noqa: E402
 from stir.inversion.batching import CPU_BATCH  # noqa: E402
 from stir.models import representation  # noqa: E402
 from stir.models.fold import InferenceCopy  # noqa: E402
@@ -154,7 +155,7 @@ def main() -> None:
     result = measure(args.widths, args.images, args.steps, args.repeats, args.gemm)
     result.update(threads=args.threads, images=args.images, steps=args.steps, torch=torch.__version__)
     OUT.mkdir(exist_ok=True)
-    (OUT / "bench_roofline.json").write_text(json.dumps(result, indent=2))
+    write_text(OUT / "bench_roofline.json", json.dumps(result, indent=2))
     print(f"float32 GEMM {args.gemm}^3: {result['gemm_gflops']} GFLOP/s ({args.threads} threads)")
     print(to_markdown(result["rows"]))
 

@@ -54,6 +54,7 @@ import sys
 import time
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).resolve().parent / "out"
 MEASURES = ("linear_cka", "linear_cka_debiased", "procrustes")
 SIZES = ((2000, 512), (10000, 512), (1000, 65536))
@@ -396,6 +397,10 @@ def main() -> None:
     if args.case or args.vs_numpy or args.case_ref:
         _child(args)
         return
+    if str(REPO) not in sys.path:  # this checkout's stir (the children import none of it)
+        sys.path.insert(0, str(REPO))
+    from stir.atomic import write_text
+
     if args.new:
         import torch
 
@@ -404,7 +409,7 @@ def main() -> None:
         rows, records = new_measures_table(args)
         sys.stdout.write("\n" + machine + "\n\n" + "\n".join(rows) + "\n")
         OUT.mkdir(parents=True, exist_ok=True)
-        (OUT / "bench_similarity_new.json").write_text(json.dumps({"machine": machine, "results": records}, indent=2))
+        write_text(OUT / "bench_similarity_new.json", json.dumps({"machine": machine, "results": records}, indent=2))
         return
 
     import torch
@@ -418,7 +423,7 @@ def main() -> None:
     if args.numpy_only:
         sys.stdout.write("\n" + machine + "\n\n" + "\n".join(np_rows) + "\n")
         OUT.mkdir(parents=True, exist_ok=True)
-        (OUT / "bench_similarity_numpy.json").write_text(
+        write_text(OUT / "bench_similarity_numpy.json",
             json.dumps({"machine": machine, "vs_numpy": np_records}, indent=2))
         return
 
@@ -449,7 +454,7 @@ def main() -> None:
 
     sys.stdout.write("\n" + machine + "\n\n" + "\n".join(rows) + "\n\n" + "\n".join(np_rows) + "\n")
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "bench_similarity.json").write_text(
+    write_text(OUT / "bench_similarity.json",
         json.dumps({"machine": machine, "results": records, "vs_numpy": np_records}, indent=2))
 
 

@@ -34,12 +34,13 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from stir import similarity  # noqa: E402
+from stir.atomic import write_text  # noqa: E402
 from stir.experiments.config import compose_evaluate  # noqa: E402
 from stir.experiments.context import open_context  # noqa: E402
 from stir.inversion import invert  # noqa: E402
 from stir.measure.calibration import permutation_floor  # noqa: E402
 from stir.models.taps import collect  # noqa: E402
-from stir import similarity  # noqa: E402
 
 log = logging.getLogger("bench_small_n")
 DATA = REPO.parent / "shared" / "data" / "cifar10-jpg.tar.gz"
@@ -138,8 +139,8 @@ def main() -> None:
            "torch": torch.__version__, "python": platform.python_version(), "commit": commit,
            "date": time.strftime("%Y-%m-%d")}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out + ".json").write_text(json.dumps(out, indent=1))
-    Path(args.out + ".md").write_text(markdown(out))
+    write_text(Path(args.out + ".json"), json.dumps(out, indent=1))
+    write_text(Path(args.out + ".md"), markdown(out))
     log.info("wrote %s.{json,md}", args.out)
 
 

@@ -52,6 +52,7 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 
+from stir.atomic import write_figure, write_text
 from stir.attacks import AttackNetwork, pgd_l2, robust_accuracy
 from stir.config.schema import AttackConfig, DataConfig, LossConfig, ModelConfig, OptimConfig, TrainConfig
 from stir.config.store import compose_train
@@ -327,8 +328,8 @@ def levers_main(argv: Sequence[str]) -> None:
               "date": time.strftime("%Y-%m-%d %H:%M")}
     stem = f"bench_train_levers_w{args.width}" + ("_quick" if args.quick else "")
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{stem}.json").write_text(json.dumps(report, indent=1))
-    (args.out / f"{stem}.md").write_text(levers_table(report))
+    write_text(args.out / f"{stem}.json", json.dumps(report, indent=1))
+    write_text(args.out / f"{stem}.md", levers_table(report))
     log.info("wrote %s", args.out / f"{stem}.md")
 
 
@@ -400,7 +401,7 @@ def profile_main(argv: Sequence[str]) -> None:
             f"{args.threads} thread(s), {prof.seconds / args.steps * 1e3:.0f} ms/step under the profiler, "
             f"load average {os.getloadavg()[0]:.1f}, torch {torch.__version__}\n\n")
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"bench_train_profile_{args.name}.txt").write_text(head + table + "\n")
+    write_text(args.out / f"bench_train_profile_{args.name}.txt", head + table + "\n")
     log.info("%s%s", head, table)
 
 
@@ -462,7 +463,7 @@ def verify_main(argv: Sequence[str]) -> dict:
               **{k: float(v.float().mean()) for k, v in robust.items()}, "worst_case": float(worst.float().mean())}
     log.info("worst case over the attacks: %.4f", report["worst_case"])
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"bench_train_verify_{run.parent.name}_{run.name}.json").write_text(json.dumps(report, indent=1))
+    write_text(args.out / f"bench_train_verify_{run.parent.name}_{run.name}.json", json.dumps(report, indent=1))
     return report
 
 
@@ -516,7 +517,7 @@ def device_main(argv: Sequence[str]) -> Dict[str, dict]:
     log.info("the paper's recipe, 100 epochs of 45,000 images: vanilla %.2f h, AT %.2f h (extrapolated)",
              report["paper_100_epochs_hours"]["vanilla"], report["paper_100_epochs_hours"]["at"])
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_train_device.json").write_text(json.dumps(report, indent=1))
+    write_text(args.out / "bench_train_device.json", json.dumps(report, indent=1))
     return report
 
 
@@ -571,7 +572,7 @@ class TestCurve(L.Callback):
 
     def write(self) -> None:
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.out.write_text(json.dumps({**self.meta, "curve": self.rows}, indent=1))
+        write_text(self.out, json.dumps({**self.meta, "curve": self.rows}, indent=1))
 
 
 def _metric(trainer, key: str) -> Optional[float]:
@@ -702,8 +703,8 @@ def plot_main(argv: Sequence[str]) -> None:
         ax.legend(fontsize=7)
     axes[0].set_ylabel("CIFAR-10 test accuracy (JPEG copy)")
     fig.tight_layout()
-    fig.savefig(args.out, dpi=120)
-    args.out.with_suffix(".md").write_text(curves_table(runs))
+    write_figure(args.out, fig, dpi=120)
+    write_text(args.out.with_suffix(".md"), curves_table(runs))
     log.info("wrote %s and %s", args.out, args.out.with_suffix(".md"))
 
 

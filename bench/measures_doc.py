@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import stir.similarity as sim  # noqa: E402
+from stir.atomic import write_text  # noqa: E402
 
 DOC = ROOT / "docs" / "measures.md"
 BENCH = Path(__file__).resolve().parent / "results" / "bench_similarity_new.json"  # the committed run
@@ -81,7 +82,7 @@ def main() -> None:
     text = DOC.read_text()
     head, rest = text.split(BEGIN)
     _, tail = rest.split(END)
-    DOC.write_text(head + BEGIN + "\n" + table() + "\n" + END + tail)
+    write_text(DOC, head + BEGIN + "\n" + table() + "\n" + END + tail)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,6 @@ import time
 from pathlib import Path
 from typing import Any, Union
 
-import torch
-
 PathLike = Union[str, os.PathLike]
 STALE_AFTER_S = 24 * 3600  # a temp file of another host this old is abandoned (no write takes a day)
 
@@ -129,8 +127,25 @@ def write_json(path: PathLike, obj: Any) -> None:
 
 
 def torch_save(obj: Any, path: PathLike) -> None:
+    import torch  # here, not at the top: writing a text file needs no torch (bench scripts, docs tools)
+
     buffer = io.BytesIO()
     torch.save(obj, buffer)
+    write_bytes(path, buffer.getvalue())
+
+
+def write_figure(path: PathLike, fig: Any, **savefig_kwargs: Any) -> None:
+    """``fig.savefig(path, **savefig_kwargs)`` rendered in memory, then written like ``write_bytes``.
+
+    The format is the one ``savefig`` would infer from the suffix of ``path`` unless ``format`` is
+    given; a path without a suffix needs ``format`` (``savefig`` would add one to the name).
+    """
+    path = Path(path)
+    fmt = savefig_kwargs.pop("format", None) or path.suffix[1:].lower()
+    if not fmt:
+        raise ValueError(f"{path}: no suffix to tell the figure's format; pass format=")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt, **savefig_kwargs)
     write_bytes(path, buffer.getvalue())
 
 

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from stir.atomic import write_bytes
 from stir.data.dataset import Dataset
 from stir.data.sources import CIFAR10_CLASSES, CIFAR_SPECS
 
@@ -74,8 +75,9 @@ class _Py2Pickler(pickle._Pickler):  # the pure-Python pickler: its dispatch tab
 
 
 def _dump(obj: dict, path: Path) -> None:
-    with open(path, "wb") as f:
-        _Py2Pickler(f, protocol=2).dump(obj)
+    buffer = io.BytesIO()
+    _Py2Pickler(buffer, protocol=2).dump(obj)
+    write_bytes(path, buffer.getvalue())
 
 
 def _rows(images: torch.Tensor) -> np.ndarray:
@@ -168,9 +170,7 @@ def write_image_folder(
     """
     data = _sorted_by_class(data if data is not None else make_dataset(num_classes, n_train, n_test, seed=seed))
     for rel, blob in _encoded_files(data, fmt):
-        path = Path(root) / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(blob)
+        write_bytes(Path(root) / rel, blob)  # makes the folders
     return data
 
 
@@ -187,9 +187,10 @@ def write_image_tar(
     name = str(path)
     mode = ("w:gz" if name.endswith((".gz", ".tgz")) else "w:bz2" if name.endswith(".bz2")
             else "w:xz" if name.endswith(".xz") else "w")
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
     base = prefix.strip("/") + "/" if prefix.strip("/") else ""
-    with tarfile.open(path, mode) as tar:
+    buffer = io.BytesIO()
+    # Built in memory, then written whole; ``name`` only names the archive (gzip's header), opens nothing.
+    with tarfile.open(name=str(path), mode=mode, fileobj=buffer) as tar:
         dirs: set[str] = set()
         for rel, blob in _encoded_files(data, fmt):
             parent = (base + rel).rsplit("/", 1)[0]
@@ -204,4 +205,5 @@ def write_image_tar(
             info = tarfile.TarInfo(base + rel)
             info.size, info.mode = len(blob), 0o644
             tar.addfile(info, io.BytesIO(blob))
+    write_bytes(path, buffer.getvalue())
     return data

@@ -13,7 +13,6 @@ rows (y axis) and the target on the columns (x axis).
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import re
@@ -29,7 +28,7 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from stir.atomic import write_bytes
+from stir.atomic import write_figure
 
 __all__ = ["plot_matrix", "plot_matrix_pair", "plot_layerwise", "plot_incremental", "plot_iri_grid",
            "plot_bars"]
@@ -51,9 +50,7 @@ def _new_figure(width: float, height: float) -> Figure:
 
 def _save(fig: Figure, path: PathLike) -> Path:
     path = Path(path)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, facecolor="white")
-    write_bytes(path, buffer.getvalue())
+    write_figure(path, fig, format="png", dpi=DPI, facecolor="white")
     fig.clear()  # drop artists now rather than whenever the cycle collector runs
     return path
 
