@@ -21,14 +21,14 @@ def zoo_args(tmp_path: Path, *extra: str) -> list:
             "n=8", "k=1", "inversion.steps=3", "logger.wandb.mode=disabled", *extra]
 
 
-def test_2_a_model_trained_on_a_local_copy_names_zoo_data_source(tmp_path, monkeypatch, capsys):
-    """Evaluating the tour's models without zoo.data_source: the fix is that key, not retrain=true."""
+def test_2_a_model_trained_on_a_local_copy_names_data_source(tmp_path, monkeypatch, capsys):
+    """Evaluating the tour's models without data.source: the fix is that key, not retrain=true."""
     source = tmp_path / "images"
     synthetic.write_image_folder(source, n_train=100, n_test=20, seed=0)
     run_entry_point("train", [*TINY_ZOO, f"data.source={source}", f"runs_dir={tmp_path / 'runs'}"], monkeypatch)
     message = refused("evaluate", zoo_args(tmp_path, "ref=vanilla", "target=vanilla"), monkeypatch, capsys)
     assert message.startswith("zoo model 'vanilla' (`python train.py profile=full")
-    assert f"it was trained on data.source={source}: evaluate it with zoo.data_source={source}" in message
+    assert f"it was trained on data.source={source}: evaluate it with data.source={source}" in message
     assert "retrain" not in message
 
 

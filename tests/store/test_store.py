@@ -192,8 +192,9 @@ def test_the_references_arbitrary_iris_are_inverted_once_for_all_targets(tmp_pat
     ref.forwards = 0
     second = evaluate_direction(ref, Counting(2), images, "logits", "logits", e, run=run)
     # the finiteness probe, the input check and its second pass (is the model deterministic? issue 30),
-    # one pass per draw, ref(X) for the calibration, the cost probe's two (stir.measure.cost): no inversion
-    assert ref.forwards <= 1 + 2 + 2 + 1 + 2
+    # the gradient-path check of the reference (it is inverted), one pass per draw, ref(X) for the
+    # calibration, the cost probe's two (stir.measure.cost): no inversion
+    assert ref.forwards <= 1 + 2 + 1 + 2 + 1 + 2
     assert second.quality["arbitrary"]["median_residual"] == first.quality["arbitrary"]["median_residual"]
 
 

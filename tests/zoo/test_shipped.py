@@ -227,7 +227,7 @@ def test_training_time_and_curve_of_a_resumed_run(tmp_path):
 
 def test_a_model_trained_on_a_local_copy_is_served_for_that_data_by_content(tmp_path, monkeypatch):
     """As the laptop zoo is trained (data.source=a tar): served when the evaluation gives the same data
-    (zoo.data_source, any path with that content), refused with the fix when it gives none."""
+    (data.source, any path with that content), refused with the fix when it gives none."""
     from stir.data import synthetic
 
     source = tmp_path / "c10.tar.gz"
@@ -244,5 +244,5 @@ def test_a_model_trained_on_a_local_copy_is_served_for_that_data_by_content(tmp_
     model = zoo_of(tmp_path / "cache", tmp_path / "no-runs", ShippedZoo(tmp_path / "zoo"), "data.holdout_size=20",
                    f"data.source={moved}").model("vanilla")
     assert model.record["source"] == "shipped" and model.data.source == str(moved)
-    with pytest.raises(MissingModelError, match=rf"trained on {source}: give the same data with zoo.data_source=PATH"):
+    with pytest.raises(MissingModelError, match=rf"trained on {source}: give the same data with data.source=PATH"):
         zoo_of(tmp_path / "cache", tmp_path / "no-runs", ShippedZoo(tmp_path / "zoo"), "data.holdout_size=20").model("vanilla")
