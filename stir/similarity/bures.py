@@ -7,10 +7,13 @@ from torch import Tensor
 
 from ._checks import check_pair
 from .procrustes import nuclear_terms
+from .spec import INF, NETREP, NO_SCALE, RESI, measure
 
 __all__ = ["bures_distance"]
 
 
+@measure(family="bures", symmetric=True, distance=True, range=(0, INF), identity=0.0, invariances=NO_SCALE,
+         reference=f"{RESI}, {NETREP}", metric=True)
 def bures_distance(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Bures distance of the centred Gram matrices, = the Procrustes size-and-shape distance.
 

@@ -23,6 +23,7 @@ from torch import Tensor
 
 from ._checks import check_pair
 from ._linalg import F64, centred, orthonormal_basis
+from .spec import ALL, KORNBLITH, RIGID, measure
 
 __all__ = ["cca", "cca_squared", "pwcca", "svcca"]
 
@@ -55,6 +56,8 @@ def _correlations(qx: Tensor, qy: Tensor) -> Tensor:
     return torch.linalg.svdvals(qx.T @ qy).clamp(0.0, 1.0)
 
 
+@measure(family="cca", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ALL,
+         reference="Google's svcca cca_core")
 def cca(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
     r"""Mean canonical correlation (the rho-bar of Raghu et al. 2017; Kornblith et al. 2019, eq. 2).
 
@@ -77,6 +80,8 @@ def cca(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
     return _correlations(qx, qy).mean()
 
 
+@measure(family="cca", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ALL,
+         reference=KORNBLITH)
 def cca_squared(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
     r"""Mean squared canonical correlation, Yanai's R^2_CCA (Kornblith et al. 2019, eq. 3).
 
@@ -106,6 +111,8 @@ def _leading_components(xc: Tensor, threshold: float, rtol: float | None) -> Ten
     return u[:, : min(k, u.shape[1])]
 
 
+@measure(family="cca", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=RIGID,
+         reference="Google's svcca")
 def svcca(x: Tensor, y: Tensor, *, threshold: float = 0.99, rtol: float | None = None) -> Tensor:
     r"""SVCCA (Raghu et al., NeurIPS 2017): PCA on each side, then mean canonical correlation.
 
@@ -143,6 +150,9 @@ def svcca(x: Tensor, y: Tensor, *, threshold: float = 0.99, rtol: float | None =
     return _correlations(ux, uy).mean()
 
 
+@measure(family="cca", symmetric=False, distance=False, range=(0, 1), identity=1.0,
+         invariances={"isotropic_scaling", "translation", "permutation"},
+         reference="Morcos et al. (2018), section 2.2")
 def pwcca(x: Tensor, y: Tensor, *, rtol: float | None = None, weights: str = "variates") -> Tensor:
     r"""Projection-weighted CCA (Morcos, Raghu & Bengio, NeurIPS 2018, eq. in section 2.2).
 

@@ -12,6 +12,7 @@ from torch import Tensor
 from ._checks import check_pair
 from ._hsic import centre_gram, cka_ratio, hsic_unbiased, linear_hsic_unbiased_terms, resolve_form
 from ._linalg import centred_gram, centred_moment_norms, work_dtype
+from .spec import INF, KORNBLITH, RIGID, measure
 
 __all__ = ["linear_cka", "linear_cka_debiased", "rbf_cka"]
 
@@ -20,6 +21,8 @@ def _frob(t: Tensor) -> Tensor:
     return torch.linalg.vector_norm(t)
 
 
+@measure(family="cka", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=RIGID,
+         reference=KORNBLITH)
 def linear_cka(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Linear CKA with the biased HSIC estimator (Kornblith et al., ICML 2019, eq. 5).
 
@@ -58,6 +61,8 @@ def linear_cka_named(x: Tensor, y: Tensor, form: str, measure: str) -> Tensor:
     return m["xy"] / (m["xx"].sqrt() * m["yy"].sqrt())
 
 
+@measure(family="cka", symmetric=True, distance=False, range=(-INF, 1), identity=1.0, invariances=RIGID,
+         reference=KORNBLITH, min_n=4)
 def linear_cka_debiased(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Linear CKA with the unbiased HSIC estimator of Song et al. (JMLR 2012).
 
@@ -116,6 +121,8 @@ def rbf_gram(x: Tensor, threshold: float, side: str = "x", measure: str = "rbf_c
     return torch.exp(d2 / (-2.0 * threshold**2 * med))
 
 
+@measure(family="cka", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=RIGID,
+         reference=KORNBLITH)
 def rbf_cka(x: Tensor, y: Tensor, *, threshold: float = 1.0, debiased: bool = False) -> Tensor:
     r"""CKA with RBF kernels (Kornblith et al., ICML 2019, section 3 and reference code).
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
 from .cka import linear_cka_named
+from .spec import NETREP, RIGID, measure
 
 __all__ = ["cka_angular", "cka_euclidean"]
 
 
+@measure(family="cka", symmetric=True, distance=True, range=(0, math.pi / 2), identity=0.0, invariances=RIGID,
+         reference=NETREP, metric=True)
 def cka_angular(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Angular CKA distance (Williams et al. 2021, netrep's ``LinearCKA``): arccos of linear CKA.
 
@@ -27,6 +32,8 @@ def cka_angular(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     return torch.arccos(linear_cka_named(x, y, form, "cka_angular").clamp(-1.0, 1.0))
 
 
+@measure(family="cka", symmetric=True, distance=True, range=(0, math.sqrt(2)), identity=0.0, invariances=RIGID,
+         reference="closed form sqrt(2 - 2 CKA)", metric=True)
 def cka_euclidean(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Euclidean CKA distance: the chord between the unit-normalised centred Gram matrices.
 

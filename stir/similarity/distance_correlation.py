@@ -7,6 +7,7 @@ from torch import Tensor
 
 from ._checks import check_pair
 from ._linalg import F64, centred
+from .spec import RESI, RIGID, measure
 
 __all__ = ["distance_correlation", "pairwise_distance_rows"]
 
@@ -27,6 +28,8 @@ def pairwise_distance_rows(z: Tensor, sq: Tensor, rows: slice, squared: bool = F
     return d2 if squared else d2.sqrt_()
 
 
+@measure(family="dependence", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=RIGID,
+         reference=f"dcor 0.7, {RESI}")
 def distance_correlation(x: Tensor, y: Tensor) -> Tensor:
     r"""Distance correlation dCor (Szekely et al. 2007, definition 4; the V-statistic).
 

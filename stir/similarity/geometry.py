@@ -16,12 +16,15 @@ from torch import Tensor
 from ._checks import check_pair
 from ._linalg import F64, column_mean, centred
 from .distance_correlation import pairwise_distance_rows
+from .spec import INF, NO_SCALE, RESI, ROWS, measure
 
 __all__ = ["concentricity_difference", "magnitude_difference", "uniformity_difference"]
 
 _BLOCK_ELEMS = 1 << 22
 
 
+@measure(family="geometry", symmetric=True, distance=True, range=(0, INF), identity=0.0,
+         invariances={"orthogonal", "permutation"}, reference=RESI, metric=True)
 def magnitude_difference(x: Tensor, y: Tensor) -> Tensor:
     r"""Difference of the norms of the mean representations (ReSi's MagnitudeDifference).
 
@@ -50,6 +53,8 @@ def _concentricity(z: Tensor, side: str, measure: str) -> Tensor:
     return ((z @ mean) / (norms * torch.linalg.vector_norm(mean))).mean()
 
 
+@measure(family="geometry", symmetric=True, distance=True, range=(0, 2), identity=0.0, invariances=ROWS,
+         reference=RESI, metric=True)
 def concentricity_difference(x: Tensor, y: Tensor) -> Tensor:
     r"""Difference of the mean cosine similarity to the mean row (ReSi's ConcentricityDifference).
 
@@ -84,6 +89,8 @@ def _uniformity(z: Tensor, t: float) -> Tensor:
     return torch.log(total) - 2.0 * math.log(n)
 
 
+@measure(family="geometry", symmetric=True, distance=True, range=(0, INF), identity=0.0, invariances=NO_SCALE,
+         reference=RESI, metric=True)
 def uniformity_difference(x: Tensor, y: Tensor, *, t: float = 2.0) -> Tensor:
     r"""Difference of the uniformity (Wang & Isola, ICML 2020, eq. 2; ReSi's UniformityDifference).
 

@@ -19,6 +19,7 @@ from torch import Tensor
 
 from ._checks import check_pair
 from ._linalg import F64, work_dtype
+from .spec import INF, PLATONIC, RESI, ROWS, measure
 
 __all__ = [
     "cknna",
@@ -84,6 +85,8 @@ def _matches(nx: Tensor, ny: Tensor) -> Tensor:
     return nx[:, :, None] == ny[:, None, :]
 
 
+@measure(family="neighbours", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ROWS,
+         reference=PLATONIC, min_n=11)
 def mutual_knn(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     r"""Mutual k-NN alignment (Huh, Cheung, Wang & Isola, ICML 2024, "platonic representations", eq. 11).
 
@@ -103,6 +106,8 @@ def mutual_knn(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     return _matches(nx, ny).any(dim=2).sum(dim=1).to(F64).mean() / k
 
 
+@measure(family="neighbours", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ROWS,
+         reference=RESI, min_n=11)
 def jaccard_knn(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     r"""Jaccard similarity of the k-NN sets (ReSi's JaccardSimilarity; Schumacher et al. 2021).
 
@@ -119,6 +124,8 @@ def jaccard_knn(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     return (m / (2 * k - m)).mean()
 
 
+@measure(family="neighbours", symmetric=False, distance=False, range=(0, 1), identity=None, invariances=ROWS,
+         reference=PLATONIC, min_n=11)
 def cycle_knn(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     r"""Cycle k-NN (platonic-rep's ``cycle_knn``): does a neighbour-of-a-neighbour walk return?
 
@@ -139,6 +146,8 @@ def cycle_knn(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     return hit.to(F64).mean()
 
 
+@measure(family="neighbours", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ROWS,
+         reference=RESI, min_n=11)
 def rank_similarity(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     r"""Rank similarity of the k-NN lists (Wang et al. 2020; ReSi's RankSimilarity).
 
@@ -163,6 +172,8 @@ def rank_similarity(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     return torch.where(m > 0, score / h.clamp(min=1.0), torch.zeros_like(score)).mean()
 
 
+@measure(family="neighbours", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ROWS,
+         reference=RESI, min_n=11)
 def second_order_cosine(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     r"""Second-order cosine similarity (Hamilton, Leskovec & Jurafsky 2016; ReSi's SecondOrderCosineSimilarity).
 
@@ -222,6 +233,8 @@ def _hsic_u_sparse(rows: Tensor, cols: Tensor, kv: Tensor, lv: Tensor, n: int) -
     return total / (n * (n - 3))
 
 
+@measure(family="neighbours", symmetric=False, distance=False, range=(-INF, 1), identity=1.0, invariances=ROWS,
+         reference=PLATONIC, min_n=11)
 def cknna(x: Tensor, y: Tensor, *, k: int = 10, normalize: bool = True) -> Tensor:
     r"""CKNNA: CKA restricted to mutual nearest neighbours (Huh et al., ICML 2024, eq. 12; platonic-rep).
 

@@ -7,6 +7,7 @@ from torch import Tensor
 
 from ._checks import check_pair
 from ._linalg import F64, centred, centred_moments, column_mean, work_dtype
+from .spec import INF, NO_SCALE, declare, measure
 
 __all__ = ["fold_bounds", "linear_predictivity"]
 
@@ -64,6 +65,8 @@ def _ridge_fold_dual(yc: Tensor, xc: Tensor, k: Tensor, test: slice, alpha: floa
     return kte @ torch.linalg.solve(ktr, xtr - mx) + mx
 
 
+@measure(family="predictivity", symmetric=False, distance=False, range=(-INF, 1), identity=None,
+         invariances=NO_SCALE, reference="scikit-learn 1.9.1 Ridge + KFold", min_n=10)
 def linear_predictivity(
     x: Tensor, y: Tensor, *, alpha: float = 1.0, folds: int = 5, score: str = "r2"
 ) -> Tensor:
@@ -123,3 +126,8 @@ def linear_predictivity(
     den = torch.linalg.vector_norm(pc, dim=0) * torch.linalg.vector_norm(xc, dim=0)
     live = den > 0  # constant target columns (or constant predictions) have no correlation
     return (num[live] / den[live]).mean()
+
+
+declare("linear_predictivity_r", linear_predictivity, options={"score": "pearson"}, family="predictivity",
+        symmetric=False, distance=False, range=(-1, 1), identity=None, invariances={"translation", "permutation"},
+        reference="scikit-learn 1.9.1 Ridge + KFold", min_n=10)

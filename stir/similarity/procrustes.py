@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
 from ._checks import check_pair
 from ._linalg import F64, centred_gram, centred_moments, work_dtype
+from .spec import RIGID, measure
 
 __all__ = ["nuclear_terms", "procrustes", "procrustes_distance"]
 
@@ -63,6 +66,8 @@ def _nuclear_ratio(x: Tensor, y: Tensor, form: str, measure: str) -> Tensor:
     return (nuc / torch.sqrt(fx * fy)).clamp(0.0, 1.0)
 
 
+@measure(family="procrustes", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=RIGID,
+         reference="Ding et al. (2021) code")
 def procrustes(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Orthogonal Procrustes similarity: the nuclear norm ||X^T Y||_* of normalised inputs.
 
@@ -85,6 +90,8 @@ def procrustes(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     return _nuclear_ratio(x, y, form, "procrustes")
 
 
+@measure(family="procrustes", symmetric=True, distance=True, range=(0, math.sqrt(2)), identity=0.0,
+         invariances=RIGID, reference="Ding et al. (2021) code", metric=True)
 def procrustes_distance(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Orthogonal Procrustes distance of Ding et al. (2021) on centred, unit-norm inputs.
 

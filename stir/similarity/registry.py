@@ -2,7 +2,9 @@
 
 Every entry carries its property flags (:class:`MeasureInfo`: similarity or
 distance, range, symmetry, metric, invariances, family, reference
-implementation), which the tests check by property. ``get`` also accepts the ids
+implementation), which the tests check by property. The flags are declared at
+each measure's definition (``@measure(...)`` or ``declare(...)``, see
+:mod:`.spec`); this module collects them from the measure modules. ``get`` also accepts the ids
 of the similarity-repository convention (Cloos et al., ``similarity.make``),
 ``measure/<repo>/<name>[-<param>=<value>]...``, for the measures this registry
 has, e.g. ``measure/netrep/procrustes-distance=angular``; ``names(kind="id")``
@@ -13,29 +15,15 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib
 import inspect
-import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from torch import Tensor
 
-from .bures import bures_distance
-from .cca import cca, cca_squared, pwcca, svcca
-from .cka import linear_cka, linear_cka_debiased, rbf_cka
-from .cka_distances import cka_angular, cka_euclidean
-from .distance_correlation import distance_correlation
-from .geometry import concentricity_difference, magnitude_difference, uniformity_difference
-from .neighbours import cknna, cycle_knn, jaccard_knn, mutual_knn, rank_similarity, second_order_cosine
-from .predictivity import linear_predictivity
-from .procrustes import procrustes, procrustes_distance
-from .regression import linear_regression
-from .relu import relu_cka, relu_procrustes, relu_procrustes_distance
-from .rsa import rsa
-from .shape_metrics import permutation_metric, procrustes_angular, shape_metric
-from .subspace import eigenspace_overlap, gulp
+from .spec import INVARIANCES, MeasureInfo, declared
 
 __all__ = [
     "INVARIANCES",
@@ -53,124 +41,29 @@ __all__ = [
 
 Measure = Callable[[Tensor, Tensor], Tensor]
 
-#: Transformations of one side (x -> x T, or x + c) a measure may be invariant to.
-#: "permutation" permutes the neurons (columns); "invertible_linear" is any invertible T.
-INVARIANCES = ("orthogonal", "isotropic_scaling", "translation", "permutation", "invertible_linear")
-_ALL = frozenset(INVARIANCES)
-_RIGID = frozenset({"orthogonal", "isotropic_scaling", "translation", "permutation"})  # CKA-like
-_NO_SCALE = frozenset({"orthogonal", "translation", "permutation"})
-_ROWS = frozenset({"orthogonal", "isotropic_scaling", "permutation"})  # cosine of rows: no centring
-_G_RELU = frozenset({"permutation", "isotropic_scaling", "translation"})
-INF = math.inf
+# The measure modules, in the registry's order (the order of SYMMETRIC); each declares its
+# measures' flags at their definitions (stir/similarity/spec.py: @measure, declare). By name:
+# the package's attribute ``cca`` is the function, not the module.
+_MODULES = (
+    "cka", "cca", "regression", "procrustes", "relu",  # the measures of the first release
+    "rsa",
+    "neighbours",  # k = 10
+    "shape_metrics", "bures", "cka_distances",
+    "distance_correlation", "subspace", "predictivity", "geometry",  # dependence, subspaces, prediction, statistics
+)
 
 
-@dataclass(frozen=True)
-class MeasureInfo:
-    """Property flags of one registered measure (with its registered options).
-
-    Invariances are per side: f(x T, y) == f(x, y) == f(x, y T) for every T of the
-    kind (translations: x + 1 c^T). ``identity`` is the value on identical inputs
-    (None where it is not fixed, e.g. a cross-validated fit). ``metric``: a
-    (pseudo-)metric, i.e. symmetric, zero on identical inputs, triangle inequality.
-    ``judging_default``: included in the judging experiments' all-measures default.
-    ``assignment``: solves an O(d^3) linear assignment over the neurons on the CPU
-    (callers skip it at large widths, as layer matching does for the G_ReLU Procrustes).
-    """
-
-    name: str
-    fn: Measure
-    family: str
-    symmetric: bool
-    distance: bool  # lower is more similar instead of higher
-    range: tuple[float, float]
-    identity: float | None
-    invariances: frozenset[str]
-    reference: str  # the public implementation the values are checked against, with version
-    metric: bool = False
-    min_n: int = 2
-    options: Mapping[str, object] = field(default_factory=dict)
-    judging_default: bool = True
-    assignment: bool = False
-
-    @property
-    def kind(self) -> str:
-        """"distance" or "similarity"."""
-        return "distance" if self.distance else "similarity"
+def _collect() -> list[MeasureInfo]:
+    """The declared measures of :data:`_MODULES`, module by module, each in declaration order."""
+    order = {importlib.import_module(f".{m}", __package__).__name__: i for i, m in enumerate(_MODULES)}
+    entries = list(declared())
+    stray = sorted(e.name for e in entries if e.fn.__module__ not in order)
+    if stray:
+        raise RuntimeError(f"similarity registry: measures declared outside its modules: {', '.join(stray)}")
+    return sorted(entries, key=lambda e: order[e.fn.__module__])  # stable: declaration order within a module
 
 
-def _m(name, fn, family, symmetric, distance, lo, hi, identity, inv, reference, **kw) -> MeasureInfo:
-    return MeasureInfo(name, fn, family, symmetric, distance, (lo, hi), identity, frozenset(inv), reference, **kw)
-
-
-_RESI = "ReSi (mklabunde/resi @ 24ab9e5)"
-_NETREP = "netrep (ahwillia/netrep @ 0186b8a)"
-_PLATONIC = "platonic-rep (minyoungg/platonic-rep @ dcd76ba)"
-_RSATOOLBOX = "rsatoolbox 0.3.2"
-_KORNBLITH = "Kornblith et al.'s CKA notebook"
-
-_ENTRIES = [
-    # ------------------------------------------------------------- measures of the first release
-    _m("linear_cka", linear_cka, "cka", True, False, 0, 1, 1.0, _RIGID, _KORNBLITH),
-    _m("linear_cka_debiased", linear_cka_debiased, "cka", True, False, -INF, 1, 1.0, _RIGID, _KORNBLITH, min_n=4),
-    _m("rbf_cka", rbf_cka, "cka", True, False, 0, 1, 1.0, _RIGID, _KORNBLITH),
-    _m("cca", cca, "cca", True, False, 0, 1, 1.0, _ALL, "Google's svcca cca_core"),
-    _m("cca_squared", cca_squared, "cca", True, False, 0, 1, 1.0, _ALL, _KORNBLITH),
-    _m("svcca", svcca, "cca", True, False, 0, 1, 1.0, _RIGID, "Google's svcca"),
-    _m("pwcca", pwcca, "cca", False, False, 0, 1, 1.0, {"isotropic_scaling", "translation", "permutation"},
-       "Morcos et al. (2018), section 2.2"),
-    _m("linear_regression", linear_regression, "regression", False, False, 0, 1, 1.0, _RIGID, _KORNBLITH),
-    _m("procrustes", procrustes, "procrustes", True, False, 0, 1, 1.0, _RIGID, "Ding et al. (2021) code"),
-    _m("procrustes_distance", procrustes_distance, "procrustes", True, True, 0, math.sqrt(2), 0.0, _RIGID,
-       "Ding et al. (2021) code", metric=True),
-    _m("relu_cka", relu_cka, "relu", True, False, -INF, 1, 1.0, _G_RELU, "Godfrey et al. (2022) code", min_n=4),
-    _m("relu_procrustes", relu_procrustes, "relu", True, False, -1, 1, 1.0, _G_RELU, "Godfrey et al. (2022) code",
-       assignment=True),
-    _m("relu_procrustes_distance", relu_procrustes_distance, "relu", True, True, 0, 2, 0.0, _G_RELU,
-       "Godfrey et al. (2022) code", metric=True, assignment=True),
-    # ------------------------------------------------------------- RSA
-    _m("rsa", rsa, "rsa", True, False, -1, 1, 1.0, {"isotropic_scaling", "permutation"},
-       f"{_RSATOOLBOX} (spearman), {_RESI}", min_n=3),
-    _m("rsa_pearson", rsa, "rsa", True, False, -1, 1, 1.0, {"isotropic_scaling", "permutation"},
-       f"{_RSATOOLBOX} (corr)", min_n=3, options={"compare": "pearson"}),
-    _m("rsa_kendall", rsa, "rsa", True, False, -1, 1, 1.0, {"isotropic_scaling", "permutation"},
-       f"{_RSATOOLBOX} (tau-a)", min_n=3, options={"compare": "kendall_tau_a"}),
-    _m("rsa_euclidean", rsa, "rsa", True, False, -1, 1, 1.0, _RIGID,
-       f"{_RSATOOLBOX} (euclidean, spearman), {_RESI}", min_n=3, options={"rdm": "euclidean"}),
-    # ------------------------------------------------------------- neighbourhoods (k = 10)
-    _m("mutual_knn", mutual_knn, "neighbours", True, False, 0, 1, 1.0, _ROWS, _PLATONIC, min_n=11),
-    _m("jaccard_knn", jaccard_knn, "neighbours", True, False, 0, 1, 1.0, _ROWS, _RESI, min_n=11),
-    _m("cycle_knn", cycle_knn, "neighbours", False, False, 0, 1, None, _ROWS, _PLATONIC, min_n=11),
-    _m("rank_similarity", rank_similarity, "neighbours", True, False, 0, 1, 1.0, _ROWS, _RESI, min_n=11),
-    _m("second_order_cosine", second_order_cosine, "neighbours", True, False, 0, 1, 1.0, _ROWS, _RESI, min_n=11),
-    _m("cknna", cknna, "neighbours", False, False, -INF, 1, 1.0, _ROWS, _PLATONIC, min_n=11),
-    # ------------------------------------------------------------- shape metrics, Bures, CKA distances
-    _m("shape_metric", shape_metric, "shape_metric", True, True, 0, math.pi / 2, 0.0, _NO_SCALE, _NETREP, metric=True),
-    _m("procrustes_angular", procrustes_angular, "shape_metric", True, True, 0, math.pi / 2, 0.0, _RIGID,
-       f"{_NETREP}, {_RESI}", metric=True),
-    _m("permutation_metric", permutation_metric, "shape_metric", True, True, 0, math.pi, 0.0,
-       {"isotropic_scaling", "translation", "permutation"}, _NETREP, metric=True, assignment=True),
-    _m("bures_distance", bures_distance, "bures", True, True, 0, INF, 0.0, _NO_SCALE, f"{_RESI}, {_NETREP}",
-       metric=True),
-    _m("cka_angular", cka_angular, "cka", True, True, 0, math.pi / 2, 0.0, _RIGID, _NETREP, metric=True),
-    _m("cka_euclidean", cka_euclidean, "cka", True, True, 0, math.sqrt(2), 0.0, _RIGID,
-       "closed form sqrt(2 - 2 CKA)", metric=True),
-    # ------------------------------------------------------------- dependence, subspaces, prediction, statistics
-    _m("distance_correlation", distance_correlation, "dependence", True, False, 0, 1, 1.0, _RIGID,
-       f"dcor 0.7, {_RESI}"),
-    _m("eigenspace_overlap", eigenspace_overlap, "subspace", True, False, 0, 1, 1.0,
-       _ALL - {"translation"}, _RESI),
-    _m("gulp", gulp, "subspace", True, True, 0, INF, 0.0, _ALL, f"{_RESI} (squared)", metric=True),
-    _m("linear_predictivity", linear_predictivity, "predictivity", False, False, -INF, 1, None, _NO_SCALE,
-       "scikit-learn 1.9.1 Ridge + KFold", min_n=10),
-    _m("linear_predictivity_r", linear_predictivity, "predictivity", False, False, -1, 1, None,
-       {"translation", "permutation"}, "scikit-learn 1.9.1 Ridge + KFold", min_n=10, options={"score": "pearson"}),
-    _m("magnitude_difference", magnitude_difference, "geometry", True, True, 0, INF, 0.0,
-       {"orthogonal", "permutation"}, _RESI, metric=True),
-    _m("concentricity_difference", concentricity_difference, "geometry", True, True, 0, 2, 0.0, _ROWS, _RESI,
-       metric=True),
-    _m("uniformity_difference", uniformity_difference, "geometry", True, True, 0, INF, 0.0, _NO_SCALE, _RESI,
-       metric=True),
-]
+_ENTRIES = _collect()
 
 _MEASURES: Mapping[str, MeasureInfo] = MappingProxyType({e.name: e for e in _ENTRIES})
 

@@ -6,10 +6,13 @@ from torch import Tensor
 
 from ._checks import check_pair
 from ._linalg import centred, orthonormal_basis
+from .spec import KORNBLITH, RIGID, measure
 
 __all__ = ["linear_regression"]
 
 
+@measure(family="regression", symmetric=False, distance=False, range=(0, 1), identity=1.0, invariances=RIGID,
+         reference=KORNBLITH)
 def linear_regression(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
     r"""R^2 of the least-squares prediction of the centred x from the centred y.
 

@@ -24,6 +24,7 @@ from torch import Tensor
 from ._checks import check_pair
 from ._hsic import centre_gram, cka_ratio, hsic_unbiased
 from ._linalg import F64, centred
+from .spec import G_RELU, INF, measure
 
 __all__ = ["relu_cka", "relu_procrustes", "relu_procrustes_distance"]
 
@@ -52,6 +53,8 @@ def max_kernel(z: Tensor) -> Tensor:
     return k
 
 
+@measure(family="relu", symmetric=True, distance=False, range=(-INF, 1), identity=1.0, invariances=G_RELU,
+         reference="Godfrey et al. (2022) code", min_n=4)
 def relu_cka(x: Tensor, y: Tensor, *, debiased: bool = True, center: bool = True) -> Tensor:
     r"""G_ReLU-invariant CKA (Godfrey et al. 2022, section 4 and their reference code).
 
@@ -94,6 +97,8 @@ def _matched_similarity(x: Tensor, y: Tensor, center: bool) -> Tensor:
     return (matched.sum() / np.sqrt(xh.shape[1] * yh.shape[1])).clamp(-1.0, 1.0)
 
 
+@measure(family="relu", symmetric=True, distance=False, range=(-1, 1), identity=1.0, invariances=G_RELU,
+         reference="Godfrey et al. (2022) code", assignment=True)
 def relu_procrustes(x: Tensor, y: Tensor, *, center: bool = True) -> Tensor:
     r"""G_ReLU-invariant Procrustes similarity (Godfrey et al. 2022): orthogonal maps replaced by permutations.
 
@@ -118,6 +123,8 @@ def relu_procrustes(x: Tensor, y: Tensor, *, center: bool = True) -> Tensor:
     return _matched_similarity(x, y, center)
 
 
+@measure(family="relu", symmetric=True, distance=True, range=(0, 2), identity=0.0, invariances=G_RELU,
+         reference="Godfrey et al. (2022) code", metric=True, assignment=True)
 def relu_procrustes_distance(x: Tensor, y: Tensor, *, center: bool = True) -> Tensor:
     r"""Distance form of :func:`relu_procrustes`: min over permutations P of ||X - Y P||_F.
 

@@ -18,6 +18,7 @@ from torch import Tensor
 from ._checks import check_pair
 from ._linalg import F64, centred
 from .distance_correlation import pairwise_distance_rows
+from .spec import RESI, RIGID, RSATOOLBOX, declare, measure
 
 __all__ = ["kendall_tau_a", "rdm_vector", "rsa", "spearman_ranks"]
 
@@ -187,6 +188,8 @@ def _compare(a: Tensor, b: Tensor, compare: str) -> Tensor:
     return kendall_tau_a(a, b)
 
 
+@measure(family="rsa", symmetric=True, distance=False, range=(-1, 1), identity=1.0,
+         invariances={"isotropic_scaling", "permutation"}, reference=f"{RSATOOLBOX} (spearman), {RESI}", min_n=3)
 def rsa(x: Tensor, y: Tensor, *, rdm: str = "correlation", compare: str = "spearman") -> Tensor:
     r"""RSA: the correlation of the two representational dissimilarity matrices (Kriegeskorte et al. 2008).
 
@@ -226,3 +229,18 @@ def rsa(x: Tensor, y: Tensor, *, rdm: str = "correlation", compare: str = "spear
         if compare == "cosine" and not bool((v != 0).any()):
             raise ValueError(f"{measure}: the RDM of {side} is all zeros")
     return _compare(a, b, compare)
+
+
+declare("rsa_pearson", rsa, options={"compare": "pearson"}, family="rsa", symmetric=True, distance=False,
+        range=(-1, 1), identity=1.0, invariances={"isotropic_scaling", "permutation"},
+        reference=f"{RSATOOLBOX} (corr)", min_n=3)
+
+
+declare("rsa_kendall", rsa, options={"compare": "kendall_tau_a"}, family="rsa", symmetric=True, distance=False,
+        range=(-1, 1), identity=1.0, invariances={"isotropic_scaling", "permutation"},
+        reference=f"{RSATOOLBOX} (tau-a)", min_n=3)
+
+
+declare("rsa_euclidean", rsa, options={"rdm": "euclidean"}, family="rsa", symmetric=True, distance=False,
+        range=(-1, 1), identity=1.0, invariances=RIGID, reference=f"{RSATOOLBOX} (euclidean, spearman), {RESI}",
+        min_n=3)

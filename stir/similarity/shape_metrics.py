@@ -9,6 +9,8 @@ aligned-equal inputs, and satisfying the triangle inequality.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
@@ -19,6 +21,7 @@ from ._linalg import centred
 from ._spectral import spectral_pair
 from .cca import _HINT, _require_nontrivial
 from .procrustes import nuclear_terms
+from .spec import NETREP, NO_SCALE, RESI, RIGID, measure
 
 __all__ = ["permutation_metric", "procrustes_angular", "shape_metric"]
 
@@ -70,6 +73,8 @@ def _netrep_scales(s: Tensor, alpha: float, width: int) -> Tensor:
     return s * (alpha + (1.0 - alpha) * lam[: s.numel()].rsqrt()) * c
 
 
+@measure(family="shape_metric", symmetric=True, distance=True, range=(0, math.pi / 2), identity=0.0,
+         invariances=NO_SCALE, reference=NETREP, metric=True)
 def shape_metric(x: Tensor, y: Tensor, *, alpha: float = 0.5, distance: str = "angular",
                  whiten: str = "rank") -> Tensor:
     r"""Generalized shape metric of Williams et al. (2021, eq. 5 and 9) with partial whitening ``alpha``.
@@ -138,6 +143,8 @@ def shape_metric(x: Tensor, y: Tensor, *, alpha: float = 0.5, distance: str = "a
     return _finish(nuc, ax.square().sum(), ay.square().sum(), distance)
 
 
+@measure(family="shape_metric", symmetric=True, distance=True, range=(0, math.pi / 2), identity=0.0,
+         invariances=RIGID, reference=f"{NETREP}, {RESI}", metric=True)
 def procrustes_angular(x: Tensor, y: Tensor) -> Tensor:
     r"""Orthogonal angular Procrustes distance (Williams et al. 2021; netrep's default ``LinearMetric()``).
 
@@ -155,6 +162,9 @@ def procrustes_angular(x: Tensor, y: Tensor) -> Tensor:
     return _finish(nuc, fx, fy, "angular")
 
 
+@measure(family="shape_metric", symmetric=True, distance=True, range=(0, math.pi), identity=0.0,
+         invariances={"isotropic_scaling", "translation", "permutation"}, reference=NETREP, metric=True,
+         assignment=True)
 def permutation_metric(x: Tensor, y: Tensor, *, distance: str = "angular") -> Tensor:
     r"""Permutation shape metric (Williams et al. 2021; netrep's ``PermutationMetric``).
 

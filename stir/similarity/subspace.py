@@ -8,10 +8,13 @@ from torch import Tensor
 from ._checks import check_pair
 from ._spectral import spectral_pair
 from .cca import _HINT, _require_nontrivial
+from .spec import ALL, INF, RESI, measure
 
 __all__ = ["eigenspace_overlap", "gulp"]
 
 
+@measure(family="subspace", symmetric=True, distance=False, range=(0, 1), identity=1.0,
+         invariances=ALL - {"translation"}, reference=RESI)
 def eigenspace_overlap(x: Tensor, y: Tensor, *, divide_by: str = "rank") -> Tensor:
     r"""Eigenspace overlap score (May, Zhang, Dao & Re, NeurIPS 2019, definition 1; ReSi's EOS).
 
@@ -43,6 +46,8 @@ def eigenspace_overlap(x: Tensor, y: Tensor, *, divide_by: str = "rank") -> Tens
     return (g.square().sum() / scale).clamp(0.0, 1.0)
 
 
+@measure(family="subspace", symmetric=True, distance=True, range=(0, INF), identity=0.0, invariances=ALL,
+         reference=f"{RESI} (squared)", metric=True)
 def gulp(x: Tensor, y: Tensor, *, lam: float = 0.0, squared: bool = False) -> Tensor:
     r"""GULP distance (Boix-Adsera, Lawrence, Stepaniants & Rigollet, NeurIPS 2022, definition 2).
 

@@ -1,8 +1,8 @@
 """The registry reproduces fixtures/registry_flags.json: every entry's flags, options and function,
 the outputs of names() for each kind and the measure each similarity-repository id resolves to.
 
-The fixture was dumped from the registry's table before its flags move to the measures'
-definitions, so any drift fails here. A deliberate
+The flags are declared at each measure's definition (stir/similarity/spec.py); this fixture was
+dumped from the central table they replaced, so any drift in a declaration fails here. A deliberate
 change of a flag updates the fixture with it:
 
     PYTHONPATH=. python tests/similarity/test_similarity_registry_flags.py > tests/similarity/fixtures/registry_flags.json
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from stir.similarity import registry
+from stir.similarity import registry, spec
 
 FIXTURE = Path(__file__).parent / "fixtures" / "registry_flags.json"
 
@@ -66,6 +66,23 @@ def test_the_registry_reproduces_the_fixture(expected):
                 assert g == x, g["name"]
         else:
             assert got[key] == expected[key], key
+
+
+def test_every_declared_measure_is_registered_once():
+    declared = [e.name for e in spec.declared()]
+    assert len(declared) == len(set(declared))
+    assert sorted(declared) == registry.names()
+    assert all(registry.info(n) is e for n, e in zip(declared, spec.declared()))
+
+
+def test_a_declaration_is_checked():
+    with pytest.raises(ValueError, match="unknown invariance"):
+        spec.declare("_bad", lambda x, y: x, family="x", symmetric=True, distance=False, range=(0, 1),
+                     identity=1.0, invariances={"rotation"}, reference="none")
+    with pytest.raises(ValueError, match="already declared"):
+        spec.declare("linear_cka", lambda x, y: x, family="cka", symmetric=True, distance=False, range=(0, 1),
+                     identity=1.0, invariances=spec.RIGID, reference="none")
+    assert "_bad" not in [e.name for e in spec.declared()]
 
 
 if __name__ == "__main__":
