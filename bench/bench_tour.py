@@ -1,6 +1,7 @@
 """What the README's tour and its small runs cost, measured: the times the README states.
 
     python bench/bench_tour.py --data PATH [--realnets]      # PATH: a CIFAR-10 copy (image tree or tar of one)
+    python bench/bench_tour.py --data PATH --realnets --skip-tour   # the 20-step run again, the tour's rows kept
 
 In a fresh folder, the README's tour as written (its ``<!-- tour -->`` commands, each given the local
 copy: ``data.source=PATH`` to train.py and evaluate.py), then the README's
@@ -110,6 +111,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="a local CIFAR-10 copy (image-folder tree or a tar of one)")
     parser.add_argument("--realnets", action="store_true", help="also the 20-step run on the real ResNet20 pair")
+    parser.add_argument("--skip-tour", action="store_true", help="keep the tour's rows of the last --out record")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1)))
     parser.add_argument("--out", default=str(REPO / "bench/results/bench_tour"))
     args = parser.parse_args()
@@ -117,7 +119,10 @@ def main() -> None:
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": str(REPO)}
     with tempfile.TemporaryDirectory(prefix="stir-tour-") as folder:
         work = Path(folder)
-        rows = tour(str(Path(args.data).resolve()), work, env)
+        if args.skip_tour:  # the tour's rows as last measured, with their own machine and load
+            rows = json.loads(Path(args.out + ".json").read_text())["tour"]
+        else:
+            rows = tour(str(Path(args.data).resolve()), work, env)
         extra = realnets(str(Path(args.data).resolve()), work, env) if args.realnets else None
     record = {"machine": {"cpus": os.cpu_count(), "cpu": cpu_name(), "threads": args.threads,
                           "python": platform.python_version()},
