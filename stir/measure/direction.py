@@ -79,7 +79,7 @@ def direction_of(call: Call, models: Tuple[nn.Module, nn.Module], taps: Tuple[st
                  tgt_rep: Optional[Callable[[], Tensor]] = None) -> DirectionResult:
     """The direction models[1] given models[0] of ``call``: the stored result, or measured (and stored).
 
-    ``tgt_rep``: a function giving models[1](X) (n, d) when the caller computes it for other results
+    ``tgt_rep``: a function giving ``models[1](X)`` (n, d) when the caller computes it for other results
     too and has checked both models (``evaluate_pair``); otherwise the models are checked here.
     """
     plan, names, ids = call.plan, call.names, call.ids

@@ -40,7 +40,7 @@ def evaluate_similarity(
 
 def similarity_of(call: Call, models: Tuple[nn.Module, nn.Module], taps: Tuple[str, str],
                   reps: Optional[Callable[[], Tuple[Tensor, Tensor]]] = None) -> SimilarityResult:
-    """S_r(models[0](X), models[1](X)) of ``call``: the stored result, or measured (and stored).
+    """``S_r(models[0](X), models[1](X))`` of ``call``: the stored result, or measured (and stored).
 
     ``reps``: a function giving both representations of X ((n, d1), (n, d2)) when the caller computes
     them for other results too and has checked both models (``evaluate_pair``).
