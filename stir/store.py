@@ -18,6 +18,14 @@ the key's file lock (``<root>/.locks/<kind>/<key>.lock``) is taken, the store lo
 process may have stored it meanwhile: then that entry is returned) and only then is ``compute()``
 called and its result stored. Two processes that need the same missing result therefore compute
 it once: the second waits on the lock, then reads the first one's entry.
+
+**Shipped results.** ``shipped`` names a read-only store of the same layout, committed with the
+models it measured (``zoo/store``, filled by ``python -m stir.zoo.ship_results``): on a miss, an
+entry of the same key there is copied, unchanged (its provenance says where and when it was
+computed), into this store and served (``shipped_hits``). Its keys are content hashes of the models
+(weights and code), the images and every setting that fixes the result, so a shipped entry is served
+only for the very measurement it holds; an unusable shipped entry is logged and ignored, never moved.
+Without it (``zoo.shipped_results=false``) everything is computed here.
 """
 from __future__ import annotations
 
@@ -64,10 +72,12 @@ def canonical_json(obj: Any) -> str:
 class ResultStore:
     """Finished measurements under ``root``; ``hits`` / ``misses`` count ``get`` outcomes."""
 
-    def __init__(self, root: Union[str, os.PathLike]):
+    def __init__(self, root: Union[str, os.PathLike], shipped: Optional[Union[str, os.PathLike]] = None):
         self.root = Path(root)
+        self.shipped = Path(shipped) if shipped is not None else None
         self.hits = 0
         self.misses = 0
+        self.shipped_hits = 0  # of the hits, those copied from the shipped store
         self._version_checked = False
 
     def _check_version(self) -> None:
@@ -115,6 +125,8 @@ class ResultStore:
         """
         self._check_version()
         entry = self._load(self.path(kind, key), kind, key, validate)
+        if entry is None:
+            entry = self._from_shipped(kind, key, validate)
         if entry is None:
             self.misses += 0 if recheck else 1
         else:
@@ -188,7 +200,30 @@ class ResultStore:
                 out.append(entry)
         return out
 
-    def _load(self, path: Path, kind: str, key: str, validate) -> Optional[Dict[str, Any]]:
+    def _from_shipped(self, kind: str, key: str, validate) -> Optional[Dict[str, Any]]:
+        """The shipped store's entry of ``kind``/``key``, copied unchanged into this store; None if none."""
+        if self.shipped is None:
+            return None
+        marker = self.shipped / "VERSION"
+        version = marker.read_text().strip() if marker.is_file() else None
+        if version != str(STORE_VERSION):
+            if self.shipped.is_dir():
+                log.warning("shipped results %s are of store version %s, this is version %d: they are not used "
+                            "(ship them again: python -m stir.zoo.ship_results STORE)", self.shipped, version,
+                            STORE_VERSION)
+            self.shipped = None
+            return None
+        path = self.shipped / kind / f"{key}.json"
+        entry = self._load(path, kind, key, validate, move_aside=False)
+        if entry is None:
+            return None
+        write_json(self.path(kind, key), entry)
+        self.shipped_hits += 1
+        log.info("result served from the shipped store: %s (computed %s, torch %s)", path, entry.get("timestamp"),
+                 entry.get("versions", {}).get("torch"))
+        return entry
+
+    def _load(self, path: Path, kind: str, key: str, validate, move_aside: bool = True) -> Optional[Dict[str, Any]]:
         if not path.exists():
             return None
         try:
@@ -207,6 +242,9 @@ class ResultStore:
             if validate is not None:
                 validate(entry["result"])
         except Exception as err:  # truncated, corrupt, foreign, outdated: recompute, never trust
+            if not move_aside:  # a read-only (shipped) store: leave the file, compute here
+                log.warning("shipped result %s is unusable (%s: %s); computing it here", path, type(err).__name__, err)
+                return None
             aside = path.with_name(path.name + ".corrupt")
             log.warning("result store entry %s is unusable (%s: %s); moved to %s, recomputing",
                         path, type(err).__name__, err, aside.name)

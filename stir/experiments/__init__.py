@@ -66,6 +66,17 @@ def model_notes(ctx: Context) -> list:
     return notes
 
 
+def store_notes(ctx: Context) -> list:
+    """What the report must say about results it did not compute here: those copied from the shipped
+    results (``zoo/store``, computed where their records say)."""
+    store = ctx.store
+    if not store.shipped_hits:
+        return []
+    return [f"results: {store.shipped_hits} of the {store.hits} served from the store came from the shipped results "
+            f"{store.shipped.parent.name}/{store.shipped.name} (computed on the host and at the time their records state; "
+            "zoo.shipped_results=false computes them here)"]
+
+
 def run(ctx: Context, experiment: Any) -> Report:
     """Run the experiment (its kind's runner) and return its report, the estimator's and the models' notes first.
 
@@ -78,7 +89,7 @@ def run(ctx: Context, experiment: Any) -> Report:
     if len(units) > 1:
         measure_units(list(enumerate(units, 1)), len(units), experiment.name, ctx.run.progress)
     report = kind.run(ctx, experiment)
-    report.notes = estimator_notes(ctx) + model_notes(ctx) + report.notes
+    report.notes = estimator_notes(ctx) + model_notes(ctx) + store_notes(ctx) + report.notes
     return report
 
 

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from stir.config.validate import ConfigError
 from stir.data import StirDataModule, to_float
-from stir.experiments.config import EvaluateConfig, ExperimentConfig, LayersConfig
+from stir.experiments.config import EvaluateConfig, ExperimentConfig, LayersConfig, ZooConfig
 from stir.inversion import ExecutionConfig
 from stir.measure import (
     DEFAULT_TAP, DirectionResult, Estimator, LayerwiseResult, PairResult, SimilarityResult, evaluate_direction,
@@ -179,7 +179,7 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
     # The budget as run, not null: records, report settings and index.md show 1000 for the default run.
     config["inversion"]["steps"] = cfg.inversion.num_steps
     return Context(
-        zoo=zoo, store=ResultStore(Path(cfg.out_dir) / "store"), estimator=cfg.estimator(), run=cfg.run(),
+        zoo=zoo, store=ResultStore(Path(cfg.out_dir) / "store", shipped=_shipped_store(cfg.zoo, repo)), estimator=cfg.estimator(), run=cfg.run(),
         layers=cfg.layers, images_spec=ImagesSpec(cfg.n, cfg.split, cfg.image_seed, cfg.resample_images),
         device=device, config=config, iri_grid_images=cfg.iri_grid_images,
         roles={"ref": (cfg.ref, cfg.tap1, cfg.weights1), "target": (cfg.target, cfg.tap2, cfg.weights2)},
@@ -197,6 +197,14 @@ def zoo_source(cfg: EvaluateConfig) -> Optional[str]:
                 "alike%s", "" if same else f" (here the zoo reads {cfg.zoo.data_source}, other models' images "
                 f"{cfg.data.source})")
     return cfg.zoo.data_source
+
+
+def _shipped_store(zoo: ZooConfig, repo: Path) -> Optional[Path]:
+    """The shipped results (``<zoo.shipped_dir>/store``) the results store may copy from, or None."""
+    if not zoo.shipped_results or zoo.shipped_dir is None:
+        return None
+    path = Path(zoo.shipped_dir)
+    return (path if path.is_absolute() else repo / path) / "store"
 
 
 def _shipped_zoo(folder: Optional[str], repo: Path) -> Optional[ShippedZoo]:

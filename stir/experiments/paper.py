@@ -46,7 +46,7 @@ from stir.experiments.registry import Kind, Unit, get, register
 from stir.measure.calibration import Calibration
 from stir.measure.results import DIRECTIONS, DirectionResult, PairResult, Stat
 from stir.measure.seeds import seed_estimate, standard_error
-from stir.paper import CLAIMS, HOLDS, NOT_TESTABLE, Interval, Verdict, claim
+from stir.paper import CLAIMS, HOLDS, NOT_RUN, NOT_TESTABLE, Interval, Verdict, claim
 from stir.paper import verdicts as v
 from stir.reporting import Report, Table
 from stir.zoo import MissingModelError
@@ -56,6 +56,9 @@ NAN = math.nan
 ONE_PAIR = "one seed pair: between-seed spread not measured"
 SHARED = ("the seed pairs of one recipe share models ((a, b), (a, c), (b, c)): they are not independent, "
           "so the random-effects interval over them is somewhat too narrow")
+# The parts of the report (PaperConfig.skip names them) and the claims each one's evidence is.
+PARTS = {"seeds": (1, 2, 3, 4, 5, 6), "relative_robustness": (7,), "incremental": (8,), "layers": (9, 10),
+         "architectures": (11,), "at_methods": (12,)}
 # The published Table 1 pair of each row kind of ours.
 TABLE1_PAIRS = {"vanilla": "vanilla / vanilla seed", "at": "AT / AT seed", "cross": "AT / vanilla"}
 
@@ -171,7 +174,7 @@ def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[A
         out["at_methods"] = (PairsConfig(name="at_methods", kind="pairs", pairs=methods,
                                          description="Figures 5, 9: layer-wise STIR between AT, TRADES and MART"),
                              with_iri("arbitrary", cfg.methods_layers))
-    return out
+    return {name: part for name, part in out.items() if name not in cfg.skip}
 
 
 # --------------------------------------------------------------------------------- readings -> intervals
@@ -543,7 +546,13 @@ def _needs(cfg: PaperConfig) -> Dict[int, List[str]]:
 def judge(cfg: PaperConfig, evidence: Dict[int, Evidence], ok: Availability) -> Dict[int, Tuple[Verdict, List[str]]]:
     out = {}
     needs = _needs(cfg)
+    skipped = {number: part for part in cfg.skip for number in PARTS[part]}
     for c in CLAIMS:
+        if c.number in skipped:
+            missing = ok.why(needs[c.number])
+            out[c.number] = (Verdict(NOT_RUN, f"the {skipped[c.number]} part was left out of this report "
+                                     f"(experiment.skip); {missing or 'its models are here: run without the skip'}"), [])
+            continue
         e = evidence.get(c.number)
         if e is None or e.evidence is None:
             missing = (e.missing if e is not None and e.missing else "") or ok.why(needs[c.number])
@@ -558,7 +567,9 @@ def judge(cfg: PaperConfig, evidence: Dict[int, Evidence], ok: Availability) -> 
 def summary_line(verdicts: Dict[int, Tuple[Verdict, List[str]]]) -> str:
     held = sum(vd.outcome == HOLDS for vd, _ in verdicts.values())
     untestable = sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values())
-    return f"{held} of {len(verdicts)} claims hold, {untestable} not testable here"
+    not_run = sum(vd.outcome == NOT_RUN for vd, _ in verdicts.values())
+    return (f"{held} of {len(verdicts)} claims hold, {untestable} not testable here"
+            + (f", {not_run} not measured in this report" if not_run else ""))
 
 
 def run(ctx: Context, cfg: PaperConfig) -> Report:
@@ -592,6 +603,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     report.title = f"{report.title}: {line}"
     report.summary["claims/hold"] = float(sum(vd.outcome == HOLDS for vd, _ in verdicts.values()))
     report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))
+    report.summary["claims/not_run"] = float(sum(vd.outcome == NOT_RUN for vd, _ in verdicts.values()))
     shown = {"claims": claims, "table1": t1, "table1_recipes": recipes, "table2": t2, "figure1": f1,
              "figures2_3_6_7": f2, "figures4_8": f4, "figures5_9": f5}
     shown["missing_models"] = [{"model": name, "why": "not trained or shipped", "train command": ok.command(name)}
@@ -620,6 +632,8 @@ def _check(cfg: PaperConfig) -> None:
     from stir.measure.plan import IRI_KINDS
 
     check_choice("experiment.seeds_iri", cfg.seeds_iri, IRI_KINDS)
+    for part in cfg.skip:
+        check_choice("experiment.skip", part, tuple(PARTS))
     for setting, m in cfg.methods.items():
         if set(m) != {"at", "trades", "mart"}:
             raise ConfigError(f"experiment.methods.{setting} must name at, trades and mart, got {sorted(m)}")

@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 HOLDS, FAILS, NOT_TESTABLE = "holds", "does not hold", "not testable here"
+# A claim whose models exist but whose part this report left out (experiment.skip): measurable here,
+# not measured yet; never counted as held or failed.
+NOT_RUN = "not measured in this report"
 
 # "STIR well below CKA" (claim 1): CKA - STIR above this. The paper's vanilla pair: 0.967 - 0.605 = 0.36.
 WELL_BELOW = 0.1
@@ -69,7 +72,7 @@ class Interval:
 
 @dataclass(frozen=True)
 class Verdict:
-    outcome: str  # HOLDS | FAILS | NOT_TESTABLE
+    outcome: str  # HOLDS | FAILS | NOT_TESTABLE | NOT_RUN
     reason: str
     numbers: Dict[str, Any] = field(default_factory=dict)  # what the reason rests on, by name
 

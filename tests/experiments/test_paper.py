@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stir.experiments.paper import over_seed_pairs, summary_line
-from stir.paper import CLAIMS, FAILS, HOLDS, NOT_TESTABLE, Interval, Verdict, claim
+from stir.paper import CLAIMS, FAILS, HOLDS, NOT_RUN, NOT_TESTABLE, Interval, Verdict, claim
 from stir.paper import verdicts as v
 from conftest import run_entry_point
 from stir.data import synthetic
@@ -59,6 +59,8 @@ def paper_run(tmp_path_factory):
         store = {p: p.stat().st_mtime_ns for p in (root / "results" / "store").rglob("*.json")}
         run_entry_point("evaluate", paper, mp)
         after_paper = runs(root)
+        # a report of some parts only: the others are left out, not judged
+        run_entry_point("evaluate", paper + ["experiment.name=paper_skip", "experiment.skip=[seeds,layers]"], mp)
         # the AT seed twin and the CIFAR-100 seed pairs (synthetic data) for the roles run
         run_entry_point("evaluate", args(root, cifar10_root, "experiment=seeds", "train_missing=true", "iri=arbitrary",
                                          "experiment.pairs=[[at,at_s1],[c100,c100_s1],[c100_at,c100_at_s1]]"), mp)
@@ -139,6 +141,32 @@ def test_a_rerun_is_served_from_the_store(paper_run):
     assert claims_table(root) == first
 
 
+def test_skipped_parts_are_not_measured_in_this_report_and_the_rest_is_judged_as_before(paper_run):
+    root, _, first, _, _ = paper_run
+    skipped = claims_table(root, "paper_skip")
+    for number in (1, 2, 3, 4, 5, 6, 9, 10):
+        assert skipped[number]["verdict"] == NOT_RUN, skipped[number]
+        assert "part was left out of this report (experiment.skip)" in skipped[number]["reason"]
+    assert "at_s1 is not trained or shipped" in skipped[2]["reason"]  # what a run without the skip would still lack
+    for number in (7, 8, 11, 12):
+        assert skipped[number] == first[number]
+    record = json.loads((root / "results" / "paper_skip" / "record.json").read_text())
+    assert record["summary"]["claims/not_run"] == 8 and record["summary"]["claims/hold"] == sum(
+        first[n]["verdict"] == HOLDS for n in (7, 8, 11, 12))
+    assert any(n.endswith("8 not measured in this report") for n in record["notes"])
+    assert not (root / "results" / "paper_skip" / "table1.csv").exists()  # no Table 1 without its part
+
+
+def test_an_unknown_part_to_skip_is_refused_with_the_parts():
+    from stir.config.validate import ConfigError
+    from stir.experiments.paper import PARTS, _check
+    from stir.experiments.schema import PaperConfig
+
+    with pytest.raises(ConfigError, match=r"experiment.skip='tables' is not a valid choice; choose one of \['seeds'"):
+        _check(PaperConfig(name="paper", kind="paper", skip=["tables"]))
+    _check(PaperConfig(name="paper", kind="paper", skip=list(PARTS)))
+
+
 def test_claim_10_on_cifar100_shaped_slopes():
     """Claim 10's code path with CIFAR-100 evidence (synthetic slopes; CIFAR-100 itself is not here)."""
     flat, falls = Interval(0.01, -0.02, 0.04), Interval(-0.3, -0.4, -0.2)
@@ -155,6 +183,8 @@ def test_one_seed_pair_keeps_its_own_interval_and_says_so():
     assert three.low < 0.45 and three.high > 0.55 and "3 seed pairs" in method and tau > 0
     verdicts = {c.number: (Verdict(HOLDS if c.number < 3 else NOT_TESTABLE, "r"), []) for c in CLAIMS}
     assert summary_line(verdicts) == "2 of 12 claims hold, 10 not testable here"
+    verdicts[12] = (Verdict(NOT_RUN, "r"), [])
+    assert summary_line(verdicts) == "2 of 12 claims hold, 9 not testable here, 1 not measured in this report"
 
 
 def test_the_docs_page_renders_the_committed_report_and_says_when_there_is_none(paper_run, tmp_path, monkeypatch):
