@@ -26,7 +26,10 @@ _MATCH = frozenset({"permutation", "isotropic_scaling", "translation"})
 
 
 def correlation_matrix(x: Tensor, y: Tensor) -> Tensor:
-    """Pearson correlations (d1, d2) float64 of the columns of x (n, d1) with those of y (n, d2); 0 for a constant column."""
+    """Pearson correlations (d1, d2) float64 of the columns of x (n, d1) with those of y (n, d2).
+
+    A constant column correlates 0 (scikit-learn's cosine of a zero vector, as in ReSi).
+    """
     xc, yc = centred(x), centred(y)  # float64
     nx, ny = torch.linalg.vector_norm(xc, dim=0), torch.linalg.vector_norm(yc, dim=0)  # (d1,), (d2,)
     xc = xc / torch.where(nx > 0, nx, torch.ones_like(nx))
