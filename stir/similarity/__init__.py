@@ -19,13 +19,16 @@ Example::
     grid = pairwise("linear_cka", [a, b, c])                    # (3, 3), one Gram per representation
 """
 
+from .alignment import aligned_cosine, permutation_procrustes, uncentred_procrustes
 from .bures import bures_distance
 from .cca import cca, cca_squared, pwcca, svcca
 from .cka import linear_cka, linear_cka_debiased, rbf_cka
 from .cka_distances import cka_angular, cka_euclidean
+from .correlation_match import hard_correlation_match, soft_correlation_match
 from .distance_correlation import distance_correlation
 from .geometry import concentricity_difference, magnitude_difference, uniformity_difference
 from .minibatch import MinibatchCKA
+from .neighbour_lists import joint_rank_jaccard, lcs_knn
 from .neighbours import cknna, cycle_knn, jaccard_knn, mutual_knn, rank_similarity, second_order_cosine
 from .pairwise import pairwise
 from .predictivity import linear_predictivity
@@ -44,6 +47,7 @@ from .registry import (
 from .regression import linear_regression
 from .relu import relu_cka, relu_procrustes, relu_procrustes_distance
 from .rsa import rsa
+from .rsm import rsm_norm_difference
 from .shape_metrics import permutation_metric, procrustes_angular, shape_metric
 from .subspace import eigenspace_overlap, gulp
 
@@ -53,6 +57,7 @@ __all__ = [
     "MeasureInfo",
     "MinibatchCKA",
     "UnknownMeasureError",
+    "aligned_cosine",
     "bures_distance",
     "cca",
     "cca_squared",
@@ -65,10 +70,13 @@ __all__ = [
     "eigenspace_overlap",
     "get",
     "gulp",
+    "hard_correlation_match",
     "info",
     "is_distance",
     "is_symmetric",
     "jaccard_knn",
+    "joint_rank_jaccard",
+    "lcs_knn",
     "linear_cka",
     "linear_cka_debiased",
     "linear_predictivity",
@@ -78,6 +86,7 @@ __all__ = [
     "names",
     "pairwise",
     "permutation_metric",
+    "permutation_procrustes",
     "procrustes",
     "procrustes_angular",
     "procrustes_distance",
@@ -88,8 +97,11 @@ __all__ = [
     "relu_procrustes",
     "relu_procrustes_distance",
     "rsa",
+    "rsm_norm_difference",
     "second_order_cosine",
     "shape_metric",
+    "soft_correlation_match",
     "svcca",
+    "uncentred_procrustes",
     "uniformity_difference",
 ]

@@ -27,6 +27,7 @@ __all__ = [
     "jaccard_knn",
     "knn_indices",
     "mutual_knn",
+    "rank_scores",
     "rank_similarity",
     "second_order_cosine",
 ]
@@ -162,6 +163,11 @@ def rank_similarity(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     Range [0, 1]; 1 for identical representations. Symmetric.
     """
     nx, ny = _pair(x, y, k, "rank_similarity")
+    return rank_scores(nx, ny, k)[0].mean()
+
+
+def rank_scores(nx: Tensor, ny: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """(s_i (n,) of :func:`rank_similarity`, m_i (n,) shared neighbours) of the k-NN lists nx, ny (n, k)."""
     eq = _matches(nx, ny).to(F64)  # (n, k, k)
     ranks = torch.arange(1, k + 1, dtype=F64, device=nx.device)
     rx, ry = ranks[None, :, None], ranks[None, None, :]
@@ -169,7 +175,7 @@ def rank_similarity(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     m = eq.sum(dim=(1, 2)).long()  # (n,) shared neighbours
     harmonic = torch.cat([torch.zeros(1, dtype=F64, device=nx.device), torch.cumsum(1.0 / ranks, 0)])  # H_0..H_k
     h = harmonic[m]
-    return torch.where(m > 0, score / h.clamp(min=1.0), torch.zeros_like(score)).mean()
+    return torch.where(m > 0, score / h.clamp(min=1.0), torch.zeros_like(score)), m
 
 
 @measure(family="neighbours", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ROWS,
@@ -235,7 +241,7 @@ def _hsic_u_sparse(rows: Tensor, cols: Tensor, kv: Tensor, lv: Tensor, n: int) -
 
 @measure(family="neighbours", symmetric=False, distance=False, range=(-INF, 1), identity=1.0, invariances=ROWS,
          reference=PLATONIC, min_n=11)
-def cknna(x: Tensor, y: Tensor, *, k: int = 10, normalize: bool = True) -> Tensor:
+def cknna(x: Tensor, y: Tensor, *, k: int = 10, normalize: bool = True, eps: float = 0.0) -> Tensor:
     r"""CKNNA: CKA restricted to mutual nearest neighbours (Huh et al., ICML 2024, eq. 12; platonic-rep).
 
     With K = X X^T, L = Y Y^T (uncentred inner products; of the L2-normalised rows
@@ -248,11 +254,17 @@ def cknna(x: Tensor, y: Tensor, *, k: int = 10, normalize: bool = True) -> Tenso
 
     HSIC_1 the unbiased estimator of Song et al. (2012) as platonic-rep writes it
     for non-symmetric matrices (see ``_hsic_u_sparse``), computed on the O(n k)
-    masked entries only. platonic-rep adds 1e-6 to the denominator; here a
-    non-positive self term raises ValueError instead.
+    masked entries only. A non-positive self term raises ValueError.
+
+    ``eps`` (default 0) is added to the denominator, sqrt(HSIC_KK HSIC_LL) + eps:
+    platonic-rep (minyoungg/platonic-rep @ dcd76ba, metrics.py ``cknna``, its
+    return line) adds ``eps = 1e-6``, which changes the value of L2-normalised
+    features, whose masked HSIC terms are small (about 1e-3 for 40 samples and
+    k = 10), in the third decimal; ``eps=1e-6`` reproduces its value.
 
     Shapes: x (n, d1), y (n, d2), n >= k + 1, k >= 2 -> 0-d float64 tensor.
-    Invariant to: orthogonal transforms, isotropic scaling, permutations. Not to translations.
+    Invariant to: orthogonal transforms, isotropic scaling, permutations (to scaling
+    not exactly with ``normalize=False`` and ``eps > 0``). Not to translations.
     Range: at most 1 in practice (an unbiased estimate; can be negative); 1 for identical
     representations. Slightly asymmetric, as platonic-rep's: for the non-symmetric masked
     matrices its third term (A^T 1).(B 1) changes when A and B swap.
@@ -260,6 +272,8 @@ def cknna(x: Tensor, y: Tensor, *, k: int = 10, normalize: bool = True) -> Tenso
     measure = "cknna"
     check_pair(x, y, measure=measure)
     _check_k(k, x.shape[0], measure, low=2)
+    if not eps >= 0.0:
+        raise ValueError(f"{measure}: eps must be >= 0 (platonic-rep adds 1e-6), got {eps!r}")
     n = x.shape[0]
     if normalize:
         zx, zy = _unit_rows(x, "x", measure, F64), _unit_rows(y, "y", measure, F64)
@@ -286,4 +300,6 @@ def cknna(x: Tensor, y: Tensor, *, k: int = 10, normalize: bool = True) -> Tenso
         if not bool(h > 0):
             raise ValueError(f"{measure}: the masked HSIC of {side} with itself is {float(h):.3g} (not positive), "
                              "so CKNNA is undefined")
-    return hkl / torch.sqrt(hkk * hll)
+    if eps == 0.0:
+        return hkl / torch.sqrt(hkk * hll)
+    return hkl / (torch.sqrt(hkk * hll) + eps)

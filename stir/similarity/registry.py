@@ -50,6 +50,7 @@ _MODULES = (
     "neighbours",  # k = 10
     "shape_metrics", "bures", "cka_distances",
     "distance_correlation", "subspace", "predictivity", "geometry",  # dependence, subspaces, prediction, statistics
+    "rsm", "alignment", "correlation_match", "neighbour_lists",  # issue 32: families without a counterpart before
 )
 
 
@@ -80,6 +81,7 @@ _OPTION_OF = {"topk": "k", "alpha": "alpha", "lambda": "alpha"}
 _RESI_EOS = {"divide_by": "width"}  # ReSi: 1 / max(d1, d2), repsim/measures/eigenspace_overlap.py:24
 _SVCCA_PWCCA = {"weights": "svcca"}  # Google svcca pwcca.py as copied in repsim/measures/cca.py:472-495
 _NETREP_WHITEN = {"whiten": "netrep"}  # netrep/utils.py whiten:219-243 on zero-padded input
+_RESI_RSM = {"norm": "spectral"}  # ReSi: np.linalg.norm(S - Sp, ord=2) of square matrices, rsm_norm_difference.py
 _IDS: list[tuple] = [
     (("resi", "platonic", "contrasim"), "cka-kernel=linear-hsic=gretton-score", "linear_cka", {}),
     (("contrasim",), "cka-kernel=linear-hsic=song-score", "linear_cka_debiased", {}),
@@ -131,6 +133,21 @@ _IDS: list[tuple] = [
     (("resi",), "magnitude_difference", "magnitude_difference", {}),
     (("resi",), "concentricity_difference", "concentricity_difference", {}),
     (("resi",), "uniformity_difference", "uniformity_difference", {}),
+    # issue 32: the families added after the package conventions. ReSi's standardized names first; then ReSi's
+    # functions that its measure list (repsim/measures/__init__.py CLASSES) leaves out, by the function's name.
+    (("resi",), "rsm_norm_difference", "rsm_norm_difference", {}, _RESI_RSM),
+    (("resi",), "hard_correlation_match", "hard_correlation_match", {}),
+    (("resi",), "soft_correlation_match", "soft_correlation_match", {}),
+    (("resi",), "aligned_cosine_similarity", "aligned_cosine", {}),
+    (("resi",), "permutation_procrustes", "permutation_procrustes", {}),
+    (("resi",), "orthogonal_procrustes", "uncentred_procrustes", {}),
+    (("resi",), "orthogonal_angular_shape_metric", "uncentred_procrustes_angular", {}),
+    (("resi",), "permutation_angular_shape_metric", "permutation_procrustes_angular", {}),
+    (("resi",), "joint_rank_jaccard_similarity", "joint_rank_jaccard", {}),
+    # platonic-rep's lcs_knn is the mean length in [0, k]: its id names lcs_knn_length, whose flags say so;
+    # measure/stir/lcs_knn-topk=... (the first row, tried first) keeps the project's lcs_knn in [0, 1].
+    ((), "lcs_knn-topk={topk}", "lcs_knn", {}),
+    (("platonic",), "lcs_knn-topk={topk}", "lcs_knn_length", {}),
 ]
 _PARAM = re.compile(r"\{(\w+)\}")
 _EXAMPLE = {"alpha": "0.5", "topk": "10", "lam": "0.1"}

@@ -67,7 +67,7 @@ def test_unknown_names_suggest_close_matches():
         sim.get("mutal_knn")
     with pytest.raises(KeyError, match="did you mean 'measure/netrep/procrustes-distance=angular'"):
         sim.get("measure/netrep/procrustes-distance=angulr")
-    with pytest.raises(ValueError, match="valid names: bures_distance"):
+    with pytest.raises(ValueError, match="valid names: aligned_cosine, bures_distance"):
         sim.get("measure/nowhere/cka-score")
     with pytest.raises(ValueError, match="does not take option.*valid options: k"):
         sim.get("mutual_knn", topk=3)

@@ -63,6 +63,18 @@ def test_equals_reference(entry):
         ("measure/platonic/mutual_knn-topk=5", "mutual_knn", {"k": 5}),
         ("measure/resi/gulp", "gulp", {"squared": True}),
         ("measure/stir/cka-kernel=linear-hsic=gretton-score", "linear_cka", {}),
+        ("measure/resi/rsm_norm_difference", "rsm_norm_difference", {"norm": "spectral"}),
+        ("measure/stir/rsm_norm_difference", "rsm_norm_difference", {}),
+        ("measure/resi/hard_correlation_match", "hard_correlation_match", {}),
+        ("measure/resi/soft_correlation_match", "soft_correlation_match", {}),
+        ("measure/resi/aligned_cosine_similarity", "aligned_cosine", {}),
+        ("measure/resi/permutation_procrustes", "permutation_procrustes", {}),
+        ("measure/resi/permutation_angular_shape_metric", "permutation_procrustes", {"distance": "angular"}),
+        ("measure/resi/orthogonal_procrustes", "uncentred_procrustes", {}),
+        ("measure/resi/orthogonal_angular_shape_metric", "uncentred_procrustes", {"distance": "angular"}),
+        ("measure/resi/joint_rank_jaccard_similarity", "joint_rank_jaccard", {}),
+        ("measure/platonic/lcs_knn-topk=5", "lcs_knn", {"k": 5, "normalize": False}),
+        ("measure/stir/lcs_knn-topk=5", "lcs_knn", {"k": 5}),
     ],
 )
 def test_ids_give_the_same_numbers(ident, name, options):
@@ -112,3 +124,27 @@ def test_package_ids_differ_where_the_conventions_do():
     x, y = CASES["A"]  # d1 = 8 > d2 = 6: ReSi's pwcca fails, and so does its convention here
     with pytest.raises(ValueError, match="more neurons"):
         sim.get("measure/resi/pwcca-score")(x, y)
+
+
+# ---------------------------------------------------------------- issue 32: the families added after them
+
+
+def test_family_entries_record_their_provenance():
+    added = [v for v in FIXTURE["values"] if v.get("added_by") == "add_families.py"]
+    record = FIXTURE["added"]["add_families.py"]
+    assert record["packages"]["resi (git)"] == FIXTURE["packages"]["resi (git)"]
+    assert record["packages"]["platonic (git)"] == FIXTURE["packages"]["platonic (git)"]
+    assert record["packages"]["scikit-learn"] and record["packages"]["torch"]
+    ids = {v["measure"] for v in added if v["measure"].startswith("measure/")}
+    assert {i.split("/")[1] for i in ids} == {"resi", "platonic"}
+    assert {v["case"] for v in added} <= set(FIXTURE["cases"])  # no new case: the stored arrays
+    for v in added:  # each names the package, its commit (or version) and the function called
+        assert ("@" in v["reference"] or "scikit-learn" in v["reference"]) and "(" in v["reference"], v
+
+
+def test_family_ids_differ_where_the_conventions_do():
+    x, y = CASES["A"]
+    resi, ours = (float(sim.get(f"measure/{r}/rsm_norm_difference")(x, y)) for r in ("resi", "stir"))
+    assert abs(resi - 308.0782174) < 1e-6 and abs(ours - 341.095619) < 1e-6  # spectral vs Frobenius
+    platonic, ours = (float(sim.get(f"measure/{r}/lcs_knn-topk=10")(x, y)) for r in ("platonic", "stir"))
+    assert abs(platonic - 10 * ours) < 1e-12
