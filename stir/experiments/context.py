@@ -126,12 +126,12 @@ class Context:
                              self.estimator, run=self.run, names=(m1.label, m2.label), ids=(m1.identity, m2.identity),
                              store=self.store, record=self.record(m1, m2))
 
-    def direction(self, ref: Model, target: Model, tap_ref: str = DEFAULT_TAP, tap_tgt: Optional[str] = None,
+    def direction(self, ref: Model, target: Model, tap_ref: str = DEFAULT_TAP, tap_target: Optional[str] = None,
                   images: Optional[Images] = None, iri: Optional[str] = None) -> DirectionResult:
         """STIR(target|ref) and the rest of one direction (``iri`` overrides the estimator's kinds)."""
         estimator = self.estimator if iri is None else dataclasses.replace(self.estimator, iri=iri)
         return evaluate_direction(ref.module, target.module, self.stir_images(ref) if images is None else images,
-                                  tap_ref, tap_tgt, estimator, run=self.run, names=(ref.label, target.label),
+                                  tap_ref, tap_target, estimator, run=self.run, names=(ref.label, target.label),
                                   ids=(ref.identity, target.identity), store=self.store, record=self.record(ref, target))
 
     def similarity(self, m1: Model, m2: Model, images: Tensor, tap1: str = DEFAULT_TAP,

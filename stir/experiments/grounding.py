@@ -113,8 +113,8 @@ def _add_depth_stir(ctx: Context, data: _Data, depth: GroundingTest) -> None:
         (a, tap_a), (b, tap_b) = first.rsplit("/", 1), second.rsplit("/", 1)
         if a == b:
             continue
-        for name, (ref, tap_ref, tgt, tap_tgt) in zip(STIR_NAMES, ((a, tap_a, b, tap_b), (b, tap_b, a, tap_a))):
-            d = ctx.direction(by_label[ref], by_label[tgt], tap_ref, tap_tgt, images=images, iri="arbitrary")
+        for name, (ref, tap_ref, tgt, tap_target) in zip(STIR_NAMES, ((a, tap_a, b, tap_b), (b, tap_b, a, tap_a))):
+            d = ctx.direction(by_label[ref], by_label[tgt], tap_ref, tap_target, images=images, iri="arbitrary")
             point.dissimilarity[name] = 1.0 - d.stir.mean
     depth.notes.append(f"1-STIR: {STIR_NAMES[0]} with m1 = the first representation of a pair, on the "
                        f"n={ctx.images_spec.n} images of split {ctx.images_spec.split!r} (the other measures: the probe "

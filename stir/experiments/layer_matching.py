@@ -72,8 +72,8 @@ def stir_row(ctx: Context, cfg: LayerMatchingConfig, ref: Model) -> Dict[str, np
             continue
         grid = np.full((len(taps), len(taps)), np.nan)
         for i, tap_ref in enumerate(taps):
-            for j, tap_tgt in enumerate(taps):
-                grid[i, j] = ctx.direction(ref, target, tap_ref, tap_tgt, images=images, iri="arbitrary").stir.mean
+            for j, tap_target in enumerate(taps):
+                grid[i, j] = ctx.direction(ref, target, tap_ref, tap_target, images=images, iri="arbitrary").stir.mean
         grids[target.label] = grid
     return grids
 

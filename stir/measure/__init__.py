@@ -7,7 +7,7 @@ along the budget), ``direction`` (one direction: STIR, STIR_adv, agreement, diff
 (plain S_r), ``pair`` (both directions + similarity), ``layers`` (every corresponding tap), ``results``.
 
 Public API:
-    evaluate_direction(m_ref, m_tgt, images, tap_ref, tap_tgt, estimator, *, run, names, ids, store, record)
+    evaluate_direction(ref, target, images, tap_ref, tap_target, estimator, *, run, names, ids, store, record)
         -> DirectionResult      STIR(tgt|ref) (eq. 6), STIR_adv (eq. 7), agreement, difficulty, quality, calibration
     evaluate_similarity(m1, m2, images, tap1, tap2, measure, ...) -> SimilarityResult     plain S_r(m1(X), m2(X))
     evaluate_pair(m1, m2, images, tap1, tap2, estimator, *, directions, ...) -> PairResult

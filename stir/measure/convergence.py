@@ -32,7 +32,7 @@ def refuse_failed(value: float, run: InversionResult, plan: Plan, label: str, no
     return value
 
 
-def curve(m_tgt: nn.Module, tap_tgt: str, tgt_rep: Tensor, run: InversionResult,
+def curve(target: nn.Module, tap_target: str, target_rep: Tensor, run: InversionResult,
            fn: Callable[[Tensor, Tensor], Tensor], plan: Plan, final: float) -> Dict[int, float]:
     """S_r(tgt(X), tgt(X'_t)) at every snapshot step t of one draw.
 
@@ -42,9 +42,9 @@ def curve(m_tgt: nn.Module, tap_tgt: str, tgt_rep: Tensor, run: InversionResult,
     curve = {last: final}
     for t, x in run.snapshots.items():
         if t != last:
-            rep = observe(m_tgt, x, tap_tgt, plan.batch_size)[0]
+            rep = observe(target, x, tap_target, plan.batch_size)[0]
             try:
-                curve[t] = float(fn(tgt_rep, rep))
+                curve[t] = float(fn(target_rep, rep))
             except ValueError:  # undefined at this step (e.g. constant): the final value's note says why
                 curve[t] = math.nan
     return curve

@@ -71,12 +71,12 @@ def probe_seconds(model: nn.Module, images: Tensor, tap: str) -> float:
     return timings[-1] / x.shape[0]
 
 
-def estimate(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt: str, plan: Plan, adversarial: bool) -> Cost:
+def estimate(ref: nn.Module, target: nn.Module, tap_ref: str, tap_target: str, plan: Plan, adversarial: bool) -> Cost:
     """The work of one direction and its probed time (two short passes of each model it runs)."""
     ref_steps, tgt_steps = work(plan, adversarial)
-    ref = probe_seconds(m_ref, plan.images, tap_ref)
-    tgt = probe_seconds(m_tgt, plan.images, tap_tgt) if tgt_steps else 0.0
-    return Cost(ref_steps, tgt_steps, ref, tgt)
+    ref_s = probe_seconds(ref, plan.images, tap_ref)
+    target_s = probe_seconds(target, plan.images, tap_target) if tgt_steps else 0.0
+    return Cost(ref_steps, tgt_steps, ref_s, target_s)
 
 
 def describe(cost: Cost) -> str:

@@ -45,11 +45,11 @@ DEBIASED_BESIDE = "linear_cka"
 
 
 def evaluate_direction(
-    m_ref: nn.Module,
-    m_tgt: nn.Module,
+    ref: nn.Module,
+    target: nn.Module,
     images: Images,
     tap_ref: str = DEFAULT_TAP,
-    tap_tgt: Optional[str] = None,
+    tap_target: Optional[str] = None,
     estimator: Optional[Estimator] = None,
     *,
     run: Optional[ExecutionConfig] = None,
@@ -61,9 +61,9 @@ def evaluate_direction(
     """STIR(tgt|ref) (eq. 6), STIR_adv(tgt|ref) (eq. 7), agreement on ref's IRIs, difficulty, quality.
 
     Args:
-        m_ref, m_tgt: models taking (n, c, h, w) images in [0, 1], on the images' device.
+        ref, target: models taking (n, c, h, w) images in [0, 1], on the images' device.
         images: X, (n, c, h, w) in [0, 1]; or k such tensors, one per draw (X resampled per draw).
-        tap_ref, tap_tgt: where each model is read (``stir.models.tap_names``); tap_tgt defaults to tap_ref.
+        tap_ref, tap_target: where each model is read (``stir.models.tap_names``); tap_target defaults to tap_ref.
         estimator: what is measured and how (``Estimator``; default: linear CKA, k = 5, both IRI
             kinds, the published inversion, calibrated).
         run: how the work runs (batch sizes, ``cache_dir`` to reuse the reference's IRIs across targets).
@@ -71,15 +71,15 @@ def evaluate_direction(
         store: if given, the result is looked up first and saved the moment it is computed.
         record: provenance stored beside the result (resolved config, checkpoint paths, ...).
     """
-    call = open_call(m_ref, m_tgt, images, estimator, run, names, ids, store, record)
-    return direction_of(call, (m_ref, m_tgt), (tap_ref, tap_tgt or tap_ref))
+    call = open_call(ref, target, images, estimator, run, names, ids, store, record)
+    return direction_of(call, (ref, target), (tap_ref, tap_target or tap_ref))
 
 
 def direction_of(call: Call, models: Tuple[nn.Module, nn.Module], taps: Tuple[str, str],
-                 tgt_rep: Optional[Callable[[], Tensor]] = None) -> DirectionResult:
+                 target_rep: Optional[Callable[[], Tensor]] = None) -> DirectionResult:
     """The direction models[1] given models[0] of ``call``: the stored result, or measured (and stored).
 
-    ``tgt_rep``: a function giving ``models[1](X)`` (n, d) when the caller computes it for other results
+    ``target_rep``: a function giving ``models[1](X)`` (n, d) when the caller computes it for other results
     too and has checked both models (``evaluate_pair``); otherwise the models are checked here.
     """
     plan, names, ids = call.plan, call.names, call.ids
@@ -87,12 +87,12 @@ def direction_of(call: Call, models: Tuple[nn.Module, nn.Module], taps: Tuple[st
         return undefined_direction(plan, names, ids, taps, call.broken)
 
     def compute() -> DirectionResult:
-        if tgt_rep is None:
+        if target_rep is None:
             check_models(plan.images, [(names[0], models[0], taps[0]), (names[1], models[1], taps[1])],
                          differentiated=[names[0]])  # the reference is inverted
-        rep = None if tgt_rep is None else tgt_rep()  # the caller's checks run here, resampled X or not
+        rep = None if target_rep is None else target_rep()  # the caller's checks run here, resampled X or not
         return measure_direction(models[0], models[1], taps[0], taps[1], plan, names, ids,
-                                 tgt_rep=None if plan.resampled else rep)  # resampled: tgt(X_j) per draw
+                                 target_rep=None if plan.resampled else rep)  # resampled: tgt(X_j) per draw
 
     if call.store is None:
         return compute()
@@ -114,33 +114,33 @@ class _Kind:
     debiased: List[float] = field(default_factory=list)  # debiased linear CKA of the same pairs (linear CKA only)
 
 
-def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt: str, plan: Plan,
+def measure_direction(ref: nn.Module, target: nn.Module, tap_ref: str, tap_target: str, plan: Plan,
                       names: Tuple[str, str], ids: Tuple[str, str],
-                      tgt_rep: Optional[Tensor] = None) -> DirectionResult:
-    """One direction, tgt given ref, over the k draws of ``plan`` (no store); ``tgt_rep`` = tgt(X)
+                      target_rep: Optional[Tensor] = None) -> DirectionResult:
+    """One direction, tgt given ref, over the k draws of ``plan`` (no store); ``target_rep`` = tgt(X)
     (n, d) when the caller has it already (fixed X only)."""
     est = plan.estimator
     fn = similarity.get(est.measure)
     notes: List[str] = []
     # Adversarial IRIs of a model against itself (same identity and tap) are undefined: the push
     # term cancels the match term exactly, the objective is 0 and x' never leaves its seed.
-    self_pair = (m_ref is m_tgt or ids[0] == ids[1]) and tap_ref == tap_tgt
+    self_pair = (ref is target or ids[0] == ids[1]) and tap_ref == tap_target
     walk = f", difficulty walk {est.difficulty.steps} steps" if est.adversarial and not self_pair else ""
     log.info("STIR(%s|%s) at (%s, %s): %s IRIs, k=%d, n=%d, %s mode, %d steps%s; %s", names[1], names[0], tap_ref,
-             tap_tgt, est.iri, est.k, plan.n, plan.cfg.mode, plan.cfg.num_steps, walk,
-             cost.describe(cost.estimate(m_ref, m_tgt, tap_ref, tap_tgt, plan, est.adversarial and not self_pair)))
-    runs = _inversions(m_ref, m_tgt, tap_ref, tap_tgt, plan, adversarial=est.adversarial and not self_pair)
-    tgt_reps = _target_representations(m_tgt, tap_tgt, plan, tgt_rep)
+             tap_target, est.iri, est.k, plan.n, plan.cfg.mode, plan.cfg.num_steps, walk,
+             cost.describe(cost.estimate(ref, target, tap_ref, tap_target, plan, est.adversarial and not self_pair)))
+    runs = _inversions(ref, target, tap_ref, tap_target, plan, adversarial=est.adversarial and not self_pair)
+    target_reps = _target_representations(target, tap_target, plan, target_rep)
     kinds = {kind: _Kind() for kind in runs if kind != "ceiling"}
     difficulty, reached, walks = [], [], []
     for j in range(est.k):
         label = f"draw {j} (seed {plan.cfg.seed + j})"
         for kind, collected in kinds.items():
-            _measure_draw(m_ref, m_tgt, tap_ref, tap_tgt, tgt_reps[j], runs[kind][j], fn, plan,
+            _measure_draw(ref, target, tap_ref, tap_target, target_reps[j], runs[kind][j], fn, plan,
                           f"{_LABEL[kind]} {label}", notes, collected)
             runs[kind][j] = None  # its x' (n, c, h, w) is done with
         if "adversarial" in kinds:
-            walk = controversial_perturbation(m_ref, m_tgt, plan.draw_images[j], tap_ref, tap_tgt, est.difficulty,
+            walk = controversial_perturbation(ref, target, plan.draw_images[j], tap_ref, tap_target, est.difficulty,
                                               replace(plan.cfg, seed=plan.cfg.seed + j), progress=plan.run.progress)
             difficulty.append(walk.delta)  # mean ||x_c - x||_2 over the images that became controversial
             reached.append(walk.fraction)
@@ -157,7 +157,7 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
         kinds["adversarial"] = _Kind(values=[math.nan] * est.k)
         difficulty, reached = [math.nan] * est.k, [0.0] * est.k
 
-    ref_reps = _reference_representations(m_ref, tap_ref, plan)  # m1(X_j) (n, d_ref) per draw
+    ref_reps = _reference_representations(ref, tap_ref, plan)  # m1(X_j) (n, d_ref) per draw
     null = [natural_null(rep) for rep in ref_reps]  # Feather et al.'s criterion per image and draw
     quality = {kind: pool_quality(c.runs, null) for kind, c in kinds.items() if c.runs}
     for kind, q in quality.items():  # X' that are not IRIs still count in STIR: say how many
@@ -167,11 +167,11 @@ def measure_direction(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt:
     adversarial = quality.get("adversarial")
     if adversarial is not None and plan.cfg.adversarial_objective == "constrained":
         _adversarial_feasibility(kinds["adversarial"], plan, notes)
-    ceiling_rep = _ceiling_representation(m_ref, tap_ref, runs.get("ceiling"), plan)
-    calibration = _calibrations(plan, tgt_reps[0], ref_reps[0], kinds, ceiling_rep, notes)
-    fake = _fake_relu(m_ref, m_tgt, names, plan, notes, adversarial="adversarial" in kinds and not self_pair)
+    ceiling_rep = _ceiling_representation(ref, tap_ref, runs.get("ceiling"), plan)
+    calibration = _calibrations(plan, target_reps[0], ref_reps[0], kinds, ceiling_rep, notes)
+    fake = _fake_relu(ref, target, names, plan, notes, adversarial="adversarial" in kinds and not self_pair)
     return DirectionResult(
-        ref=names[0], target=names[1], ref_id=ids[0], target_id=ids[1], tap_ref=tap_ref, tap_target=tap_tgt,
+        ref=names[0], target=names[1], ref_id=ids[0], target_id=ids[1], tap_ref=tap_ref, tap_target=tap_target,
         measure=est.measure, n=plan.n, k=est.k, iri=est.iri,
         stir=Stat.from_values(kinds["arbitrary"].values) if est.arbitrary else None,
         stir_adv=Stat.from_values(kinds["adversarial"].values) if est.adversarial else None,
@@ -214,15 +214,15 @@ def _adversarial_feasibility(adv: _Kind, plan: Plan, notes: List[str]) -> None:
                      "arbitrary IRIs (not pushed), so STIR_adv is an upper bound of the worst case")
 
 
-def _fake_relu(m_ref: nn.Module, m_tgt: nn.Module, names: Tuple[str, str], plan: Plan, notes: List[str],
+def _fake_relu(ref: nn.Module, target: nn.Module, names: Tuple[str, str], plan: Plan, notes: List[str],
                adversarial: bool) -> Dict[str, Any]:
     """Which ReLUs the inversions faked in each model they differentiated (``stir.models.fake_relu.describe``):
     the reference always, the target when adversarial IRIs pushed it. Said in the notes too whenever
     FakeReLU was asked for (its spec is not "off"), so a rule that fakes nothing in a model is visible."""
     spec = plan.cfg.fake_relu_spec
-    applied = {"reference": describe(m_ref, spec)}
+    applied = {"reference": describe(ref, spec)}
     if adversarial:
-        applied["target"] = describe(m_tgt, spec)
+        applied["target"] = describe(target, spec)
     for role, name in (("reference", names[0]), ("target", names[1])) if spec != "off" else ():
         if role in applied:
             d = applied[role]
@@ -231,7 +231,7 @@ def _fake_relu(m_ref: nn.Module, m_tgt: nn.Module, names: Tuple[str, str], plan:
     return applied
 
 
-def _inversions(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt: str, plan: Plan,
+def _inversions(ref: nn.Module, target: nn.Module, tap_ref: str, tap_target: str, plan: Plan,
                 adversarial: bool) -> Dict[str, List[InversionResult]]:
     """{"arbitrary": k runs, "adversarial": k runs, "ceiling": [1 run]} as the estimator asks.
 
@@ -241,39 +241,39 @@ def _inversions(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt: str, 
     """
     est, draws = plan.estimator, list(plan.draw_images)
     out: Dict[str, List[InversionResult]] = {}
-    if est.arbitrary:  # m_tgt is only measured (m2_distance): the engine's cache key ignores it
-        out["arbitrary"] = invert_draws(m_ref, draws, tap_ref, plan.cfg, m2=m_tgt, tap2=tap_tgt, run=plan.run)
+    if est.arbitrary:  # target is only measured (m2_distance): the engine's cache key ignores it
+        out["arbitrary"] = invert_draws(ref, draws, tap_ref, plan.cfg, m2=target, tap2=tap_target, run=plan.run)
     if adversarial:
-        out["adversarial"] = invert_adversarial_draws(m_ref, m_tgt, draws, tap_ref, tap_tgt, plan.cfg, run=plan.run)
+        out["adversarial"] = invert_adversarial_draws(ref, target, draws, tap_ref, tap_target, plan.cfg, run=plan.run)
     if est.calibration.ceiling == "independent":
         ceiling_cfg = replace(plan.cfg, seed=plan.cfg.seed + est.k)
-        out["ceiling"] = invert_draws(m_ref, [plan.images], tap_ref, ceiling_cfg, run=plan.run)
+        out["ceiling"] = invert_draws(ref, [plan.images], tap_ref, ceiling_cfg, run=plan.run)
     return out
 
 
-def _target_representations(m_tgt: nn.Module, tap_tgt: str, plan: Plan, tgt_rep: Optional[Tensor]) -> List[Tensor]:
+def _target_representations(target: nn.Module, tap_target: str, plan: Plan, target_rep: Optional[Tensor]) -> List[Tensor]:
     """tgt(X_j) (n, d_tgt) of every draw: computed once for a fixed X, once per draw when resampled."""
     if plan.resampled:
-        return [observe(m_tgt, x, tap_tgt, plan.batch_size)[0] for x in plan.draw_images]
-    rep = tgt_rep if tgt_rep is not None else observe(m_tgt, plan.images, tap_tgt, plan.batch_size)[0]
+        return [observe(target, x, tap_target, plan.batch_size)[0] for x in plan.draw_images]
+    rep = target_rep if target_rep is not None else observe(target, plan.images, tap_target, plan.batch_size)[0]
     return [rep] * plan.k
 
 
-def _measure_draw(m_ref: nn.Module, m_tgt: nn.Module, tap_ref: str, tap_tgt: str, tgt_rep: Tensor,
+def _measure_draw(ref: nn.Module, target: nn.Module, tap_ref: str, tap_target: str, target_rep: Tensor,
                   run: InversionResult, fn: Measure, plan: Plan, label: str, notes: List[str],
                   collected: _Kind) -> None:
     """S_r(tgt(X), tgt(X')) of one draw (NaN when its X' are refused), its agreement on x', its curve."""
-    tgt_prime, tgt_pred = observe(m_tgt, run.x_prime, tap_tgt, plan.batch_size)  # (n, d_tgt), (n,)
-    ref_prime, ref_pred = observe(m_ref, run.x_prime, tap_ref, plan.batch_size)  # (n, d_ref), (n,)
-    value = measure_value(fn, tgt_rep, tgt_prime, plan.measure, label, notes)
+    target_prime, target_pred = observe(target, run.x_prime, tap_target, plan.batch_size)  # (n, d_tgt), (n,)
+    ref_prime, ref_pred = observe(ref, run.x_prime, tap_ref, plan.batch_size)  # (n, d_ref), (n,)
+    value = measure_value(fn, target_rep, target_prime, plan.measure, label, notes)
     collected.values.append(refuse_failed(value, run, plan, label, notes))
     if plan.measure == DEBIASED_BESIDE:  # Murphy et al.'s debiased estimate of the same value, no floor at n
-        debiased = _debiased(tgt_rep, tgt_prime)
+        debiased = _debiased(target_rep, target_prime)
         collected.debiased.append(debiased if math.isfinite(collected.values[-1]) else math.nan)
-    collected.agreement.append((ref_pred == tgt_pred).double().mean().item())
-    collected.curves.append(curve(m_tgt, tap_tgt, tgt_rep, run, fn, plan, final=value))
+    collected.agreement.append((ref_pred == target_pred).double().mean().item())
+    collected.curves.append(curve(target, tap_target, target_rep, run, fn, plan, final=value))
     collected.runs.append(summary(run))
-    collected.primes.append(tgt_prime)
+    collected.primes.append(target_prime)
     collected.ref_primes.append(ref_prime)
 
 
@@ -284,20 +284,20 @@ def _debiased(x: Tensor, y: Tensor) -> float:
         return math.nan
 
 
-def _ceiling_representation(m_ref: nn.Module, tap_ref: str, runs: Optional[List[InversionResult]],
+def _ceiling_representation(ref: nn.Module, tap_ref: str, runs: Optional[List[InversionResult]],
                             plan: Plan) -> Optional[Tensor]:
     """ref(X'') (n, d_ref) of the ceiling's independent draw; None when it was not made."""
-    return None if runs is None else observe(m_ref, runs[0].x_prime, tap_ref, plan.batch_size)[0]
+    return None if runs is None else observe(ref, runs[0].x_prime, tap_ref, plan.batch_size)[0]
 
 
-def _reference_representations(m_ref: nn.Module, tap_ref: str, plan: Plan) -> List[Tensor]:
+def _reference_representations(ref: nn.Module, tap_ref: str, plan: Plan) -> List[Tensor]:
     """ref(X_j) (n, d_ref) of every draw: computed once for a fixed X, once per draw when resampled."""
     if plan.resampled:
-        return [observe(m_ref, x, tap_ref, plan.batch_size)[0] for x in plan.draw_images]
-    return [observe(m_ref, plan.images, tap_ref, plan.batch_size)[0]] * plan.k
+        return [observe(ref, x, tap_ref, plan.batch_size)[0] for x in plan.draw_images]
+    return [observe(ref, plan.images, tap_ref, plan.batch_size)[0]] * plan.k
 
 
-def _calibrations(plan: Plan, tgt_rep: Tensor, ref_rep: Tensor, kinds: Dict[str, _Kind],
+def _calibrations(plan: Plan, target_rep: Tensor, ref_rep: Tensor, kinds: Dict[str, _Kind],
                   ceiling_rep: Optional[Tensor], notes: List[str]) -> Dict[str, Calibration]:
     """{"stir" | "stir_adv": Calibration} of every kind measured on draws (``stir.measure.calibration``).
 
@@ -312,7 +312,7 @@ def _calibrations(plan: Plan, tgt_rep: Tensor, ref_rep: Tensor, kinds: Dict[str,
         return {}
     out = {}
     for kind, c in measured.items():
-        cal = calibrate(plan.measure, tgt_rep, c.primes, c.values, ref_rep, c.ref_primes, ceiling_rep,
+        cal = calibrate(plan.measure, target_rep, c.primes, c.values, ref_rep, c.ref_primes, ceiling_rep,
                         plan.estimator.calibration)
         notes.extend(calibration_notes(_LABEL[kind], cal))
         out[_STAT[kind]] = cal

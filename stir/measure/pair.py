@@ -103,5 +103,5 @@ def evaluate_pair(
     for d in directions:  # "m1|m2" is the same call with the roles exchanged
         r, t = ROLES[d]
         found[d] = direction_of(call if d == "m2|m1" else call.reversed(), (models[r], models[t]), (taps[r], taps[t]),
-                                tgt_rep=lambda t=t: representations()[t])
+                                target_rep=lambda t=t: representations()[t])
     return PairResult(similarity=sim, directions=found)

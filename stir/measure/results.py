@@ -72,7 +72,7 @@ def _stat_or_none(d: Optional[Dict[str, Any]]) -> Optional[Stat]:
 
 @dataclass
 class DirectionResult:
-    """One direction, "target given reference" (m_tgt | m_ref), over k seed draws.
+    """One direction, "target given reference" (target | ref), over k seed draws.
 
     Attributes:
         ref, target: display names.  ref_id, target_id: identities (default: ``model_fingerprint``).
