@@ -269,6 +269,12 @@ class PaperConfig(ExperimentConfig):
     # vanilla pairs are (at_i, vanilla_i) by position (independent pairs: no model shared).
     recipes: Dict[str, List[str]] = field(default_factory=lambda: {"vanilla": [], "at": []})
     seeds_iri: str = "both"  # Table 1 has STIR_adv (claim 4)
+    # Table 1's STIR_adv row under more adversarial objectives than the evaluation's own
+    # (inversion.adversarial_objective, constrained by default): each one is a part of its own,
+    # seeds_<objective>, on the same pairs with adversarial IRIs only. The published 0.05-0.10 came from
+    # the original code, whose objective is `original` (r1 - 0.1 r2, no bound): claim 4 is judged on
+    # that reading where it is measured, the constrained one beside it.
+    stir_adv_objectives: List[str] = field(default_factory=lambda: ["original"])
     # Table 2 (claim 7): models ordered from the most robust to the least.
     robustness: List[str] = field(default_factory=list)
     # Figure 1 (claim 8): {family: [m_1, m_2, ...]} ordered by training-set size.
