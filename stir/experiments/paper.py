@@ -616,10 +616,13 @@ def units(ctx: Context, cfg: PaperConfig) -> List[Unit]:
 
 
 def _check(cfg: PaperConfig) -> None:
-    from stir.config.validate import ConfigError, check_choice
-    from stir.measure.plan import IRI_KINDS
+    from stir.config.validate import ConfigError
+    from stir.measure.plan import check_iri
 
-    check_choice("experiment.seeds_iri", cfg.seeds_iri, IRI_KINDS)
+    try:
+        check_iri(cfg.seeds_iri, "experiment.seeds_iri")
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     for setting, m in cfg.methods.items():
         if set(m) != {"at", "trades", "mart"}:
             raise ConfigError(f"experiment.methods.{setting} must name at, trades and mart, got {sorted(m)}")
