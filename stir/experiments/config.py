@@ -18,6 +18,7 @@ from typing import Sequence, Tuple
 
 from omegaconf import DictConfig, ListConfig
 
+from stir.config.argv import group_choices
 from stir.config.store import compose, to_dataclass
 from stir.config.validate import DATA_NAMES, ConfigError, check_choice, check_positive
 from stir.experiments.schema import (  # noqa: F401  (re-exported: the schema's classes by their old address)
@@ -26,6 +27,7 @@ from stir.experiments.schema import (  # noqa: F401  (re-exported: the schema's 
 from stir.models.taps import REDUCTIONS
 
 SPLITS = ("train", "holdout", "test")
+TRAIN_CONFIGS = Path(__file__).resolve().parents[2] / "configs"  # train.py's config folder (the zoo's recipes)
 
 
 def evaluate_config(cfg: DictConfig) -> Tuple[EvaluateConfig, ExperimentConfig]:
@@ -55,7 +57,9 @@ def _validate(cfg: EvaluateConfig) -> None:
     except ValueError as err:
         raise ConfigError(str(err)) from None
     check_choice("split", cfg.split, SPLITS)
-    check_choice("zoo.profile", cfg.zoo.profile, ("full", "cpu", "laptop"))
+    profiles = group_choices(TRAIN_CONFIGS, ("profile",))["profile"]  # train.py's profiles: configs/profile/*.yaml
+    if profiles:  # (a copy of the package without the repository's configs/ leaves it to the zoo's recipes)
+        check_choice("zoo.profile", cfg.zoo.profile, profiles)
     check_choice("data.name", cfg.data.name, DATA_NAMES)  # images of models of other sources
     check_positive("shards", cfg.shards)
     if not 0 <= cfg.shard < cfg.shards:

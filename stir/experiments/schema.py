@@ -48,7 +48,7 @@ class ZooConfig:
     """How zoo names become trained models."""
 
     file: str = "configs/zoo.yaml"  # relative paths are taken from the repository root
-    profile: str = "full"  # the train.py profile of every zoo recipe (full | cpu | laptop)
+    profile: str = "full"  # the train.py profile of every zoo recipe (a name of configs/profile/*.yaml)
     # Added to every recipe. On the command line quote the elements: 'zoo.overrides=["model.width=8"]'.
     overrides: List[str] = field(default_factory=list)
     # Deprecated: data.source=PATH says where CIFAR lives for the images and the zoo alike. Where given,
