@@ -3,6 +3,7 @@ and ``--help`` (``stir.cli.check_command_line``). Read without torch or Lightnin
 dataclasses (``stir.experiments.schema``), the presets' YAML, the zoo's YAML and JSON files."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -12,6 +13,7 @@ from omegaconf import OmegaConf
 from stir.config.argv import OPEN, Command, group_choices, schema_tree
 from stir.config.commands import launchers, profile_sizes, profiles_text
 from stir.config.help import Group, preset_descriptions, render
+from stir.config.schema import DataConfig, ImagesConfig
 from stir.experiments.schema import KIND_CONFIGS, EvaluateConfig, ZooConfig
 
 EVALUATE_GROUPS = ("experiment", "profile", "data")
@@ -23,6 +25,14 @@ MOVED: Dict[str, str] = {
     "inversion.min_fraction_iri": "min_fraction_iri",
     **{f"{kind}.": f"experiment.|with experiment={kind}" for kind in ("stitching", "grounding", "layer_matching",
                                                                        "invariance")},
+}
+# The training-only keys of train.py's data group: evaluate.py's data group selects images only.
+TRAINING_DATA_KEYS = tuple(f.name for f in dataclasses.fields(DataConfig) if f.name not in
+                           {g.name for g in dataclasses.fields(ImagesConfig)})
+REFUSED: Dict[str, str] = {
+    f"data.{key}": "is a training key (train.py): evaluate.py's data group only selects images (" +
+    ", ".join(f"data.{g.name}" for g in dataclasses.fields(ImagesConfig)) + "); to train the zoo's models "
+    "with it, give it in zoo.overrides: 'zoo.overrides=[\"{override}\"]'" for key in TRAINING_DATA_KEYS
 }
 # The documentation page of each group, group of keys and main key.
 EVALUATE_PAGES = {
@@ -131,4 +141,4 @@ def evaluate_command(config_dir: Path):
                    "stitching.* / grounding.* / layer_matching.* / invariance.* are experiment.*. A mistyped key "
                    "names its close match; the traceback of any error: HYDRA_FULL_ERROR=1.")
 
-    return Command(config_dir, "evaluate", tree, groups, text, MOVED)
+    return Command(config_dir, "evaluate", tree, groups, text, MOVED, REFUSED)

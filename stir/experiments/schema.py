@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
-from stir.config.schema import DataConfig, LoggerConfig
+from stir.config.schema import ImagesConfig, LoggerConfig
 from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig
 from stir.measure.settings import CalibrationConfig
 
@@ -106,8 +106,9 @@ class EvaluateConfig:
     robustbench: RobustBenchConfig = field(default_factory=RobustBenchConfig)
     # Where CIFAR lives: data.source=PATH (a local copy) is the data the zoo's models were trained on
     # and the images X of models with no training data of their own (every source but the zoo);
-    # data=cifar10|cifar100 names the data set of the latter.
-    data: DataConfig = field(default_factory=DataConfig)
+    # data=cifar10|cifar100 names the data set of the latter. Only what selects images: the zoo's
+    # trainings take their batching and augmentation from their recipes (zoo.overrides).
+    data: ImagesConfig = field(default_factory=ImagesConfig)
     # The images X.
     n: int = 1000  # images X (the paper: 1000 training images)
     split: str = "train"  # train | holdout | test: where X comes from

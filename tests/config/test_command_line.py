@@ -230,3 +230,16 @@ def test_zoo_profile_choices_are_the_train_profiles():
         compose_evaluate(REPO / "configs" / "evaluate", ["zoo.profile=gpu"])
     choices = sorted(p.stem for p in (REPO / "configs" / "profile").glob("*.yaml"))
     assert str(err.value) == f"zoo.profile='gpu' is not a valid choice; choose one of {choices}"
+
+
+@pytest.mark.parametrize("key", ["batch_size", "eval_batch_size", "augment", "crop_padding", "padding_mode", "flip",
+                                 "device_resident"])
+def test_a_training_only_data_key_given_to_evaluate_names_the_key_and_the_fix(key, monkeypatch, capsys):
+    """Issue 32: evaluate.py's data group holds only what selects images; train.py's batching and
+    augmentation keys are refused in one line (exit 2) with where they go: the zoo's recipes."""
+    from stir.experiments.commands import TRAINING_DATA_KEYS
+
+    assert key in TRAINING_DATA_KEYS
+    message = refused("evaluate", [f"data.{key}=1"], monkeypatch, capsys)
+    assert message.startswith(f"data.{key} is a training key (train.py): evaluate.py's data group only selects images")
+    assert message.endswith(f"""give it in zoo.overrides: 'zoo.overrides=["data.{key}=1"]'""")
