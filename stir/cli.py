@@ -75,7 +75,7 @@ def check_command_line(argv: Sequence[str], command: Command) -> None:
         print(command.help(), end="")
         sys.exit(0)
     with one_line_errors(ConfigError):
-        check_overrides(line, command.tree(line), command.groups, command.moved)
+        check_overrides(line, command.tree(line), command.groups, command.moved, refused=command.refused)
         if not line.multirun and not line.introspection:
             _trial_compose(command, [o.raw for o in line.overrides if not o.key.startswith("hydra")])
 

@@ -175,11 +175,13 @@ def moved_to(key: str, moved: Mapping[str, str]) -> Optional[Tuple[str, str]]:
 
 
 def check_overrides(line: CommandLine, tree: Mapping[str, Any], groups: Mapping[str, Sequence[str]],
-                    moved: Mapping[str, str] = {}, help_hint: str = "--help") -> None:
+                    moved: Mapping[str, str] = {}, help_hint: str = "--help", refused: Mapping[str, str] = {}) -> None:
     """Raise ``ConfigError`` for the first override whose key or group choice the schema does not know.
 
     ``tree``: ``schema_tree`` of the entry point's schema (subtrees the caller completed, e.g. the
-    chosen experiment kind's fields); ``groups``: {group: choices}; ``moved``: old key -> new key.
+    chosen experiment kind's fields); ``groups``: {group: choices}; ``moved``: old key -> new key;
+    ``refused``: a key of another command -> why not here and the fix (``{override}`` in it: the
+    override as given, key=value).
     """
     keys = flat_keys(tree)
     for o in line.overrides:
@@ -188,6 +190,9 @@ def check_overrides(line: CommandLine, tree: Mapping[str, Any], groups: Mapping[
         if o.key in groups and o.prefix in ("", "+", "++"):
             _check_choice(o, groups[o.key], line.multirun)
             continue
+        if o.key in refused:
+            given = f"{o.key}={o.value}" if o.value is not None else o.key
+            raise ConfigError(f"{o.key} {refused[o.key].replace('{override}', given)}")
         found = moved_to(o.key, moved)
         if found is not None:
             new, note = found
@@ -231,7 +236,8 @@ class Command:
 
     ``tree``: (the parsed command line) -> the schema tree (``schema_tree``), so that
     a field typed by a choice (evaluate.py's ``experiment``) gets the chosen one's fields;
-    ``groups``: {group: choices}; ``moved``: old key -> where it is now; ``help``: the ``--help`` text.
+    ``groups``: {group: choices}; ``moved``: old key -> where it is now; ``help``: the ``--help`` text;
+    ``refused``: a key of another command -> why not here and the fix (``check_overrides``).
     """
 
     config_dir: Path
@@ -240,3 +246,4 @@ class Command:
     groups: Mapping[str, Sequence[str]]
     help: Callable[[], str]
     moved: Mapping[str, str] = field(default_factory=dict)
+    refused: Mapping[str, str] = field(default_factory=dict)

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Dict, Mapping
 
 from stir.config.argv import Command, group_choices, schema_tree
-from stir.config.help import Group, render
+from stir.config.help import Group, group_description, render
 from stir.config.schema import TrainConfig
 
 TRAIN_GROUPS = ("data", "model", "loss", "recipe", "profile")
@@ -22,9 +22,6 @@ TRAIN_PAGES = {
 _WHAT = {"data": "the data set", "model": "the architecture", "loss": "the objective",
          "recipe": "the training recipe: paper (the STIR paper's, the default) | fast (a short schedule to real "
                    "accuracy: label smoothing, one-cycle lr, bf16, few-step AT)",
-         "profile": "the compute size: full (the paper's recipe: width 64, 100 epochs; a GPU) | cpu (width 8, "
-                    "5,000 images, 3 epochs: minutes on 2 CPU cores) | laptop (the fast recipe at width 16, "
-                    "15 epochs: real accuracy in 35-70 min on one CPU thread)",
          "hydra/launcher": "run a sweep (-m) as SLURM jobs or local processes"}
 
 
@@ -38,7 +35,8 @@ def train_command(config_dir: Path):
         return schema_tree(TrainConfig)
 
     def text() -> str:
-        listed = [Group(g, groups[g], _WHAT[g], TRAIN_PAGES[g]) for g in TRAIN_GROUPS]
+        what = {**_WHAT, "profile": "the compute size: " + profiles_text(config_dir, "profile", profile_sizes(config_dir))}
+        listed = [Group(g, groups[g], what[g], TRAIN_PAGES[g]) for g in TRAIN_GROUPS]
         listed.append(Group("hydra/launcher", launchers(config_dir), _WHAT["hydra/launcher"], TRAIN_PAGES["hydra/launcher"]))
         return render(
             "python train.py [group=choice ...] [key=value ...]   (-m: a sweep, e.g. seed=0,1,2)",
@@ -57,3 +55,27 @@ def launchers(config_dir: Path) -> list:
     own = sorted(p.stem for p in (Path(config_dir) / "hydra" / "launcher").glob("*.yaml"))
     return own + ["submitit_slurm", "submitit_local"]
 
+
+
+def profile_sizes(config_dir: Path) -> Dict[str, str]:
+    """{profile: its sizes} of ``python train.py profile=NAME``, read from the composed config (recipe,
+    width, training images, epochs): the YAML states them once, the help reads them."""
+    from stir.config.store import compose, register_configs  # Hydra's compose: no torch
+
+    register_configs()
+    out = {}
+    for name in group_choices(config_dir, ("profile",))["profile"]:
+        cfg = compose(config_dir, "train", [f"profile={name}"])
+        images = "all training images" if cfg.data.train_size is None else f"{cfg.data.train_size:,} training images"
+        out[name] = f"recipe {cfg.recipe_name}, width {cfg.model.width}, {images}, {cfg.trainer.max_epochs} epochs"
+    return out
+
+
+def profiles_text(config_dir: Path, group: str, sizes: Mapping[str, str]) -> str:
+    """``name (what it is for: its sizes) | ...``: what each is for from the first comment of its YAML."""
+    return " | ".join(f"{name} ({_lower_first(group_description(Path(config_dir) / group / f'{name}.yaml'))}: {size})"
+                      for name, size in sizes.items())
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]

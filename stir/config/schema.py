@@ -12,8 +12,10 @@ from typing import Any, Optional
 
 
 @dataclass
-class DataConfig:
-    """Where the images come from and how they are split and batched."""
+class ImagesConfig:
+    """Where the images come from and how the training set is split: what selects an image, and all
+    that evaluation reads (``evaluate.py``'s ``data`` group; training adds ``DataConfig``'s batching
+    and augmentation)."""
 
     name: str = "cifar10"  # cifar10 | cifar100: picks the torchvision data set and the class count
     root: str = "data"  # torchvision download / decoded-tensor cache directory
@@ -23,6 +25,17 @@ class DataConfig:
     holdout_size: int = 5000  # fixed validation split taken from the training set
     train_size: Optional[int] = None  # nested training subset of the rest; None = all of it
     data_seed: int = 0  # fixes the holdout split and the nesting order of training subsets
+
+    def for_loading(self) -> "DataConfig":
+        """The ``DataConfig`` the data module takes: these fields, the training-only ones at their defaults
+        (no image it selects depends on them)."""
+        return DataConfig(**dataclasses.asdict(self))
+
+
+@dataclass
+class DataConfig(ImagesConfig):
+    """Where the images come from (``ImagesConfig``) and how they are batched and augmented for training."""
+
     # The global training batch: one optimiser step sees batch_size images whatever the number of
     # processes (each of W DDP processes takes batch_size / W of them; see StirDataModule).
     batch_size: int = 128

@@ -3,6 +3,7 @@ and ``--help`` (``stir.cli.check_command_line``). Read without torch or Lightnin
 dataclasses (``stir.experiments.schema``), the presets' YAML, the zoo's YAML and JSON files."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -10,8 +11,9 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from omegaconf import OmegaConf
 
 from stir.config.argv import OPEN, Command, group_choices, schema_tree
-from stir.config.commands import launchers
+from stir.config.commands import launchers, profile_sizes, profiles_text
 from stir.config.help import Group, preset_descriptions, render
+from stir.config.schema import DataConfig, ImagesConfig
 from stir.experiments.schema import KIND_CONFIGS, EvaluateConfig, ZooConfig
 
 EVALUATE_GROUPS = ("experiment", "profile", "data")
@@ -23,6 +25,14 @@ MOVED: Dict[str, str] = {
     "inversion.min_fraction_iri": "min_fraction_iri",
     **{f"{kind}.": f"experiment.|with experiment={kind}" for kind in ("stitching", "grounding", "layer_matching",
                                                                        "invariance")},
+}
+# The training-only keys of train.py's data group: evaluate.py's data group selects images only.
+TRAINING_DATA_KEYS = tuple(f.name for f in dataclasses.fields(DataConfig) if f.name not in
+                           {g.name for g in dataclasses.fields(ImagesConfig)})
+REFUSED: Dict[str, str] = {
+    f"data.{key}": "is a training key (train.py): evaluate.py's data group only selects images (" +
+    ", ".join(f"data.{g.name}" for g in dataclasses.fields(ImagesConfig)) + "); to train the zoo's models "
+    "with it, give it in zoo.overrides: 'zoo.overrides=[\"{override}\"]'" for key in TRAINING_DATA_KEYS
 }
 # The documentation page of each group, group of keys and main key.
 EVALUATE_PAGES = {
@@ -74,6 +84,25 @@ def shipped_zoo(repo: Path) -> List[Tuple[str, str]]:
     return out
 
 
+def evaluate_profile_sizes(config_dir: Path) -> Dict[str, str]:
+    """{profile: its sizes} of ``python evaluate.py profile=NAME``, read from the composed config (n, k,
+    the inversion's and the difficulty walk's steps, the zoo's train.py profile and its sizes)."""
+    from stir.config.store import compose
+    from stir.experiments.schema import register_evaluate_configs
+
+    register_evaluate_configs()
+    train = profile_sizes(Path(config_dir).parent)
+    out = {}
+    for name in group_choices(config_dir, ("profile",))["profile"]:
+        cfg = compose(config_dir, "evaluate", [f"profile={name}"])
+        inversion = OmegaConf.to_object(cfg.inversion)
+        walk = OmegaConf.to_object(cfg.difficulty).following(inversion.num_steps)
+        zoo = cfg.zoo.profile
+        out[name] = (f"n={cfg.n}, k={cfg.k}, {inversion.num_steps} {inversion.mode} inversion steps, walks of "
+                     f"{walk.steps}; zoo models of train.py profile={zoo}: {train.get(zoo, '?')}")
+    return out
+
+
 def evaluate_command(config_dir: Path):
     """The ``Command`` (``stir.config.argv``) of ``python evaluate.py`` (configs/evaluate as ``config_dir``)."""
     config_dir = Path(config_dir)
@@ -89,9 +118,8 @@ def evaluate_command(config_dir: Path):
     def text() -> str:
         listed = [
             Group("experiment", groups["experiment"], "the preset: what is measured (below)", EVALUATE_PAGES["experiment"]),
-            Group("profile", groups["profile"], "the compute size: full (the paper's sizes: n=1000, k=5, 1000 "
-                  "faithful steps; a GPU) | cpu (2 CPU cores: width-8 zoo models, n=100, k=2, 150 faithful steps) | "
-                  "laptop (width-16 zoo models of the fast recipe, 0.85 vanilla test accuracy; n=100, k=2, 300 steps)", EVALUATE_PAGES["profile"]),
+            Group("profile", groups["profile"], "the compute size: " + profiles_text(
+                config_dir, "profile", evaluate_profile_sizes(config_dir)), EVALUATE_PAGES["profile"]),
             Group("data", groups["data"], "the images of models without training data of their own", EVALUATE_PAGES["data"]),
             Group("hydra/launcher", launchers(config_dir), "run the shards of a sweep (-m) as SLURM jobs or local "
                   "processes", EVALUATE_PAGES["hydra/launcher"]),
@@ -113,4 +141,4 @@ def evaluate_command(config_dir: Path):
                    "stitching.* / grounding.* / layer_matching.* / invariance.* are experiment.*. A mistyped key "
                    "names its close match; the traceback of any error: HYDRA_FULL_ERROR=1.")
 
-    return Command(config_dir, "evaluate", tree, groups, text, MOVED)
+    return Command(config_dir, "evaluate", tree, groups, text, MOVED, REFUSED)

@@ -18,15 +18,16 @@ from typing import Sequence, Tuple
 
 from omegaconf import DictConfig, ListConfig
 
+from stir.config.argv import group_choices
 from stir.config.store import compose, to_dataclass
 from stir.config.validate import DATA_NAMES, ConfigError, check_choice, check_positive
 from stir.experiments.schema import (  # noqa: F401  (re-exported: the schema's classes by their old address)
     KIND_CONFIGS, EvaluateConfig, ExperimentConfig, LayersConfig, RobustBenchConfig, ZooConfig, register_evaluate_configs,
 )
-from stir.measure.plan import IRI_KINDS
 from stir.models.taps import REDUCTIONS
 
 SPLITS = ("train", "holdout", "test")
+TRAIN_CONFIGS = Path(__file__).resolve().parents[2] / "configs"  # train.py's config folder (the zoo's recipes)
 
 
 def evaluate_config(cfg: DictConfig) -> Tuple[EvaluateConfig, ExperimentConfig]:
@@ -51,15 +52,14 @@ def compose_evaluate(config_dir: Path, overrides: Sequence[str]) -> Tuple[Evalua
 
 
 def _validate(cfg: EvaluateConfig) -> None:
-    from stir.similarity import info
-
-    try:
-        info(cfg.measure)  # a registered name or a similarity-repository id
+    try:  # measure, k, iri, min_fraction_*: checked where the library checks them (stir.measure.plan)
+        cfg.estimator()
     except ValueError as err:
-        raise ConfigError(f"measure={cfg.measure!r}: {err}") from None
-    check_choice("iri", cfg.iri, IRI_KINDS)
+        raise ConfigError(str(err)) from None
     check_choice("split", cfg.split, SPLITS)
-    check_choice("zoo.profile", cfg.zoo.profile, ("full", "cpu", "laptop"))
+    profiles = group_choices(TRAIN_CONFIGS, ("profile",))["profile"]  # train.py's profiles: configs/profile/*.yaml
+    if profiles:  # (a copy of the package without the repository's configs/ leaves it to the zoo's recipes)
+        check_choice("zoo.profile", cfg.zoo.profile, profiles)
     check_choice("data.name", cfg.data.name, DATA_NAMES)  # images of models of other sources
     check_positive("shards", cfg.shards)
     if not 0 <= cfg.shard < cfg.shards:
@@ -70,15 +70,10 @@ def _validate(cfg: EvaluateConfig) -> None:
             "zoo models first (one run with train_missing=true, or train.py), then start the shards"
         )
     check_positive("n", cfg.n)
-    check_positive("k", cfg.k)
     try:  # an inversion budget that cannot fit: refused before any model loads
         cfg.inversion.check_budget(cfg.n * cfg.k)  # the k draws are inverted together
     except ValueError as err:
         raise ConfigError(str(err)) from None
-    if not 0 <= cfg.min_fraction_iri <= 1:
-        raise ConfigError(f"min_fraction_iri={cfg.min_fraction_iri}: a fraction in [0, 1]")
-    if not 0 <= cfg.min_fraction_adversarial <= 1:
-        raise ConfigError(f"min_fraction_adversarial={cfg.min_fraction_adversarial}: a fraction in [0, 1]")
     layers = cfg.layers
     if isinstance(layers.taps, (list, tuple, ListConfig)):
         if not layers.taps:

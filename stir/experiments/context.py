@@ -178,6 +178,9 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
               "experiment": dataclasses.asdict(experiment)}
     # The budget as run, not null: records, report settings and index.md show 1000 for the default run.
     config["inversion"]["steps"] = cfg.inversion.num_steps
+    # The DataConfig that models of other sources load their images through (training keys at their
+    # defaults), as records and report folders have always named it.
+    config["data"] = dataclasses.asdict(cfg.data.for_loading())
     return Context(
         zoo=zoo, store=ResultStore(Path(cfg.out_dir) / "store", shipped=_shipped_store(cfg.zoo, repo)), estimator=cfg.estimator(), run=cfg.run(),
         layers=cfg.layers, images_spec=ImagesSpec(cfg.n, cfg.split, cfg.image_seed, cfg.resample_images),

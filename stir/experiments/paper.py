@@ -690,9 +690,12 @@ def units(ctx: Context, cfg: PaperConfig) -> List[Unit]:
 
 def _check(cfg: PaperConfig) -> None:
     from stir.config.validate import ConfigError, check_choice
-    from stir.measure.plan import IRI_KINDS
+    from stir.measure.plan import check_iri
 
-    check_choice("experiment.seeds_iri", cfg.seeds_iri, IRI_KINDS)
+    try:
+        check_iri(cfg.seeds_iri, "experiment.seeds_iri")
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     for part in cfg.skip:
         check_choice("experiment.skip", part, tuple(PARTS))
     for objective in cfg.stir_adv_objectives:

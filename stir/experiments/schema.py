@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
-from stir.config.schema import DataConfig, LoggerConfig
+from stir.config.schema import ImagesConfig, LoggerConfig
 from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig
 from stir.measure.settings import CalibrationConfig
 
@@ -48,7 +48,7 @@ class ZooConfig:
     """How zoo names become trained models."""
 
     file: str = "configs/zoo.yaml"  # relative paths are taken from the repository root
-    profile: str = "full"  # the train.py profile of every zoo recipe (full | cpu | laptop)
+    profile: str = "full"  # the train.py profile of every zoo recipe (a name of configs/profile/*.yaml)
     # Added to every recipe. On the command line quote the elements: 'zoo.overrides=["model.width=8"]'.
     overrides: List[str] = field(default_factory=list)
     # Deprecated: data.source=PATH says where CIFAR lives for the images and the zoo alike. Where given,
@@ -110,8 +110,9 @@ class EvaluateConfig:
     robustbench: RobustBenchConfig = field(default_factory=RobustBenchConfig)
     # Where CIFAR lives: data.source=PATH (a local copy) is the data the zoo's models were trained on
     # and the images X of models with no training data of their own (every source but the zoo);
-    # data=cifar10|cifar100 names the data set of the latter.
-    data: DataConfig = field(default_factory=DataConfig)
+    # data=cifar10|cifar100 names the data set of the latter. Only what selects images: the zoo's
+    # trainings take their batching and augmentation from their recipes (zoo.overrides).
+    data: ImagesConfig = field(default_factory=ImagesConfig)
     # The images X.
     n: int = 1000  # images X (the paper: 1000 training images)
     split: str = "train"  # train | holdout | test: where X comes from

@@ -20,6 +20,7 @@ from stir.experiments.config import LayersConfig
 from stir.experiments.schema import SuiteConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.registry import Kind, Unit, get, register
+from stir.measure.plan import check_iri
 from stir.reporting import Report
 
 OWN = ("layers", "iri")  # settings a part may set for itself
@@ -38,6 +39,11 @@ def part_configs(cfg: SuiteConfig) -> Dict[str, Tuple[Any, Dict[str, Any]]]:
         node = OmegaConf.merge(OmegaConf.structured(kind.config), {"name": name, **given})
         part = to_dataclass(node, kind.config, prefix=f"experiment.parts.{name}.")
         kind.check(part)
+        if "iri" in own:
+            try:
+                check_iri(own["iri"], f"experiment.parts.{name}.iri")
+            except ValueError as err:
+                raise ConfigError(str(err)) from None
         if "layers" in own:
             own["layers"] = to_dataclass(OmegaConf.merge(OmegaConf.structured(LayersConfig), own["layers"]), LayersConfig,
                                          prefix=f"experiment.parts.{name}.layers.")

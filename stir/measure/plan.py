@@ -59,15 +59,7 @@ class Estimator:
         # An unset walk budget follows the inversion's (ControversialConfig.following), resolved here
         # once so that the store key, the record and the walk all see the steps actually walked.
         object.__setattr__(self, "difficulty", self.difficulty.following(self.inversion.num_steps))
-        similarity.get(self.measure)  # unknown name: ValueError listing the valid ones
-        if self.iri not in IRI_KINDS:
-            raise ValueError(f"iri must be one of {IRI_KINDS}, got {self.iri!r}")
-        if int(self.k) != self.k or self.k < 1:
-            raise ValueError(f"k (seed draws) must be a positive integer, got {self.k!r}")
-        if not 0 <= self.min_fraction_iri <= 1:
-            raise ValueError(f"min_fraction_iri must be in [0, 1], got {self.min_fraction_iri}")
-        if not 0 <= self.min_fraction_adversarial <= 1:
-            raise ValueError(f"min_fraction_adversarial must be in [0, 1], got {self.min_fraction_adversarial}")
+        check_estimator(self)
 
     @property
     def arbitrary(self) -> bool:
@@ -81,6 +73,30 @@ class Estimator:
     def kinds(self) -> List[str]:
         """The IRI kinds this estimator makes: ["arbitrary"], ["adversarial"] or both."""
         return [kind for kind, on in (("arbitrary", self.arbitrary), ("adversarial", self.adversarial)) if on]
+
+
+def check_iri(iri: str, key: str = "iri") -> None:
+    """``iri`` is one of ``IRI_KINDS``; else a ValueError that names ``key`` (where the value was given)."""
+    if iri not in IRI_KINDS:
+        raise ValueError(f"{key} must be one of {list(IRI_KINDS)}, got {iri!r}")
+
+
+def check_estimator(estimator: Estimator) -> None:
+    """The one check of an estimator's own settings: a ValueError naming the key (the keys of
+    ``python evaluate.py`` have the same names; its config reports the error as a one-line
+    ``ConfigError``). The inversion, walk and calibration check themselves (their ``__post_init__``)."""
+    try:
+        similarity.get(estimator.measure)  # a registered name or a similarity-repository id
+    except ValueError as err:
+        raise ValueError(f"measure={estimator.measure!r}: {err}") from None
+    check_iri(estimator.iri)
+    k = estimator.k
+    if int(k) != k or k < 1:
+        raise ValueError(f"k (seed draws) must be a positive integer, got {k!r}")
+    for key in ("min_fraction_iri", "min_fraction_adversarial"):
+        value = getattr(estimator, key)
+        if not 0 <= value <= 1:
+            raise ValueError(f"{key} must be in [0, 1], got {value}")
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 import torch
 
-from stir.config.schema import DataConfig
+from stir.config.schema import ImagesConfig
 from stir.config.validate import ConfigError
 from stir.models import build, channel_stats, sources
 from stir.models.finite import PROBE_SHAPE, nonfinite_reason, probe_images
@@ -64,7 +64,8 @@ class Zoo:
 
     Args:
         recipes: the zoo file's recipes (``stir.zoo.recipes.Recipes``).
-        data: the data set of models of other sources (their images X), ``data=`` of evaluate.py.
+        data: the data set of models of other sources (their images X), ``data=`` of evaluate.py (an
+            ``ImagesConfig``: what selects images; their ``Model.data`` is its ``DataConfig``).
         local_source: ``data.source`` (or the deprecated ``zoo.data_source``), the local data set of bare checkpoints and, by default,
             of models of other sources.
         data_overrides: the data.* keys of ``zoo.overrides`` (applied to bare checkpoints too).
@@ -77,14 +78,14 @@ class Zoo:
             folder; None: none.
     """
 
-    def __init__(self, recipes: Recipes, *, data: DataConfig, local_source: Optional[str] = None,
+    def __init__(self, recipes: Recipes, *, data: ImagesConfig, local_source: Optional[str] = None,
                  data_overrides: Optional[Mapping[str, Any]] = None, robustbench: Optional[Mapping[str, Any]] = None,
                  download: bool = False, weights_root: Optional[str] = None, train_missing: bool = False,
                  device: torch.device = torch.device("cpu"), allow_nonfinite: bool = False,
                  allow_unfinished: bool = False, shipped: Optional[ShippedZoo] = None):
         self.recipes = recipes
         self.shipped = shipped
-        self.data = dataclasses.replace(data, source=data.source or local_source)
+        self.data = dataclasses.replace(data.for_loading(), source=data.source or local_source)
         self.local_source = local_source
         self.data_overrides = dict(data_overrides or {})
         self.robustbench = dict(robustbench or {})

@@ -170,3 +170,76 @@ def test_the_schema_names_each_registered_kind_s_config():
 
     assert sorted(KIND_CONFIGS) == kinds()
     assert all(KIND_CONFIGS[k] is get(k).config for k in kinds())
+
+
+def _paragraphs(page) -> dict:
+    """{`profile=NAME`: its paragraph, whitespace collapsed} of the Profiles section of a page."""
+    text = page.read_text().split("## Profiles", 1)[1].split("\n## ", 1)[0]
+    out = {}
+    for para in text.split("\n\n"):
+        found = re.match(r"`profile=(\w+)`", para.strip())
+        if found:
+            out[found.group(1)] = " ".join(para.split())
+    return out
+
+
+def test_each_profile_size_is_read_from_the_config_by_the_help_and_the_docs_state_the_same(monkeypatch, capsys):
+    """Issue 32: the sizes of a profile live in its YAML; --help reads them from the composed config and
+    docs/presets.md states the same numbers."""
+    from stir.config.store import compose_train
+    from stir.experiments.config import compose_evaluate
+
+    train_help = " ".join(_help("train", monkeypatch, capsys).split())
+    evaluate_help = " ".join(_help("evaluate", monkeypatch, capsys).split())
+    docs = _paragraphs(REPO / "docs" / "presets.md")
+    profiles = sorted(p.stem for p in (REPO / "configs" / "evaluate" / "profile").glob("*.yaml"))
+    assert sorted(docs) == profiles
+    for name in sorted(p.stem for p in (REPO / "configs" / "profile").glob("*.yaml")):
+        cfg = compose_train(REPO / "configs", [f"profile={name}"])
+        images = "all training images" if cfg.data.train_size is None else f"{cfg.data.train_size:,} training images"
+        sizes = f"recipe {cfg.recipe_name}, width {cfg.model.width}, {images}, {cfg.trainer.max_epochs} epochs"
+        assert re.search(rf"{name} \([^()]*: {re.escape(sizes)}\)", train_help), (name, sizes)
+    for name in profiles:
+        cfg, _ = compose_evaluate(REPO / "configs" / "evaluate", [f"profile={name}"])
+        steps, walk = cfg.inversion.num_steps, cfg.estimator().difficulty.steps
+        stated = f"n={cfg.n}, k={cfg.k}, {steps} {cfg.inversion.mode} inversion steps, walks of {walk}; zoo models of " \
+                 f"train.py profile={cfg.zoo.profile}"
+        assert stated in evaluate_help, (name, stated)
+        zoo = compose_train(REPO / "configs", [f"profile={cfg.zoo.profile}"])
+        page = docs[name]
+        for fact in (f"n = {cfg.n}", f"k = {cfg.k}", f"{steps} faithful steps", f"width {zoo.model.width}",
+                     f"{zoo.trainer.max_epochs} epochs" if name != "laptop" else f"for {zoo.trainer.max_epochs} epochs"):
+            assert fact in page, (name, fact)
+        if cfg.inversion.steps is not None:  # a shorter inversion than the published: the walk's steps said
+            assert f"walks of {walk} steps" in page, (name, walk)
+
+
+def test_no_profile_comment_restates_a_size():
+    """A profile's YAML comments say what it is for; its numbers are its keys (times and cores are not keys)."""
+    for path in [*(REPO / "configs" / "profile").glob("*.yaml"), *(REPO / "configs" / "evaluate" / "profile").glob("*.yaml")]:
+        comments = " ".join(line for line in path.read_text().splitlines() if line.startswith("#") and "@package" not in line)
+        rest = re.sub(r"\b(about |~)?\d+(-\d+)? (min|CPU cores?)\b|ResNet18", "", comments)
+        assert not re.search(r"\d", rest), (path.name, rest)
+
+
+def test_zoo_profile_choices_are_the_train_profiles():
+    from stir.config import ConfigError
+    from stir.experiments.config import compose_evaluate
+
+    with pytest.raises(ConfigError) as err:
+        compose_evaluate(REPO / "configs" / "evaluate", ["zoo.profile=gpu"])
+    choices = sorted(p.stem for p in (REPO / "configs" / "profile").glob("*.yaml"))
+    assert str(err.value) == f"zoo.profile='gpu' is not a valid choice; choose one of {choices}"
+
+
+@pytest.mark.parametrize("key", ["batch_size", "eval_batch_size", "augment", "crop_padding", "padding_mode", "flip",
+                                 "device_resident"])
+def test_a_training_only_data_key_given_to_evaluate_names_the_key_and_the_fix(key, monkeypatch, capsys):
+    """Issue 32: evaluate.py's data group holds only what selects images; train.py's batching and
+    augmentation keys are refused in one line (exit 2) with where they go: the zoo's recipes."""
+    from stir.experiments.commands import TRAINING_DATA_KEYS
+
+    assert key in TRAINING_DATA_KEYS
+    message = refused("evaluate", [f"data.{key}=1"], monkeypatch, capsys)
+    assert message.startswith(f"data.{key} is a training key (train.py): evaluate.py's data group only selects images")
+    assert message.endswith(f"""give it in zoo.overrides: 'zoo.overrides=["data.{key}=1"]'""")

@@ -102,3 +102,31 @@ def test_a_component_configs_own_check_is_a_config_error(override, message):
 
     with pytest.raises(ConfigError, match=message):
         compose_evaluate(REPO / "configs" / "evaluate", [override])
+
+
+@pytest.mark.parametrize("override, kwargs", [
+    ("measure=nope", {"measure": "nope"}),
+    ("k=0", {"k": 0}),
+    ("iri=bogus", {"iri": "bogus"}),
+    ("min_fraction_iri=2", {"min_fraction_iri": 2.0}),
+    ("min_fraction_adversarial=-1", {"min_fraction_adversarial": -1.0}),
+])
+def test_an_estimator_setting_is_checked_once_where_the_library_checks_it(override, kwargs):
+    """evaluate.py's measure / k / iri / min_fraction_* are checked by ``stir.measure.plan`` alone: the
+    config's one-line error is the library's, naming the key."""
+    from stir.experiments.config import compose_evaluate
+    from stir.measure import Estimator
+
+    with pytest.raises(ValueError) as library:
+        Estimator(**kwargs)
+    with pytest.raises(ConfigError) as config:
+        compose_evaluate(REPO / "configs" / "evaluate", [override])
+    assert str(config.value) == str(library.value)
+    assert str(config.value).startswith(override.split("=")[0])
+
+
+def test_a_bad_estimator_setting_on_the_command_line_is_one_line_with_status_2(tmp_path, monkeypatch, capsys):
+    from conftest import refused
+
+    message = refused("evaluate", ["iri=bogus", f"out_dir={tmp_path / 'results'}"], monkeypatch, capsys)
+    assert message == "iri must be one of ['arbitrary', 'adversarial', 'both'], got 'bogus'"

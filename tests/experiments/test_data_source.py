@@ -38,3 +38,23 @@ def test_two_different_copies_are_said_which_reads_which(caplog):
 def test_no_copy_at_all_is_torchvisions_download_as_before():
     cfg, _ = compose_evaluate(CONFIGS, [])
     assert zoo_source(cfg) is None
+
+
+def test_evaluate_s_data_group_selects_images_and_the_zoo_trains_with_its_recipes_data(tmp_path):
+    """Issue 32: evaluate.py's ``data`` is an ``ImagesConfig`` (what selects images); models of other
+    sources load through the ``DataConfig`` of those values, and the zoo's trainings keep their recipes'
+    whole ``DataConfig`` (batching and augmentation included), given in ``zoo.overrides``."""
+    import dataclasses
+
+    from stir.config.schema import DataConfig, ImagesConfig
+
+    cfg, experiment = compose_evaluate(CONFIGS, ["data=cifar100", "data.holdout_size=10", f"out_dir={tmp_path}",
+                                                 'zoo.overrides=["data.augment=false","data.batch_size=64"]'])
+    assert type(cfg.data) is ImagesConfig
+    ctx = open_context(cfg, experiment, repo=REPO)
+    loaded = ctx.zoo.data
+    assert type(loaded) is DataConfig and (loaded.name, loaded.num_classes, loaded.holdout_size) == ("cifar100", 100, 10)
+    training_only = [f for f in dataclasses.fields(DataConfig) if f.name not in {g.name for g in dataclasses.fields(ImagesConfig)}]
+    assert training_only and all(getattr(loaded, f.name) == f.default for f in training_only)
+    trained = ctx.zoo.recipes.train_config("vanilla").data
+    assert type(trained) is DataConfig and (trained.augment, trained.batch_size, trained.name) == (False, 64, "cifar10")
