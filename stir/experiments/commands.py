@@ -25,6 +25,11 @@ MOVED: Dict[str, str] = {
     "inversion.min_fraction_iri": "min_fraction_iri",
     **{f"{kind}.": f"experiment.|with experiment={kind}" for kind in ("stitching", "grounding", "layer_matching",
                                                                        "invariance")},
+    # One spelling of the two roles (issue 32): ref / target, as the models are named on the command line
+    # and in every result; m1 / m2 only in the paper's equations.
+    "tap1": "tap_ref|the roles are spelled ref / target", "tap2": "tap_target|the roles are spelled ref / target",
+    "weights1": "weights_ref|the roles are spelled ref / target",
+    "weights2": "weights_target|the roles are spelled ref / target",
 }
 # The training-only keys of train.py's data group: evaluate.py's data group selects images only.
 TRAINING_DATA_KEYS = tuple(f.name for f in dataclasses.fields(DataConfig) if f.name not in
@@ -39,8 +44,7 @@ EVALUATE_PAGES = {
     "experiment": "docs/presets.md", "profile": "docs/presets.md#profiles", "data": "docs/models.md#images",
     "hydra/launcher": "docs/evaluation.md#several-processes-or-gpus",
     "ref": "docs/evaluation.md#models", "target": "docs/evaluation.md#models",
-    "tap1": "docs/models.md#models-of-other-sources", "tap2": "docs/models.md#models-of-other-sources",
-    "weights1": "docs/models.md#models-of-other-sources", "weights2": "docs/models.md#models-of-other-sources",
+    **{key: "docs/models.md#models-of-other-sources" for key in ("tap_ref", "tap_target", "weights_ref", "weights_target")},
     "download_weights": "docs/models.md#models-of-other-sources", "robustbench": "docs/models.md#models-of-other-sources",
     "zoo": "docs/evaluation.md#the-zoo", "train_missing": "docs/evaluation.md#the-zoo",
     "inversion": "docs/estimator.md", "difficulty": "docs/estimator.md#controversial-stimulus-difficulty",

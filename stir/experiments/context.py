@@ -68,8 +68,8 @@ class Context:
     _images: Dict[Any, Tuple[Tensor, Tensor]] = field(default_factory=dict)
 
     def model(self, name: str) -> Model:
-        """The model ``name`` names; the tap/weights options of ref (tap1/weights1) or target
-        (tap2/weights2) apply to the name given as ref or target."""
+        """The model ``name`` names; the tap/weights options of ref (tap_ref/weights_ref) or target
+        (tap_target/weights_target) apply to the name given as ref or target."""
         for role in ("ref", "target"):
             given, tap, weights = self.roles[role]
             if name == given:
@@ -185,7 +185,7 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
         zoo=zoo, store=ResultStore(Path(cfg.out_dir) / "store", shipped=_shipped_store(cfg.zoo, repo)), estimator=cfg.estimator(), run=cfg.run(),
         layers=cfg.layers, images_spec=ImagesSpec(cfg.n, cfg.split, cfg.image_seed, cfg.resample_images),
         device=device, config=config, iri_grid_images=cfg.iri_grid_images,
-        roles={"ref": (cfg.ref, cfg.tap1, cfg.weights1), "target": (cfg.target, cfg.tap2, cfg.weights2)},
+        roles={"ref": (cfg.ref, cfg.tap_ref, cfg.weights_ref), "target": (cfg.target, cfg.tap_target, cfg.weights_target)},
     )
 
 

@@ -95,10 +95,10 @@ class EvaluateConfig:
     # or models of other sources (robustbench:NAME, torchvision:ARCH, timm:ARCH, python:module:factory).
     ref: str = "at"  # m1: the model whose IRIs are made (a zoo name, run folder, checkpoint or source string)
     target: str = "vanilla"  # m2: the model the IRIs are shown to
-    tap1: Optional[str] = None  # what ref's `penultimate` reads (models of other sources): a module name, NAME:input, python:module:function
-    tap2: Optional[str] = None  # the same for target
-    weights1: Optional[str] = None  # ref's weights (models of other sources): a state-dict file or the library's pretrained tag
-    weights2: Optional[str] = None  # the same for target
+    tap_ref: Optional[str] = None  # what ref's `penultimate` reads (models of other sources): a module name, NAME:input, python:module:function
+    tap_target: Optional[str] = None  # the same for target
+    weights_ref: Optional[str] = None  # ref's weights (models of other sources): a state-dict file or the library's pretrained tag
+    weights_target: Optional[str] = None  # the same for target
     zoo: ZooConfig = field(default_factory=ZooConfig)
     train_missing: bool = False  # train zoo models that have no finished run first
     # A model with a NaN or Inf in a weight, buffer or output is refused; true: measured, every number of it NaN.

@@ -7,7 +7,7 @@ run folder its recipe trains (trained first with ``train_missing``); an existing
 checkpoint file. A zoo name whose recipe has no finished run folder resolves to a shipped model of
 the same name, profile and recipe identity when there is one (``stir.zoo.shipped``: the repository's
 ``zoo/``); a finished local run of the recipe wins, and with neither the name is trained
-(``train_missing``) or refused. ``tap`` and ``weights`` (evaluate.py's tap1/weights1, tap2/weights2) are options of
+(``train_missing``) or refused. ``tap`` and ``weights`` (evaluate.py's tap_ref/weights_ref, tap_target/weights_target) are options of
 models of other sources; a zoo model is read at other taps with ``layers.taps`` and other weights
 are named by their path.
 

@@ -45,6 +45,7 @@ MOVED = ["batch_size", "memory_gb", "compile", "keep_cpu_memory", "channels_last
     ("inversion.min_fraction_iri", "min_fraction_iri"),
     ("stitching.epochs", "experiment.epochs"), ("grounding.n_probe", "experiment.n_probe"),
     ("layer_matching.measures", "experiment.measures"), ("invariance.transforms", "experiment.transforms"),
+    ("tap1", "tap_ref"), ("tap2", "tap_target"), ("weights1", "weights_ref"), ("weights2", "weights_target"),
 ])
 def test_a_key_that_moved_in_the_redesign_says_where_it_is(old, new, monkeypatch, capsys):
     message = refused("evaluate", [f"{old}=1"], monkeypatch, capsys)

@@ -61,7 +61,7 @@ def test_zoo_prefix_names_the_same_zoo_model(workspace, cifar10_root, tmp_path, 
     import source_nets
 
     torch.save(source_nets.functional_head().state_dict(), tmp_path / "head.pt")
-    pair = ["target=" + FACTORY, f"weights2={tmp_path / 'head.pt'}", f"out_dir={tmp_path / 'out'}"]
+    pair = ["target=" + FACTORY, f"weights_target={tmp_path / 'head.pt'}", f"out_dir={tmp_path / 'out'}"]
     run_entry_point("evaluate", args(workspace, cifar10_root, "ref=vanilla", *pair), monkeypatch)
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "out/store").rglob("*.json")}
     run_entry_point("evaluate", args(workspace, cifar10_root, "ref=zoo:vanilla", *pair), monkeypatch)
@@ -74,8 +74,8 @@ def test_torchvision_ref_with_a_weights_file_and_an_explicit_target_tap(workspac
 
     torch.manual_seed(0)
     torch.save(torchvision.models.resnet18(num_classes=10).state_dict(), tmp_path / "r18.pt")
-    run_entry_point("evaluate", args(workspace, cifar10_root, "ref=torchvision:resnet18", f"weights1={tmp_path / 'r18.pt'}",
-                                     f"target={FACTORY}", "tap2=body.2", f"out_dir={tmp_path / 'out'}"), monkeypatch)
+    run_entry_point("evaluate", args(workspace, cifar10_root, "ref=torchvision:resnet18", f"weights_ref={tmp_path / 'r18.pt'}",
+                                     f"target={FACTORY}", "tap_target=body.2", f"out_dir={tmp_path / 'out'}"), monkeypatch)
     out = tmp_path / "out/pair_resnet18-r18_vs_functional_head"  # the model's name and its weights file's stem
     (row,) = rows(out / "pairs.csv")
     assert 0 <= float(row["stir_m2_given_m1"]) <= 1
@@ -114,10 +114,10 @@ def test_zoo_entries_of_other_sources_share_a_matrix_with_zoo_models(workspace, 
     "extra, error, message",
     [
         (["ref=keras:resnet50"], SourceError, r"unknown model source 'keras'.*sources: \['zoo', 'robustbench'"),
-        (["ref=at", "tap1=fc:input"], ValueError, r"tap given for 'at', a model of this project.*layers.taps="),
+        (["ref=at", "tap_ref=fc:input"], ValueError, r"tap given for 'at', a model of this project.*layers.taps="),
         (["ref=python:source_nets:feature_maps"], SourceError, r"must return \(n, classes\) logits"),
-        ([f"ref={FACTORY}", "tap1=nosuch"], ValueError, r"unknown tap 'nosuch'.*valid taps: \[.*'head'"),
-        (["ref=torchvision:resnet18", "weights1=IMAGENET1K_V1"], SourceError, r"looked in .*download_weights=true"),
+        ([f"ref={FACTORY}", "tap_ref=nosuch"], ValueError, r"unknown tap 'nosuch'.*valid taps: \[.*'head'"),
+        (["ref=torchvision:resnet18", "weights_ref=IMAGENET1K_V1"], SourceError, r"looked in .*download_weights=true"),
     ],
 )
 def test_bad_input_gets_a_clear_error(workspace, cifar10_root, tmp_path, monkeypatch, extra, error, message):
@@ -134,8 +134,8 @@ def test_two_checkpoints_of_one_factory_are_a_pair(workspace, cifar10_root, tmp_
     for seed, name in ((0, "run1"), (1, "run2")):
         torch.manual_seed(seed)
         torch.save(source_nets.functional_head().state_dict(), tmp_path / f"{name}.pt")
-    run_entry_point("evaluate", args(workspace, cifar10_root, f"ref={FACTORY}", f"weights1={tmp_path / 'run1.pt'}",
-                                     f"target={FACTORY}", f"weights2={tmp_path / 'run2.pt'}",
+    run_entry_point("evaluate", args(workspace, cifar10_root, f"ref={FACTORY}", f"weights_ref={tmp_path / 'run1.pt'}",
+                                     f"target={FACTORY}", f"weights_target={tmp_path / 'run2.pt'}",
                                      f"out_dir={tmp_path / 'out'}"), monkeypatch)
     out = tmp_path / "out/pair_functional_head-run1_vs_functional_head-run2"
     (row,) = rows(out / "pairs.csv")

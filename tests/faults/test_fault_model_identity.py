@@ -141,7 +141,7 @@ def test_pairs_csv_ids_follow_the_order_asked_for_after_a_swap(shared):
     ("detach_net", (), "'detach_net' cuts autograd in the forward of DetachNet"),
     ("no_grad_net", (), "'no_grad_net' cuts autograd at module 'net.conv' (Conv2d)"),
     ("size_assert_net", (), "cannot take a (2, 3, 32, 32) batch of images in [0, 1] (AssertionError: expects 64x64"),
-    ("scalar_tap_net", ("tap2=total",), "tap 'penultimate' of ScalarTapNet gave a tensor of shape () for a batch of"),
+    ("scalar_tap_net", ("tap_target=total",), "tap 'penultimate' of ScalarTapNet gave a tensor of shape () for a batch of"),
 ])
 def test_a_model_that_cannot_be_measured_says_why_in_one_line_before_any_work(net, extra, said, cifar10_root,
                                                                               tmp_path, monkeypatch, capsys):
