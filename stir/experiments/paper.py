@@ -145,13 +145,7 @@ def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[A
     if seeds:
         out["seeds"] = (PairsConfig(name="seeds", kind="pairs", pairs=seeds,
                                     description="Table 1: seed pairs and AT vs vanilla"), with_iri(cfg.seeds_iri))
-        for objective in _extra_objectives(ctx, cfg):
-            inversion = dataclasses.replace(ctx.estimator.inversion, adversarial_objective=objective)
-            estimator = dataclasses.replace(ctx.estimator, iri="adversarial", inversion=inversion)
-            out[f"seeds_{objective}"] = (
-                PairsConfig(name=f"seeds_{objective}", kind="pairs", pairs=seeds,
-                            description=f"Table 1's STIR_adv row with the {objective} adversarial objective"),
-                dataclasses.replace(ctx, estimator=estimator, layers=LayersConfig()))
+        out.update(_adversarial_parts(ctx, cfg, seeds))
     robust = [n for n in cfg.robustness if ok(n)]
     if len(robust) >= 2:
         out["relative_robustness"] = (MatrixConfig(name="relative_robustness", kind="matrix", models=robust,
@@ -188,6 +182,19 @@ def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[A
 
 
 # --------------------------------------------------------------------------------- readings -> intervals
+
+
+def _adversarial_parts(ctx: Context, cfg: PaperConfig, seeds: List[List[str]]) -> Dict[str, Tuple[Any, Context]]:
+    """Part ``seeds_<objective>`` of each extra STIR_adv objective: the seed pairs, adversarial IRIs only."""
+    out = {}
+    for objective in _extra_objectives(ctx, cfg):
+        inversion = dataclasses.replace(ctx.estimator.inversion, adversarial_objective=objective)
+        estimator = dataclasses.replace(ctx.estimator, iri="adversarial", inversion=inversion)
+        out[f"seeds_{objective}"] = (
+            PairsConfig(name=f"seeds_{objective}", kind="pairs", pairs=seeds,
+                        description=f"Table 1's STIR_adv row with the {objective} adversarial objective"),
+            dataclasses.replace(ctx, estimator=estimator, layers=LayersConfig()))
+    return out
 
 
 def _extra_objectives(ctx: Context, cfg: PaperConfig) -> List[str]:
@@ -278,21 +285,8 @@ def table1(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optional
 
     results = measured(seeds_ctx)
     extra = {objective: measured(c) for objective, c in (adversarial or {}).items()}
-    rows = []
+    rows = [row for objective, by_kind in extra.items() for row in _adversarial_rows(objective, by_kind)]
     published = {k: claim({"vanilla": 1, "at": 2, "cross": 3}[k]) for k in TABLE1_PAIRS}
-    for objective, by_kind in extra.items():
-        for kind, pairs in by_kind.items():
-            for p in pairs:
-                for direction, quantity in (("m1|m2", "STIR_adv(m1|m2)"), ("m2|m1", "STIR_adv(m2|m1)")):
-                    d = p.get(direction)
-                    if d is None or d.stir_adv is None:
-                        continue
-                    cal = d.calibration.get("stir_adv")
-                    rows.append({"pair": f"{p.ref} / {p.target}", "paper pair": TABLE1_PAIRS[kind],
-                                 "quantity": f"{quantity}, {objective} objective",
-                                 "ours": _cell(reading(d.stir_adv, cal)), "floor": _num(cal.floor if cal else None),
-                                 "normalised": _normalised(cal), "p-value": _num(cal.p_value if cal else None),
-                                 "paper": "0.05-0.10 (row)"})
     for kind, pairs in results.items():
         for p in pairs:
             for direction, quantity in (("m1|m2", "STIR(m1|m2)"), ("m2|m1", "STIR(m2|m1)")):
@@ -322,6 +316,23 @@ def table1(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optional
                     **{objective: _stir_adv(r) for objective, r in extra.items()}}
         evidence[4] = stir_adv_evidence(readings)
     return rows, recipes, evidence
+
+
+def _adversarial_rows(objective: str, by_kind: Dict[str, List[PairResult]]) -> List[Dict[str, Any]]:
+    """Table 1's STIR_adv rows of one extra objective (part ``seeds_<objective>``)."""
+    rows = []
+    for kind, pairs in by_kind.items():
+        for p in pairs:
+            for direction, quantity in (("m1|m2", "STIR_adv(m1|m2)"), ("m2|m1", "STIR_adv(m2|m1)")):
+                d = p.get(direction)
+                if d is None or d.stir_adv is None:
+                    continue
+                cal = d.calibration.get("stir_adv")
+                rows.append({"pair": f"{p.ref} / {p.target}", "paper pair": TABLE1_PAIRS[kind],
+                             "quantity": f"{quantity}, {objective} objective", "ours": _cell(reading(d.stir_adv, cal)),
+                             "floor": _num(cal.floor if cal else None), "normalised": _normalised(cal),
+                             "p-value": _num(cal.p_value if cal else None), "paper": "0.05-0.10 (row)"})
+    return rows
 
 
 def _normalised(cal: Optional[Calibration]) -> str:
