@@ -198,6 +198,18 @@ def _is_global_zero() -> bool:
     return all(os.environ.get(var, "0") == "0" for var in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"))
 
 
+def read_run_config(path: Path) -> Optional[Dict[str, Any]]:
+    """The one reader of a run's ``config.yaml`` (the resolved train config train.py wrote): a plain
+    dict, or None when there is no such file. A file that is not a mapping raises ValueError."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    raw = OmegaConf.to_container(OmegaConf.load(path))
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path} holds a {type(raw).__name__}, not a mapping")
+    return raw
+
+
 class RunFolder:
     """The files of one training run (see the module docstring)."""
 
@@ -262,7 +274,7 @@ class RunFolder:
 
         overrides = [f"run_dir={_hydra_value(str(self.path))}"]
         if self.config.is_file():
-            given = _flatten(OmegaConf.to_container(OmegaConf.load(self.config)))
+            given = _flatten(read_run_config(self.config))
             default = _flatten(dataclasses.asdict(DEFAULT))
             overrides += [f"{k}={_hydra_value(v)}" for k, v in given.items()
                           if k not in ("run_dir", "runs_dir", "retrain") and default.get(k, object()) != v]
@@ -275,7 +287,7 @@ class RunFolder:
             return "no checkpoint yet"
         epochs = None
         if self.config.is_file():
-            epochs = OmegaConf.load(self.config).get("trainer", {}).get("max_epochs")
+            epochs = (read_run_config(self.config).get("trainer") or {}).get("max_epochs")
         return f"{Path(point).name} at epoch {point_epoch(point) + 1}" + (f" of {epochs}" if epochs else "")
 
     def holds_training(self) -> bool:
@@ -330,9 +342,7 @@ class RunFolder:
             return None
         # A folder written before recipe.json existed: its config.yaml, data.source by content if still there.
         try:
-            stored = OmegaConf.to_container(OmegaConf.load(self.config))
-            if not isinstance(stored, dict):
-                raise ValueError(f"holds a {type(stored).__name__}, not a mapping")
+            stored = read_run_config(self.config)
         except Exception as err:  # noqa: BLE001 - yaml, omegaconf and decoding errors alike
             raise RecipeMismatchError(
                 f"run folder {self.path}: cannot tell its recipe (recipe.json missing or unreadable, config.yaml "
@@ -509,10 +519,8 @@ def checkpoint_model(path: str) -> Optional[Dict[str, Any]]:
         blob = read_weights_blob(file)
         if isinstance(blob, dict) and isinstance(blob.get("model"), dict):
             return blob["model"]
-    config = file.parent / "config.yaml"
-    if config.is_file():
-        return OmegaConf.to_container(OmegaConf.load(config)).get("model")
-    return None
+    config = read_run_config(file.parent / "config.yaml")
+    return None if config is None else config.get("model")
 
 
 def load_state_dict(path: str) -> Dict[str, torch.Tensor]:

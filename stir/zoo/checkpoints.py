@@ -17,7 +17,7 @@ from torch import nn
 from stir.config.schema import DataConfig, ModelConfig, TrainConfig
 from stir.models import build, channel_stats
 from stir.models.weights import load_state
-from stir.training.runs import load_state_dict, read_weights_blob, resolve_weights_file
+from stir.training.runs import load_state_dict, read_run_config, read_weights_blob, resolve_weights_file
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +63,8 @@ def _build_from_files(path: Path) -> Tuple[ModelConfig, nn.Module]:
     if "model" in blob and "num_classes" in blob:
         model = ModelConfig(**blob["model"])
         return model, build(model, blob["num_classes"], *channel_stats(blob.get("data", "cifar10")))
-    config = file.parent / "config.yaml"
-    if config.is_file():
-        cfg = OmegaConf.to_container(OmegaConf.load(config))
+    cfg = read_run_config(file.parent / "config.yaml")
+    if cfg is not None:
         model = ModelConfig(**cfg["model"])
         return model, build(model, cfg["data"]["num_classes"], *channel_stats(cfg["data"]["name"]))
     raise ValueError(f"{file}: cannot tell its architecture (no weights.pt metadata, no config.yaml beside it)")
@@ -76,9 +75,9 @@ def data_of(path: Path, local_source: Optional[str], data_overrides: Dict[str, A
     weights file, the data set and class count it records, read from ``local_source`` (the
     evaluation's local copy, ``data.source``) with ``data_overrides`` (``zoo.overrides``' data.*
     keys); else the default data config (logged)."""
-    config = run_folder_of(Path(path)) / "config.yaml"
-    if config.is_file():
-        return DataConfig(**OmegaConf.to_container(OmegaConf.load(config))["data"])
+    config = read_run_config(run_folder_of(Path(path)) / "config.yaml")
+    if config is not None:
+        return DataConfig(**config["data"])
     if local_source:
         log.info("%s has no config.yaml: taking images from data.source=%s", path, local_source)
         base = OmegaConf.structured(DataConfig(source=local_source, **_recorded_data(path)))

@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 
 from stir.config.schema import TrainConfig
 from stir.config.store import compose_train
-from stir.training.runs import CORRUPT, FINISHED, RecipeMismatchError, RunFolder, recipe_dir
+from stir.training.runs import CORRUPT, FINISHED, RecipeMismatchError, RunFolder, read_run_config, recipe_dir
 
 log = logging.getLogger(__name__)
 
@@ -201,9 +201,10 @@ def mismatch_message(name: str, command: str, folder: RunFolder, cfg: TrainConfi
 
 def _trained_source(folder: RunFolder) -> Optional[str]:
     """The data.source path in the folder's config.yaml (where it was trained from), if any."""
-    if not folder.config.is_file():
+    config = read_run_config(folder.config)
+    if config is None:
         return None
-    source = (OmegaConf.to_container(OmegaConf.load(folder.config)).get("data") or {}).get("source")
+    source = (config.get("data") or {}).get("source")
     return None if source is None else str(source)
 
 

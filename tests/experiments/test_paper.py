@@ -226,3 +226,9 @@ def test_the_docs_page_renders_the_committed_report_and_says_when_there_is_none(
     shown = hook.on_page_markdown(page)
     assert "claims hold" in shown and "### claims" in shown and "| claim |" in shown and "n = 12 images" in shown
     assert "](paper_report/" in shown and "file: [" not in shown
+    assert "parts left out" not in shown and "training seeds per recipe: " in shown
+    assert "vanilla vanilla, vanilla_s1, vanilla_s2" in shown and "at at, at_s1, at_s2" in shown
+    hook.copy(paper_run[0] / "results" / "paper_skip")  # a report of some parts: the page's first line says which
+    shown = hook.on_page_markdown(page)
+    head = next(line for line in shown.splitlines() if line.startswith("The report in"))
+    assert "**parts left out of this report**: seeds, seeds_original, layers" in head
