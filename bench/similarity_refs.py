@@ -11,11 +11,11 @@ shims as the fixture script, described there).
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import sys
-import types
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "similarity" / "fixtures"))
+from loaders import load_platonic, load_resi  # noqa: E402  (the one loader of the reference code)
 
 # measure -> [(label, name of the builder below)]; the fastest of them is the one compared.
 REFERENCES = {
@@ -44,34 +44,14 @@ REFERENCES = {
 }
 
 
+
 def _load_resi(root: Path) -> dict:
-    pkg = types.ModuleType("repsim")
-    pkg.__path__ = [str(root / "repsim")]
-    sub = types.ModuleType("repsim.measures")
-    sub.__path__ = [str(root / "repsim" / "measures")]
-    sys.modules.setdefault("repsim", pkg)
-    sys.modules.setdefault("repsim.measures", sub)
-    out = {}
-    for name in ("utils", "rsa", "nearest_neighbor", "statistics", "eigenspace_overlap", "gulp",
-                 "distance_correlation", "procrustes"):
-        spec = importlib.util.spec_from_file_location(f"repsim.measures.{name}", root / "repsim" / "measures" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        out[name] = module
-    return out
+    return load_resi(root, ("utils", "rsa", "nearest_neighbor", "statistics", "eigenspace_overlap", "gulp", "distance_correlation", "procrustes"))
+
 
 
 def _load_platonic(root: Path):
-    fake = types.ModuleType("torchaudio")
-    fake.functional = types.ModuleType("torchaudio.functional")
-    sys.modules.setdefault("torchaudio", fake)
-    sys.modules.setdefault("torchaudio.functional", fake.functional)
-    spec = importlib.util.spec_from_file_location("platonic_metrics", root / "metrics.py")
-    module = importlib.util.module_from_spec(spec)
-    with contextlib.redirect_stdout(sys.stderr):
-        spec.loader.exec_module(module)
-    return module.AlignmentMetrics
+    return load_platonic(root)
 
 
 def build(key: str, src: Path):
