@@ -57,6 +57,14 @@ _REQUIRED = ("kind", "key", "store_version", "result", "versions", "timestamp")
 
 R = TypeVar("R")
 
+
+class NotStored(LookupError):
+    """A read-only store (``ResultStore.as_read_only``) was asked for a measurement it does not hold."""
+
+    def __init__(self, kind: str, key: str):
+        super().__init__(f"{kind}/{key[:12]} is not in the results store (read-only: nothing is measured)")
+        self.kind, self.key = kind, key
+
 # What each store version changed, for the message that explains why an older store is not reused.
 VERSION_CHANGES = {3: "models are keyed by the content hash of their state dict, inversion settings by the "
                       "inversion cache's own description, and every STIR carries its floor, ceiling and interval",
@@ -72,9 +80,11 @@ def canonical_json(obj: Any) -> str:
 class ResultStore:
     """Finished measurements under ``root``; ``hits`` / ``misses`` count ``get`` outcomes."""
 
-    def __init__(self, root: Union[str, os.PathLike], shipped: Optional[Union[str, os.PathLike]] = None):
+    def __init__(self, root: Union[str, os.PathLike], shipped: Optional[Union[str, os.PathLike]] = None,
+                 read_only: bool = False):
         self.root = Path(root)
         self.shipped = Path(shipped) if shipped is not None else None
+        self.read_only = read_only  # a miss in cached() raises NotStored instead of computing
         self.hits = 0
         self.misses = 0
         self.shipped_hits = 0  # of the hits, those copied from the shipped store
@@ -98,6 +108,10 @@ class ResultStore:
         if old != str(STORE_VERSION):
             self.root.mkdir(parents=True, exist_ok=True)
             atomic_write_text(marker, f"{STORE_VERSION}\n")
+
+    def as_read_only(self) -> "ResultStore":
+        """The same store (and shipped results) where a missing measurement raises ``NotStored``."""
+        return ResultStore(self.root, self.shipped, read_only=True)
 
     @staticmethod
     def key(**parts: Any) -> str:
@@ -180,6 +194,8 @@ class ResultStore:
         entry = self.get(kind, key, validate=parse)
         if entry is not None:
             return parse(entry["result"])
+        if self.read_only:
+            raise NotStored(kind, key)
         with self.lock(kind, key):
             entry = self.get(kind, key, validate=parse, recheck=True)
             if entry is not None:  # another process stored it while we waited

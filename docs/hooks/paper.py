@@ -20,7 +20,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 REPORT = REPO / "docs" / "paper_report"
 MARKER = "<!-- paper-report -->"
-COMMAND = "python evaluate.py experiment=paper profile=laptop zoo.data_source=PATH data.source=PATH"
+COMMAND = "python evaluate.py experiment=paper profile=laptop data.source=PATH"
 KEPT = (".md", ".csv", ".png", ".json")
 
 
@@ -37,8 +37,16 @@ def settings(record: dict) -> str:
     """The budget the report ran at, read from its record."""
     config = record.get("config", {})
     zoo, inversion = config.get("zoo", {}), config.get("inversion", {})
-    return (f"zoo profile `{zoo.get('profile')}`, n = {config.get('n')} images, k = {config.get('k')} draws, "
+    text = (f"zoo profile `{zoo.get('profile')}`, n = {config.get('n')} images, k = {config.get('k')} draws, "
             f"{inversion.get('steps')} {inversion.get('mode', '')} inversion steps, S_r = {config.get('measure')}")
+    experiment = config.get("experiment", {})
+    if experiment.get("skip"):  # a report of some parts only: say so where the page begins
+        text += (f"; **parts left out of this report**: {', '.join(experiment['skip'])} (their claims read "
+                 "\"not measured in this report\")")
+    recipes = experiment.get("recipes") or {}
+    if recipes:
+        text += "; training seeds per recipe: " + "; ".join(f"{k} {', '.join(v)}" for k, v in recipes.items())
+    return text
 
 
 def block() -> str:

@@ -50,6 +50,7 @@ from stir.measure.seeds import seed_estimate, standard_error
 from stir.paper import CLAIMS, HOLDS, NOT_RUN, NOT_TESTABLE, Interval, Verdict, claim
 from stir.paper import verdicts as v
 from stir.reporting import Report, Table
+from stir.store import NotStored
 from stir.zoo import MissingModelError
 
 log = logging.getLogger(__name__)
@@ -279,9 +280,16 @@ def table1(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optional
     context of each extra STIR_adv objective (parts ``seeds_<objective>``)."""
     conf, z = ctx.estimator.calibration.confidence, _z(ctx)
 
+    def stored(part_ctx: Context, a: str, b: str) -> Optional[PairResult]:
+        try:
+            return part_ctx.pair(ctx.model(a), ctx.model(b))
+        except NotStored:  # experiment.stored_only: a pair not measured yet is left out
+            return None
+
     def measured(part_ctx: Optional[Context]) -> Dict[str, List[PairResult]]:
-        return {kind: [part_ctx.pair(ctx.model(a), ctx.model(b)) for a, b in pairs if ok.all((a, b))] if part_ctx else []
-                for kind, pairs in _pairs(cfg).items()}
+        out = {kind: [stored(part_ctx, a, b) for a, b in pairs if ok.all((a, b))] if part_ctx else []
+               for kind, pairs in _pairs(cfg).items()}
+        return {kind: [r for r in results if r is not None] for kind, results in out.items()}
 
     results = measured(seeds_ctx)
     extra = {objective: measured(c) for objective, c in (adversarial or {}).items()}
@@ -612,17 +620,40 @@ def _needs(cfg: PaperConfig) -> Dict[int, List[str]]:
             11: _matrix_models(cfg), 12: [n for m in cfg.methods.values() for n in m.values()]}
 
 
-def judge(cfg: PaperConfig, evidence: Dict[int, Evidence], ok: Availability) -> Dict[int, Tuple[Verdict, List[str]]]:
+def unstored_rows(ctx: Context, cfg: PaperConfig, ok: Availability, chosen: Dict[str, Tuple[Any, Context]]) -> Dict[int, str]:
+    """``stored_only``: claims 1-3 whose Table 1 row has models here but none of its seed pairs stored."""
+    part = chosen.get("seeds")
+    stored = {tuple(p) for p in part[0].pairs} if part else set()
+    out = {}
+    for kind, number in (("vanilla", 1), ("at", 2), ("cross", 3)):
+        here = [tuple(p) for p in _pairs(cfg).get(kind, []) if ok.all(p)]
+        if here and not stored.intersection(here):
+            out[number] = (f"none of its {len(here)} seed pair(s) ({', '.join(f'{a} / {b}' for a, b in here)}) is in the "
+                           "results store yet; experiment.stored_only=true")
+    return out
+
+
+def judge(cfg: PaperConfig, evidence: Dict[int, Evidence], ok: Availability,
+          left_out: Optional[Dict[str, str]] = None, rows_left_out: Optional[Dict[int, str]] = None
+          ) -> Dict[int, Tuple[Verdict, List[str]]]:
+    """Each claim's verdict; a claim whose every part was skipped (``experiment.skip``) or ``left_out``
+    ({part: why}: not stored, ``experiment.stored_only``) is "not measured in this report"."""
     out = {}
     needs = _needs(cfg)
+    why = {**{part: "experiment.skip" for part in cfg.skip}, **{p: f"{w}; experiment.stored_only=true"
+                                                                 for p, w in (left_out or {}).items()}}
     feeding = {n: [part for part, claims in PARTS.items() if n in claims and (part in ("seeds",) or not part.startswith(
         "seeds_") or part[len("seeds_"):] in cfg.stir_adv_objectives)] for n in range(1, 13)}
-    skipped = {n: ", ".join(parts) for n, parts in feeding.items() if parts and all(p in cfg.skip for p in parts)}
+    absent = {n: parts for n, parts in feeding.items() if parts and all(p in why for p in parts)}
     for c in CLAIMS:
-        if c.number in skipped:
+        if c.number in (rows_left_out or {}):
+            out[c.number] = (Verdict(NOT_RUN, f"left out of this report: {rows_left_out[c.number]}"), [])
+            continue
+        if c.number in absent:
             missing = ok.why(needs[c.number])
-            out[c.number] = (Verdict(NOT_RUN, f"left out of this report (experiment.skip: {skipped[c.number]}); "
-                                     f"{missing or 'its models are here: run without the skip'}"), [])
+            reasons = "; ".join(f"{p}: {why[p]}" for p in absent[c.number])
+            out[c.number] = (Verdict(NOT_RUN, f"left out of this report ({reasons}); "
+                                     f"{missing or 'its models are here: run without it to measure them'}"), [])
             continue
         e = evidence.get(c.number)
         if e is None or e.evidence is None:
@@ -643,12 +674,53 @@ def summary_line(verdicts: Dict[int, Tuple[Verdict, List[str]]]) -> str:
             + (f", {not_run} not measured in this report" if not_run else ""))
 
 
+def _stored_pairs(part: PairsConfig, pctx: Context) -> List[List[str]]:
+    """The pairs of ``part`` whose every measurement the (read-only) store holds."""
+    measure = pctx.layerwise if pctx.layers.taps != "penultimate" else pctx.pair
+    kept = []
+    for a, b in part.pairs:
+        try:
+            measure(pctx.model(a), pctx.model(b))
+            kept.append([a, b])
+        except NotStored:
+            pass
+    return kept
+
+
+def stored_parts(chosen: Dict[str, Tuple[Any, Context]]) -> Tuple[Dict[str, Tuple[Any, Context]], Dict[str, str], List[str]]:
+    """``experiment.stored_only``: each pairs part cut to its stored pairs; the parts with none
+    stored, as {part: why}; a note per part cut. (Matrix and chain parts are run as they are: a
+    missing cell raises ``NotStored`` in ``run``, which leaves the part out.)"""
+    kept, left_out, notes = {}, {}, []
+    for name, (part, pctx) in chosen.items():
+        if isinstance(part, PairsConfig):
+            pairs = _stored_pairs(part, pctx)
+            if not pairs:
+                left_out[name] = f"none of its {len(part.pairs)} pairs is in the results store yet"
+                continue
+            if len(pairs) < len(part.pairs):
+                missing = [f"{a} / {b}" for a, b in part.pairs if [a, b] not in pairs]
+                notes.append(f"{name}: {len(pairs)} of its {len(part.pairs)} pairs are in the results store; not yet "
+                             f"measured (experiment.stored_only=true): {', '.join(missing)}")
+                part = dataclasses.replace(part, pairs=pairs)
+        kept[name] = (part, pctx)
+    return kept, left_out, notes
+
+
 def run(ctx: Context, cfg: PaperConfig) -> Report:
     report = Report(cfg.description or "The STIR paper's claims (Nanda et al., ICML 2022), reproduced")
     ok = Availability(ctx)
+    if cfg.stored_only:  # measure nothing: every result from the store, a miss raises NotStored
+        ctx = dataclasses.replace(ctx, store=ctx.store.as_read_only())
     chosen = parts(ctx, cfg, ok)
-    for name, (part, pctx) in chosen.items():
-        sub = get(part.kind).run(pctx, part)
+    chosen, left_out, cut = stored_parts(chosen) if cfg.stored_only else (chosen, {}, [])
+    for name, (part, pctx) in list(chosen.items()):
+        try:
+            sub = get(part.kind).run(pctx, part)
+        except NotStored:
+            left_out[name] = "not all of its measurements are in the results store yet"
+            del chosen[name]
+            continue
         report.notes += [f"{name}: {note}" for note in sub.notes]
         report.tables.update({f"{name}/{table}": t for table, t in sub.tables.items()})
         report.figures.update({f"{name}/{figure}": f for figure, f in sub.figures.items()})
@@ -664,7 +736,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     f4, evidence[11] = figures4_8(ctx, cfg, chosen.get("architectures"), ok)
     f5, evidence[12] = figures5_9(ctx, cfg, ok, chosen.get("at_methods"))
     evidence = {k: e for k, e in evidence.items() if e is not None}
-    verdicts = judge(cfg, evidence, ok)
+    verdicts = judge(cfg, evidence, ok, left_out, unstored_rows(ctx, cfg, ok, chosen) if cfg.stored_only else {})
     claims = []
     for c in CLAIMS:
         vd, notes = verdicts[c.number]
@@ -685,15 +757,20 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     missing = sorted(ok.missing)
     report.notes = [line, "method: a recipe's value is the random-effects estimate over its seed pairs "
                     "(stir.measure.seeds.seed_estimate); " + SHARED + f"; with one pair: {ONE_PAIR}",
-                    f"store: {ctx.store.hits} result(s) served from the store, {ctx.store.misses} measured now"] + \
+                    (f"store: {ctx.store.hits} result(s) served from the store, nothing measured (experiment.stored_only="
+                     f"true: {ctx.store.misses} looked up and not there yet)" if cfg.stored_only else
+                     f"store: {ctx.store.hits} result(s) served from the store, {ctx.store.misses} measured now")] + cut + \
                    ([f"not trained or shipped here (train_missing=false: nothing was trained): {', '.join(missing)}"]
                     if missing else []) + report.notes
     return report
 
 
 def units(ctx: Context, cfg: PaperConfig) -> List[Unit]:
-    """Every part's units on the models that exist, part by part."""
+    """Every part's units on the models that exist, part by part (none with ``stored_only``: nothing
+    is measured)."""
     out: List[Unit] = []
+    if cfg.stored_only:
+        return out
     for name, (part, pctx) in parts(ctx, cfg, Availability(ctx)).items():
         out += [Unit(f"{name}: {u.what}", u.call) for u in get(part.kind).units(pctx, part)]
     return out

@@ -294,6 +294,11 @@ class PaperConfig(ExperimentConfig):
     # at_methods): their claims read "not measured in this report" (never held or failed), so that a
     # report of the parts measured so far can be written while the others are still to be computed.
     skip: List[str] = field(default_factory=list)
+    # Measure nothing: the report of what the results store (and the shipped results, zoo/store) holds.
+    # A pair not stored is left out of its part (the part's claims then rest on fewer seed pairs, and
+    # say so); a part with nothing stored, or a matrix / chain with a cell missing, is left out like a
+    # skipped one ("not measured in this report").
+    stored_only: bool = False
 
 
 # Each kind's config dataclass by kind name (the registry's ``Kind.config``; tests/experiments check

@@ -38,9 +38,12 @@ def runs(root: Path) -> list:
     return sorted(str(p.parent.relative_to(root)) for p in (root / "runs").rglob("weights.pt"))
 
 
-def claims_table(root: Path, name: str = "paper") -> dict:
-    with open(root / "results" / name / "claims.csv") as f:
+def claims_table(root: Path, name: str = "paper", results: Path = None) -> dict:
+    with open((results or root / "results") / name / "claims.csv") as f:
         return {int(r["claim"]): r for r in csv.DictReader(f)}
+
+
+STORED = {}  # the stored_only runs of the fixture
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +66,28 @@ def paper_run(tmp_path_factory):
         after_paper = runs(root)
         # a report of some parts only: the others are left out, not judged
         run_entry_point("evaluate", paper + ["experiment.name=paper_skip", "experiment.skip=[seeds,seeds_original,layers]"], mp)
+        # measure nothing: what the store holds, from a store with one seed pair and one layer-wise pair removed
+        partial = root / "partial"
+        import shutil
+        shutil.copytree(root / "results" / "store", partial / "store")
+        stored = args(root, cifar10_root, "experiment=paper", "experiment.layers.count=3")
+        stored = [a for a in stored if not a.startswith("out_dir=")] + [f"out_dir={partial}", "experiment.name=paper_stored",
+                                                                        "experiment.stored_only=true"]
+        run_entry_point("evaluate", stored, mp)
+        STORED["complete"] = claims_table(root, "paper_stored", results=partial)
+        for path in (partial / "store" / "direction").glob("*.json"):  # one seed pair not measured yet
+            if {json.loads(path.read_text())["result"].get(k) for k in ("ref", "target")} == {"vanilla_s1", "vanilla_s2"}:
+                path.unlink()
+        STORED["files"] = sorted(p.name for p in (partial / "store").rglob("*.json"))
+        run_entry_point("evaluate", stored[:-2] + ["experiment.name=paper_stored_part", "experiment.stored_only=true"], mp)
+        STORED["partial"] = claims_table(root, "paper_stored_part", results=partial)
+        STORED["files_after"] = sorted(p.name for p in (partial / "store").rglob("*.json"))
+        for path in (partial / "store" / "direction").glob("*.json"):  # and no AT / vanilla direction at all
+            if {json.loads(path.read_text())["result"].get(k) for k in ("ref", "target")} == {"at", "vanilla"}:
+                path.unlink()
+        run_entry_point("evaluate", stored[:-2] + ["experiment.name=paper_stored_less", "experiment.stored_only=true"], mp)
+        STORED["less"] = claims_table(root, "paper_stored_less", results=partial)
+        STORED["root"] = partial
         # the AT seed twin and the CIFAR-100 seed pairs (synthetic data) for the roles run
         run_entry_point("evaluate", args(root, cifar10_root, "experiment=seeds", "train_missing=true", "iri=arbitrary",
                                          "experiment.pairs=[[at,at_s1],[c100,c100_s1],[c100_at,c100_at_s1]]"), mp)
@@ -170,7 +195,7 @@ def test_skipped_parts_are_not_measured_in_this_report_and_the_rest_is_judged_as
     skipped = claims_table(root, "paper_skip")
     for number in (1, 2, 3, 4, 5, 6, 9, 10):
         assert skipped[number]["verdict"] == NOT_RUN, skipped[number]
-        assert "left out of this report (experiment.skip: " in skipped[number]["reason"]
+        assert "left out of this report (" in skipped[number]["reason"] and ": experiment.skip" in skipped[number]["reason"]
     assert "at_s1 is not trained or shipped" in skipped[2]["reason"]  # what a run without the skip would still lack
     for number in (7, 8, 11, 12):
         assert skipped[number] == first[number]
@@ -179,6 +204,25 @@ def test_skipped_parts_are_not_measured_in_this_report_and_the_rest_is_judged_as
         first[n]["verdict"] == HOLDS for n in (7, 8, 11, 12))
     assert any(n.endswith("8 not measured in this report") for n in record["notes"])
     assert not (root / "results" / "paper_skip" / "table1.csv").exists()  # no Table 1 without its part
+
+
+def test_stored_only_measures_nothing_and_reports_what_the_store_holds(paper_run):
+    _, _, first, _, _ = paper_run
+    assert STORED["complete"] == first  # everything stored: the same report, nothing measured
+    root = STORED["root"]
+    assert STORED["files_after"] == STORED["files"]  # nothing written
+    record = json.loads((root / "paper_stored_part" / "record.json").read_text())
+    assert any(n.startswith("store: ") and "nothing measured (experiment.stored_only=true" in n for n in record["notes"])
+    cut = [n for n in record["notes"] if n.startswith("seeds: ")]
+    assert cut and "pairs are in the results store; not yet measured" in cut[0] and "vanilla_s1 / vanilla_s2" in cut[0]
+    with open(root / "paper_stored_part" / "table1_recipes.csv") as f:
+        recipes = {(r["recipe"], r["quantity"]): r for r in csv.DictReader(f)}
+    assert recipes[("vanilla", "STIR(m2|m1)")]["seed pairs"] == "2"  # of the 3 configured, 2 stored
+    assert STORED["partial"][3] == first[3]  # AT vs vanilla: its pair is stored
+    less = STORED["less"]  # no AT / vanilla direction stored: Table 1's row and Table 2's matrix left out
+    assert less[3]["verdict"] == NOT_RUN and "none of its 1 seed pair(s) (at / vanilla)" in less[3]["reason"]
+    assert less[7]["verdict"] == NOT_RUN and "relative_robustness: not all of its measurements" in less[7]["reason"]
+    assert less[1] == STORED["partial"][1] and less[4]["verdict"] in (HOLDS, FAILS, NOT_TESTABLE)
 
 
 def test_an_unknown_part_to_skip_is_refused_with_the_parts():
