@@ -322,7 +322,7 @@ def table1(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optional
     if any(results.values()) or any(any(r.values()) for r in extra.values()):
         readings = {ctx.estimator.inversion.adversarial_objective: _stir_adv(results),
                     **{objective: _stir_adv(r) for objective, r in extra.items()}}
-        evidence[4] = stir_adv_evidence(readings)
+        evidence[4] = stir_adv_evidence(readings, [o for o in _extra_objectives(ctx, cfg) if o not in extra])
     return rows, recipes, evidence
 
 
@@ -395,13 +395,15 @@ def _stir_adv(results: Dict[str, List[PairResult]]) -> Dict[str, Interval]:
             if p.get(d) is not None and p.get(d).stir_adv is not None}
 
 
-def stir_adv_evidence(readings: Dict[str, Dict[str, Interval]]) -> Evidence:
+def stir_adv_evidence(readings: Dict[str, Dict[str, Interval]], left_out: Sequence[str] = ()) -> Evidence:
     """Claim 4 on the objective the published numbers came from (``PAPER_OBJECTIVE``) where it was
-    measured, else on the first reading there is; every other reading's verdict in the notes."""
+    measured, else on the first reading there is; every other reading's verdict in the notes, and
+    the objectives configured but ``left_out`` of this report (skipped or not stored) named."""
     measured = {o: r for o, r in readings.items() if r}
+    absent = [f"the {o} objective: not measured in this report (part seeds_{o} left out)" for o in left_out]
     if not measured:
-        return Evidence(missing="STIR_adv was not measured (the seeds part ran with seeds_iri without adversarial "
-                                "IRIs and stir_adv_objectives is empty)")
+        return Evidence(missing="; ".join(absent) or "STIR_adv was not measured (the seeds part ran with seeds_iri "
+                                "without adversarial IRIs and stir_adv_objectives is empty)")
     judged = PAPER_OBJECTIVE if any(x.measured for x in measured.get(PAPER_OBJECTIVE, {}).values()) else next(iter(measured))
     notes = [f"judged on the {judged} objective" + (" (the original code's, which the published row came from)"
                                                    if judged == PAPER_OBJECTIVE else "")]
@@ -409,7 +411,7 @@ def stir_adv_evidence(readings: Dict[str, Dict[str, Interval]]) -> Evidence:
         if objective != judged:
             other = claim(4).judge(v.AdversarialEvidence(values))
             notes.append(f"the {objective} objective: {other.outcome}: {other.reason}")
-    return Evidence(v.AdversarialEvidence(measured[judged]), notes=notes)
+    return Evidence(v.AdversarialEvidence(measured[judged]), notes=notes + absent)
 
 
 def tracking(ctx: Context, results: Dict[str, List[PairResult]], z: float) -> Dict[int, Evidence]:

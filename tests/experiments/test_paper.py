@@ -163,6 +163,8 @@ def test_claim_4_is_judged_on_the_objective_of_the_published_row_where_it_was_me
     alone = stir_adv_evidence({"constrained": {"STIR_adv(b|a)": nan}, "original": {}})
     assert claim(4).judge(alone.evidence).outcome == NOT_TESTABLE and alone.notes == ["judged on the constrained objective"]
     assert stir_adv_evidence({"constrained": {}}).evidence is None
+    skipped = stir_adv_evidence({"constrained": {"STIR_adv(b|a)": nan}}, ["original"])
+    assert skipped.notes[-1] == "the original objective: not measured in this report (part seeds_original left out)"
 
 
 def test_every_claims_code_path_runs_on_models_in_its_roles(paper_run):
