@@ -43,6 +43,9 @@ def settings(record: dict) -> str:
     if experiment.get("skip"):  # a report of some parts only: say so where the page begins
         text += (f"; **parts left out of this report**: {', '.join(experiment['skip'])} (their claims read "
                  "\"not measured in this report\")")
+    if experiment.get("stored_only"):
+        text += ("; **measured nothing**: the report of what the results store and the shipped results (`zoo/store`) "
+                 "held (`experiment.stored_only=true`; what was not stored yet is named in the notes and claims)")
     recipes = experiment.get("recipes") or {}
     if recipes:
         text += "; training seeds per recipe: " + "; ".join(f"{k} {', '.join(v)}" for k, v in recipes.items())
@@ -59,9 +62,16 @@ def block() -> str:
     text = re.sub(r"^file: .*$\n?", "", text, flags=re.M)  # the report's own file links
     text = re.sub(r"^(\d+) rows: .*$", lambda m: f"{m.group(1)} rows (in `docs/paper_report/`)", text, flags=re.M)
     text = re.sub(r"!\[([^\]]*)\]\(([^)/]+\.png)\)", r"![\1](paper_report/\2)", text)
+    # links to the report's own tables and figures live beside it in docs/paper_report/
+    text = re.sub(r"(?<!!)\[(`[^`\]]+`)\]\(([^)/:]+\.(?:md|csv|json))\)", r"[\1](paper_report/\2)", text)
+    # note markers in the tables ("[1] [2]"): text, not reference-style links
+    text = re.sub(r"\[(\d+)\]", r"\\[\1\\]", text)
     text = re.sub(r"^(#+) ", lambda m: "#" * min(6, len(m.group(1)) + 1) + " ", text, flags=re.M)
+    stored = record.get("config", {}).get("experiment", {}).get("stored_only")
+    command = (f"`{COMMAND} experiment.stored_only=true` (this page, from the shipped results); `{COMMAND}` "
+               "measures what is missing") if stored else f"`{COMMAND}`"
     head = [f"The report in `docs/paper_report/`, {committed_at(REPORT)}; {settings(record)}.",
-            f"Command: `{COMMAND}`.", ""]
+            f"Command: {command}.", ""]
     return "\n".join(head) + "\n" + text
 
 
