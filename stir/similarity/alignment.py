@@ -20,23 +20,10 @@ from torch import Tensor
 
 from ._checks import check_pair
 from ._linalg import F64
+from .shape_metrics import _check_distance, _finish  # the shape metrics' own: one check, one finish
 from .spec import INF, RESI, declare, measure
 
 __all__ = ["aligned_cosine", "permutation_procrustes", "uncentred_procrustes"]
-
-_DISTANCES = ("euclidean", "angular")
-
-
-def _check_distance(distance: str, measure: str) -> None:
-    if distance not in _DISTANCES:
-        raise ValueError(f"{measure}: distance must be 'euclidean' or 'angular', got {distance!r}")
-
-
-def _finish(inner: Tensor, nx2: Tensor, ny2: Tensor, distance: str) -> Tensor:
-    """sqrt(||X||^2 + ||Y||^2 - 2 <X, Y>) or arccos(<X, Y> / (||X|| ||Y||)) of the aligned pair."""
-    if distance == "angular":
-        return torch.arccos((inner / torch.sqrt(nx2 * ny2)).clamp(-1.0, 1.0))
-    return torch.sqrt((nx2 + ny2 - 2.0 * inner).clamp(min=0.0))
 
 
 @measure(family="procrustes", symmetric=True, distance=True, range=(0, INF), identity=0.0,
