@@ -88,6 +88,7 @@ class ResultStore:
         self.hits = 0
         self.misses = 0
         self.shipped_hits = 0  # of the hits, those copied from the shipped store
+        self._shipped_checked = False
         self._version_checked = False
 
     def _check_version(self) -> None:
@@ -216,10 +217,8 @@ class ResultStore:
                 out.append(entry)
         return out
 
-    def _from_shipped(self, kind: str, key: str, validate) -> Optional[Dict[str, Any]]:
-        """The shipped store's entry of ``kind``/``key``, copied unchanged into this store; None if none."""
-        if self.shipped is None:
-            return None
+    def _check_shipped_version(self) -> None:
+        """Stop using the shipped store (one warning) when it is of another store version."""
         marker = self.shipped / "VERSION"
         version = marker.read_text().strip() if marker.is_file() else None
         if version != str(STORE_VERSION):
@@ -228,6 +227,15 @@ class ResultStore:
                             "(ship them again: python -m stir.zoo.ship_results STORE)", self.shipped, version,
                             STORE_VERSION)
             self.shipped = None
+
+    def _from_shipped(self, kind: str, key: str, validate) -> Optional[Dict[str, Any]]:
+        """The shipped store's entry of ``kind``/``key``, copied unchanged into this store; None if none."""
+        if self.shipped is None:
+            return None
+        if not self._shipped_checked:  # the shipped store's version, read once
+            self._shipped_checked = True
+            self._check_shipped_version()
+        if self.shipped is None:
             return None
         path = self.shipped / kind / f"{key}.json"
         entry = self._load(path, kind, key, validate, move_aside=False)

@@ -644,8 +644,9 @@ def judge(cfg: PaperConfig, evidence: Dict[int, Evidence], ok: Availability,
     needs = _needs(cfg)
     why = {**{part: "experiment.skip" for part in cfg.skip}, **{p: f"{w}; experiment.stored_only=true"
                                                                  for p, w in (left_out or {}).items()}}
-    feeding = {n: [part for part, claims in PARTS.items() if n in claims and (part in ("seeds",) or not part.startswith(
-        "seeds_") or part[len("seeds_"):] in cfg.stir_adv_objectives)] for n in range(1, 13)}
+    # the parts this config has (seeds_<objective> only for its stir_adv_objectives) feeding each claim
+    configured = [part for part in PARTS if not part.startswith("seeds_") or part[len("seeds_"):] in cfg.stir_adv_objectives]
+    feeding = {n: [part for part in configured if n in PARTS[part]] for n in range(1, 13)}
     absent = {n: parts for n, parts in feeding.items() if parts and all(p in why for p in parts)}
     for c in CLAIMS:
         if c.number in (rows_left_out or {}):
