@@ -203,6 +203,10 @@ class TrainConfig:
     # The recipe's name (configs/recipe/<name>.yaml): "paper" (the STIR paper's, the default) or
     # "fast"; any other than "paper" appears in the run folder (vanilla-fast/...).
     recipe_name: str = "paper"
+    # A name for a recipe that moves one lever of its preset (loss.label_smoothing, optim.*,
+    # data.batch_size, trainer.precision): it goes into the run folder (vanilla-fast-<variant>/...),
+    # so that two variants of one preset never share a folder (the recipe ablation of configs/zoo.yaml).
+    variant: str = ""
     runs_dir: str = "runs"  # where run folders go
     run_dir: Optional[str] = None  # None: runs_dir/<data>/<arch>[_w<width>]/<loss>[...]/seed<seed>
     init_from: Optional[str] = None  # warm start (a model update) from a checkpoint or run folder

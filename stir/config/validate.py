@@ -1,6 +1,8 @@
 """Checks that types alone cannot express: each error names the key, the value and the choices."""
 from __future__ import annotations
 
+import re
+
 from typing import Iterable
 
 from stir.config.schema import TrainConfig
@@ -42,6 +44,8 @@ def validate_train(cfg: TrainConfig) -> None:
     check_choice("optim.schedule", cfg.optim.schedule, SCHEDULES)
     check_choice("logger.wandb.mode", cfg.logger.wandb.mode, WANDB_MODES)
     check_positive("model.width", cfg.model.width)
+    if not re.fullmatch(r"[a-z0-9_]*", cfg.variant):
+        raise ConfigError(f"variant={cfg.variant!r} must be lower-case letters, digits and _ (it names a run folder)")
     check_positive("attack.eps", cfg.attack.eps)
     check_positive("attack.steps", cfg.attack.steps)
     if cfg.attack.step_size is not None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from stir.experiments import matrix as matrix_kind
+from stir.experiments import paper_ablation
 from stir.experiments.config import LayersConfig
 from stir.experiments.schema import PaperConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
@@ -60,7 +61,8 @@ SHARED = ("the seed pairs of one recipe share models ((a, b), (a, c), (b, c)): t
           "so the random-effects interval over them is somewhat too narrow")
 # The parts of the report (PaperConfig.skip names them) and the claims each one's evidence is.
 PARTS = {"seeds": (1, 2, 3, 4, 5, 6), **{f"seeds_{o}": (4,) for o in ADVERSARIAL_OBJECTIVES},
-         "relative_robustness": (7,), "incremental": (8,), "layers": (9, 10), "architectures": (11,), "at_methods": (12,)}
+         "relative_robustness": (7,), "incremental": (8,), "layers": (9, 10), "architectures": (11,), "at_methods": (12,),
+         "recipe_ablation": ()}
 # The objective the published STIR_adv came from (the original code's r1 - 0.1 r2): claim 4 is judged on it.
 PAPER_OBJECTIVE = "original"
 # The published Table 1 pair of each row kind of ours.
@@ -113,6 +115,11 @@ def _pairs(cfg: PaperConfig) -> Dict[str, List[Tuple[str, str]]]:
     out = {name: list(itertools.combinations(seeds, 2)) for name, seeds in cfg.recipes.items()}
     out["cross"] = list(zip(cfg.recipes.get("at", []), cfg.recipes.get("vanilla", [])))
     return out
+
+
+def _ablation_pairs(cfg: PaperConfig) -> Dict[str, List[Tuple[str, str]]]:
+    """The recipe ablation's seed pairs by arm: every two seeds of an arm."""
+    return {arm: list(itertools.combinations(seeds, 2)) for arm, seeds in cfg.ablation.items()}
 
 
 def _layer_pairs(cfg: PaperConfig) -> List[Tuple[str, str]]:
@@ -179,6 +186,11 @@ def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[A
         out["at_methods"] = (PairsConfig(name="at_methods", kind="pairs", pairs=methods,
                                          description="Figures 5, 9: layer-wise STIR between AT, TRADES and MART"),
                              with_iri("arbitrary", cfg.methods_layers))
+    ablation = [list(p) for pairs in _ablation_pairs(cfg).values() for p in pairs if ok.all(p)]
+    if ablation:  # measured as Table 1's pairs are: the baseline arm's pairs are Table 1's vanilla pairs
+        out["recipe_ablation"] = (PairsConfig(name="recipe_ablation", kind="pairs", pairs=ablation,
+                                              description="The recipe question: seed pairs of each recipe arm"),
+                                  with_iri(cfg.seeds_iri))
     return {name: part for name, part in out.items() if name not in cfg.skip}
 
 
@@ -607,6 +619,31 @@ def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
                           notes=[f"settings left out: {ok.why(absent)}"] if diffs and absent else [])
 
 
+def recipe_ablation(ctx: Context, cfg: PaperConfig, ok: Availability,
+                    part: Optional[Tuple[Any, Context]]) -> List[Dict[str, Any]]:
+    """The recipe question's table (``stir.experiments.paper_ablation``): each arm's seed pairs that
+    are measured; an arm with none says which of its models are missing."""
+    if not cfg.ablation:
+        return []
+    conf = ctx.estimator.calibration.confidence
+    measured = {tuple(p) for p in part[0].pairs} if part else set()
+    arms: Dict[str, Dict[str, List[Interval]]] = {}
+    absent = []
+    for arm, pairs in _ablation_pairs(cfg).items():
+        results = [part[1].pair(ctx.model(a), ctx.model(b)) for a, b in pairs if (a, b) in measured]
+        if not results:
+            why = ok.why(cfg.ablation[arm]) or "not measured in this report"
+            absent.append(paper_ablation.absent_row(arm, cfg.ablation_levers.get(arm, ""), why, cfg.ablation_margin))
+            continue
+        s12 = [_direction_stir(p.get("m1|m2")) for p in results]
+        s21 = [_direction_stir(p.get("m2|m1")) for p in results]
+        cka = [Interval(p.similarity.value, p.similarity.value, p.similarity.value)
+               if math.isfinite(p.similarity.value) else Interval(NAN, NAN, NAN) for p in results]
+        arms[arm] = {"STIR(m1|m2)": s12, "STIR(m2|m1)": s21, "CKA": cka,
+                     "STIR, mean of directions": [paper_ablation.mean_of_directions(a, b, conf) for a, b in zip(s12, s21)]}
+    return paper_ablation.rows(arms, cfg.ablation_margin, conf, cfg.ablation_levers) + absent
+
+
 # ------------------------------------------------------------------------------------------ the report
 
 
@@ -738,6 +775,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     evidence.update(ev)
     f4, evidence[11] = figures4_8(ctx, cfg, chosen.get("architectures"), ok)
     f5, evidence[12] = figures5_9(ctx, cfg, ok, chosen.get("at_methods"))
+    ablation = recipe_ablation(ctx, cfg, ok, chosen.get("recipe_ablation"))
     evidence = {k: e for k, e in evidence.items() if e is not None}
     verdicts = judge(cfg, evidence, ok, left_out, unstored_rows(ctx, cfg, ok, chosen) if cfg.stored_only else {})
     claims = []
@@ -752,7 +790,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))
     report.summary["claims/not_run"] = float(sum(vd.outcome == NOT_RUN for vd, _ in verdicts.values()))
     shown = {"claims": claims, "table1": t1, "table1_recipes": recipes, "table2": t2, "figure1": f1,
-             "figures2_3_6_7": f2, "figures4_8": f4, "figures5_9": f5}
+             "figures2_3_6_7": f2, "figures4_8": f4, "figures5_9": f5, "recipe_ablation": ablation}
     shown["missing_models"] = [{"model": name, "why": "not trained or shipped", "train command": ok.command(name)}
                                for name in sorted(ok.missing)]
     paper_tables = {name: Table(rows) for name, rows in shown.items() if rows}
@@ -791,6 +829,13 @@ def _check(cfg: PaperConfig) -> None:
         check_choice("experiment.skip", part, tuple(PARTS))
     for objective in cfg.stir_adv_objectives:
         check_choice("experiment.stir_adv_objectives", objective, ADVERSARIAL_OBJECTIVES)
+    if not 0 < cfg.ablation_margin < 1:
+        raise ConfigError(f"experiment.ablation_margin={cfg.ablation_margin!r} must be in (0, 1): the equivalence "
+                          "margin of the recipe ablation, in units of STIR")
+    for arm, seeds in cfg.ablation.items():
+        if len(seeds) < 2:
+            raise ConfigError(f"experiment.ablation.{arm} names {len(seeds)} model(s): an arm needs two or more "
+                              "training seeds (a seed pair is two of them)")
     for setting, m in cfg.methods.items():
         if set(m) != {"at", "trades", "mart"}:
             raise ConfigError(f"experiment.methods.{setting} must name at, trades and mart, got {sorted(m)}")

@@ -290,8 +290,16 @@ class PaperConfig(ExperimentConfig):
     # Where the layer-wise parts read the models (figures 2-3, 6-7: the original code's taps; 5, 9: all).
     layers: LayersConfig = field(default_factory=lambda: LayersConfig(taps="original"))
     methods_layers: LayersConfig = field(default_factory=lambda: LayersConfig(taps="all"))
+    # The recipe question (issue 31; part recipe_ablation, no claim of its own): {arm: [its training
+    # seeds]}, the first arm the baseline, and {arm: the lever it moves, in words} for the table. Every
+    # two seeds of an arm are a seed pair, measured as Table 1's pairs are (seeds_iri); each arm is read
+    # against the baseline with Welch's interval and an equivalence test at ablation_margin
+    # (stir.experiments.paper_ablation).
+    ablation: Dict[str, List[str]] = field(default_factory=dict)
+    ablation_levers: Dict[str, str] = field(default_factory=dict)
+    ablation_margin: float = 0.05
     # Parts left out of this report (seeds, relative_robustness, incremental, layers, architectures,
-    # at_methods): their claims read "not measured in this report" (never held or failed), so that a
+    # at_methods, recipe_ablation): their claims read "not measured in this report" (never held or failed), so that a
     # report of the parts measured so far can be written while the others are still to be computed.
     skip: List[str] = field(default_factory=list)
     # Measure nothing: the report of what the results store (and the shipped results, zoo/store) holds.

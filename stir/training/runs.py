@@ -68,7 +68,7 @@ DEFAULT = TrainConfig()
 # recipe groups and W&B artifact names stay what they were (every default is the earlier behaviour;
 # tests/training/test_default_recipe_pin.py holds both to it).
 _OMITTED_AT_DEFAULT = {
-    "recipe_name", "data.crop_padding", "data.padding_mode", "data.flip", "data.device_resident",
+    "recipe_name", "variant", "data.crop_padding", "data.padding_mode", "data.flip", "data.device_resident",
     "loss.label_smoothing", "ema.decay", "ema.every_n_steps", "robust_check.images", "robust_check.steps",
     "robust_check.max_drop", "trainer.test_time_augmentation",
 }
@@ -84,6 +84,8 @@ def recipe_dir(cfg: TrainConfig) -> Path:
         return Path(cfg.run_dir)
     arch = cfg.model.arch + (f"-w{cfg.model.width}" if cfg.model.width != DEFAULT.model.width else "")
     loss = cfg.loss.name + (f"-{cfg.recipe_name}" if cfg.recipe_name != DEFAULT.recipe_name else "")
+    if cfg.variant:
+        loss += f"-{cfg.variant}"
     if cfg.loss.name in ("trades", "mart") and cfg.loss.beta != DEFAULT.loss.beta:
         loss += f"-b{_num(cfg.loss.beta)}"
     if cfg.loss.name != "vanilla":

@@ -94,7 +94,8 @@ def paper_run(tmp_path_factory):
         # every claim's code path on the present models, each playing a role (no real architectures or methods here)
         roles = ["experiment.name=paper_roles", "experiment.architectures={vanilla:{residual:[vanilla,vanilla_s1],vgg:[vanilla_s2]}}",
                  "+experiment.methods.tiny={at:at,trades:vanilla,mart:vanilla_s1}",
-                 "experiment.chains={vanilla:[vanilla,vanilla_s1,vanilla_s2]}", "experiment.methods_layers.taps=[stem,penultimate]"]
+                 "experiment.chains={vanilla:[vanilla,vanilla_s1,vanilla_s2]}", "experiment.methods_layers.taps=[stem,penultimate]",
+                 "experiment.ablation.ls0=[vanilla_s2,vanilla,at]", "experiment.ablation.cosine=[at,at_s1]"]
         run_entry_point("evaluate", paper + roles, mp)
     finally:
         mp.undo()
@@ -182,6 +183,31 @@ def test_every_claims_code_path_runs_on_models_in_its_roles(paper_run):
     assert claims[8]["verdict"] == NOT_TESTABLE and "2 training-set sizes" in claims[8]["reason"]
     for table in ("figures4_8", "figures5_9", "figure1", "missing_models"):
         assert (root / "results" / "paper_roles" / f"{table}.csv").is_file(), table
+
+
+def _ablation(root: Path, name: str) -> dict:
+    with open(root / "results" / name / "recipe_ablation.csv") as f:
+        return {(r["arm"], r["quantity"]): r for r in csv.DictReader(f)}
+
+
+def test_the_recipe_ablation_reads_each_arm_against_the_baseline_over_its_seed_pairs(paper_run):
+    """The preset's arms: the baseline (Table 1's vanilla pairs, served from the store) and the arms
+    not trained, each with its train command; the roles run: arms of present models, one of them
+    with one seed pair (no test)."""
+    root = paper_run[0]
+    preset = _ablation(root, "paper")
+    base = preset[("fast", "STIR, mean of directions")]
+    assert base["seed pairs"] == "3" and base["reading"] == "baseline" and "[" in base["ours"]
+    assert base["lever"].startswith("the fast recipe (baseline")
+    absent = preset[("ls0", "-")]
+    assert absent["ours"] == "not measured" and "vanilla_ls0 is not trained or shipped (python train.py" in absent["reading"]
+    assert "variant=ls0" in absent["reading"]
+    roles = _ablation(root, "paper_roles")
+    moved = roles[("ls0", "STIR(m1|m2)")]  # three present models in the arm's place
+    assert moved["seed pairs"] == "3" and moved["minus baseline"][0] in "+-" and moved["reading"] != "baseline"
+    assert roles[("cosine", "STIR(m2|m1)")]["reading"].startswith("no test: one seed pair")
+    assert roles[("fast", "CKA")]["ours"][:2] in ("0.", "1.")
+    assert roles[("fp32", "-")]["ours"] == "not measured"
 
 
 def test_a_rerun_is_served_from_the_store(paper_run):

@@ -110,7 +110,36 @@ def test_recipe_fast_and_profile_laptop_compose_into_their_own_run_folders():
         "paper", 16, "cosine")
 
 
+def test_a_named_variant_gets_its_own_run_folder_and_the_unnamed_one_keeps_its_identity():
+    """The recipe ablation's arms (configs/zoo.yaml): a lever moved under ``variant=NAME`` trains into
+    vanilla-fast-NAME/, and ``variant`` at its default is not in the recipe (no shipped identity moves)."""
+    from stir.config.store import compose_train
+    from stir.training.runs import recipe_dir, recipe_of
+
+    laptop = compose_train(REPO / "configs", ["profile=laptop"])
+    ls0 = compose_train(REPO / "configs", ["profile=laptop", "loss.label_smoothing=0.0", "variant=ls0", "seed=1"])
+    assert str(recipe_dir(ls0)) == "runs/cifar10/resnet18-w16/vanilla-fast-ls0/seed1"
+    assert recipe_of(ls0)["variant"] == "ls0" and "variant" not in recipe_of(laptop)
+    # without its name the variant would claim the baseline's folder: the recipes differ, so that
+    # folder refuses it (RecipeMismatchError), never trains over it
+    unnamed = compose_train(REPO / "configs", ["profile=laptop", "loss.label_smoothing=0.0"])
+    assert recipe_dir(unnamed) == recipe_dir(laptop) and recipe_of(unnamed) != recipe_of(laptop)
+
+
+def test_the_zoo_s_recipe_ablation_arms_train_into_folders_of_their_own():
+    from stir.zoo.recipes import Recipes
+
+    recipes = Recipes(REPO / "configs" / "zoo.yaml", REPO / "configs", profile="laptop")
+    names = [n for n in recipes.recipes if n == "vanilla" or n.startswith(("vanilla_s", "vanilla_ls0", "vanilla_cosine",
+                                                                                 "vanilla_fp32", "vanilla_b128", "vanilla_paper"))]
+    folders = {n: recipes.resolve(n).run_dir for n in names}
+    assert len(names) == 18 and len(set(folders.values())) == 18, folders
+    b128 = recipes.train_config("vanilla_b128")
+    assert (b128.data.batch_size, b128.optim.lr, b128.optim.schedule, b128.loss.label_smoothing) == (128, 0.1, "onecycle", 0.2)
+
+
 @pytest.mark.parametrize("override, message", [
+    ("variant=Bad-Name", "variant"),
     ("loss.label_smoothing=1.0", "label_smoothing"), ("ema.decay=1.5", "ema.decay"),
     ("data.padding_mode=circular", "padding_mode"), ("trainer.test_time_augmentation=rotate", "test_time_augmentation"),
     ("trainer.precision=8-mixed", "precision"), ("robust_check.max_drop=0", "max_drop"),
@@ -209,3 +238,15 @@ def test_a_fast_at_run_interrupted_and_resumed_ends_bit_identical(cifar10_root, 
     ma, mb = (json.loads((p / "metrics.json").read_text()) for p in (whole, resumed))
     assert mb["resumed_from_epoch"] == 1 and ma["robust_check"] == mb["robust_check"]
     assert math.isclose(ma["test/acc"], mb["test/acc"]) and math.isclose(ma["test/robust_acc"], mb["test/robust_acc"])
+
+
+def test_bf16_on_a_cpu_without_native_bf16_is_named_with_what_to_do():
+    """An AVX2-only CPU emulates bf16 (7x slower than float32 for a conv block there): train.py says so
+    before the first step; native bf16, float32 and a GPU accelerator say nothing."""
+    from stir.training.trainer import emulated_bf16
+
+    slow = emulated_bf16("bf16-mixed", "cpu", native=False)
+    assert slow and "trainer.precision=bf16-mixed" in slow and "trainer.precision=32-true variant=fp32" in slow
+    assert emulated_bf16("bf16-mixed", "cpu", native=True) is None
+    assert emulated_bf16("32-true", "cpu", native=False) is None
+    assert emulated_bf16("bf16-mixed", "gpu", native=False) is None

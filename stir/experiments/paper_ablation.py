@@ -1,0 +1,112 @@
+"""The recipe question (issue 31): does a lever of the training recipe move the seed-pair STIR?
+
+One arm per recipe (the fast recipe, and the fast recipe with one lever moved: configs/zoo.yaml),
+each with its training seeds; a seed pair is every two seeds of one arm. Per arm and quantity
+(STIR in each direction, their mean, CKA) the value is the random-effects estimate over the arm's seed
+pairs (``stir.measure.seeds.seed_estimate``: the between-seed-pair spread and the image-level
+variance together), and each arm is read against the first (the baseline) with Welch's interval of
+the difference, its two-sided p-value, and an equivalence test (TOST) at a stated margin: "moves"
+where the difference is resolved, "equivalent within +-margin" where TOST passes, "not resolved"
+otherwise. An arm with one seed pair has no between-seed spread, so no test (its row says so).
+
+The seed pairs of one arm share models ((a, b), (a, c), (b, c)): not independent, so the intervals
+are somewhat too narrow (the paper kind's SHARED note). Pure functions of the readings; the paper
+kind (``stir.experiments.paper``) builds the readings from the stored pair results.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from stir.measure.seeds import SeedEstimate, difference, seed_estimate, standard_error
+from stir.paper import Interval
+
+# The quantities of the ablation table, in order; "STIR, mean of directions" is the arm's summary
+# (a seed pair has no preferred direction: both models come from one recipe).
+QUANTITIES = ("STIR(m1|m2)", "STIR(m2|m1)", "STIR, mean of directions", "CKA")
+
+
+def mean_of_directions(a: Interval, b: Interval, confidence: float) -> Interval:
+    """(a + b) / 2 with se = sqrt(se_a^2 + se_b^2) / 2 (the two directions read as independent;
+    they share the images X, so this is a reading, not a bound); NaN where either is not measured."""
+    if not (a.measured and b.measured):
+        return Interval(math.nan, math.nan, math.nan)
+    se = math.hypot(_se(a, confidence), _se(b, confidence)) / 2
+    z = _z(confidence)
+    mean = (a.value + b.value) / 2
+    return Interval(mean, mean - z * se, mean + z * se)
+
+
+def arm_estimate(values: Sequence[Interval], confidence: float) -> Optional[SeedEstimate]:
+    """The random-effects estimate over an arm's measured seed pairs; None where none is measured.
+    A value without spread (CKA of one pair) has standard error 0, kept at 1e-12 for the weights."""
+    measured = [i for i in values if i.measured]
+    if not measured:
+        return None
+    ses = [max(_se(i, confidence), 1e-12) for i in measured]
+    return seed_estimate([i.value for i in measured], ses, confidence)
+
+
+def rows(arms: Mapping[str, Mapping[str, Sequence[Interval]]], margin: float, confidence: float,
+         levers: Optional[Mapping[str, str]] = None) -> List[Dict[str, Any]]:
+    """One row per arm and quantity: ``arms`` = {arm: {quantity: [one Interval per seed pair]}}, the
+    first arm the baseline; ``levers``: {arm: the lever it moves, in words}."""
+    names = list(arms)
+    if not names:
+        return []
+    base = {q: arm_estimate(arms[names[0]].get(q, ()), confidence) for q in QUANTITIES}
+    out = []
+    for arm in names:
+        for q in QUANTITIES:
+            est = arm_estimate(arms[arm].get(q, ()), confidence)
+            if est is None:
+                continue
+            row = {"arm": arm, "lever": (levers or {}).get(arm, ""), "quantity": q, "seed pairs": est.pairs,
+                   "ours": _interval(est), "between-pair sd (tau)": _num(est.tau)}
+            if arm == names[0]:
+                row.update({"minus baseline": "baseline", "p (difference)": "-", f"TOST p (margin {margin:g})": "-",
+                            "reading": "baseline"})
+            else:
+                row.update(_against(est, base[q], margin, confidence))
+            out.append(row)
+    return out
+
+
+def absent_row(arm: str, lever: str, why: str, margin: float) -> Dict[str, Any]:
+    """The row of an arm with no seed pair measured: the columns of ``rows``, ``why`` as its reading."""
+    return {"arm": arm, "lever": lever, "quantity": "-", "seed pairs": 0, "ours": "not measured", "between-pair sd (tau)": "-",
+            "minus baseline": "-", "p (difference)": "-", f"TOST p (margin {margin:g})": "-", "reading": why}
+
+
+def _against(est: SeedEstimate, base: Optional[SeedEstimate], margin: float, confidence: float) -> Dict[str, str]:
+    tost = f"TOST p (margin {margin:g})"
+    if base is None:
+        return {"minus baseline": "baseline not measured", "p (difference)": "-", tost: "-", "reading": "no test"}
+    d = difference(est, base, margin, confidence)
+    if not math.isfinite(d.se):
+        return {"minus baseline": f"{d.difference:+.3f}", "p (difference)": "-", tost: "-",
+                "reading": "no test: one seed pair in an arm (its between-seed spread is not measured)"}
+    reading = ("moves it" if d.different else f"equivalent within +-{margin:g}" if d.equivalent else
+               "not resolved (neither a difference nor equivalence at this number of seed pairs)")
+    return {"minus baseline": f"{d.difference:+.3f} [{d.low:+.3f}, {d.high:+.3f}]", "p (difference)": _num(d.p_difference),
+            tost: _num(d.p_equivalence), "reading": reading}
+
+
+def _interval(est: SeedEstimate) -> str:
+    if math.isfinite(est.low):
+        return f"{est.mean:.3f} [{est.low:.3f}, {est.high:.3f}]"
+    return f"{est.mean:.3f} (one seed pair)"
+
+
+def _se(i: Interval, confidence: float) -> float:
+    return standard_error(i.low, i.high, confidence)
+
+
+def _z(confidence: float) -> float:
+    from scipy import stats
+
+    return float(stats.norm.ppf(0.5 + confidence / 2))
+
+
+def _num(x: float) -> str:
+    return f"{x:.3f}" if math.isfinite(x) else "-"
