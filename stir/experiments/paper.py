@@ -47,7 +47,7 @@ from stir.experiments.registry import Kind, Unit, get, register
 from stir.inversion.config import ADVERSARIAL_OBJECTIVES
 from stir.measure.calibration import Calibration
 from stir.measure.results import DIRECTIONS, DirectionResult, PairResult, Stat
-from stir.measure.seeds import seed_estimate, standard_error
+from stir.measure.seeds import standard_error
 from stir.paper import CLAIMS, HOLDS, NOT_RUN, NOT_TESTABLE, Interval, Verdict, claim
 from stir.paper import verdicts as v
 from stir.reporting import Report, Table
@@ -248,8 +248,7 @@ def over_seed_pairs(values: Sequence[Interval], confidence: float) -> Tuple[Inte
         return Interval(NAN, NAN, NAN), "not measured", NAN
     if len(measured) == 1:
         return measured[0], f"{ONE_PAIR} (interval over images and draws of that pair)", NAN
-    ses = [max(_se(i, confidence), 1e-12) for i in measured]
-    est = seed_estimate([i.value for i in measured], ses, confidence)
+    est = paper_ablation.arm_estimate(measured, confidence)
     return Interval(est.mean, min(est.low, est.mean), max(est.high, est.mean)), est.method + "; " + SHARED, est.tau
 
 
