@@ -253,8 +253,11 @@ def _penultimate(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("fake", [True, False])
 def test_faithful_mode_equals_the_published_update_step_by_step(fake):
-    # Acceptance (issue 9): same seeds, a small trained model, 20 steps: x' equal to 1e-5.
-    m, x = _trained_resnet(0), _smooth_images(4, seed=7)
+    # Acceptance (issue 9): same seeds, a small trained model, 20 steps: x' equal to 1e-5. In float64:
+    # in float32 the two paths' kernel rounding (AVX2 vs AVX512 reductions) is amplified by 20
+    # normalised steps and ReLU patterns that flip, to 0.018 on an AVX2 host (ATEN_CPU_CAPABILITY=avx2);
+    # in float64 the paths agree to 1e-6 on every capability, so what is compared is the update rule.
+    m, x = _trained_resnet(0).double(), _smooth_images(4, seed=7).double()
     cfg = InversionConfig(mode="faithful", steps=20, seed_kind="normal", seed=3, fake_relu=fake)
     seeds = make_seed("normal", x, seed_generator(3))
     assert (seeds < 0).any() and (seeds > 1).any()  # the first step does see a clamped seed
