@@ -36,13 +36,14 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from stir.experiments import matrix as matrix_kind
-from stir.experiments import paper_ablation
+from stir.experiments import intervals, paper_ablation
 from stir.experiments.config import LayersConfig
 from stir.experiments.schema import PaperConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.incremental import IncrementalConfig, links
 from stir.experiments.matrix import MatrixConfig
 from stir.experiments.pairs import PairsConfig
+from stir.experiments.intervals import from_se as _from_se, num as _num, se as _se
 from stir.experiments.registry import Kind, Unit, get, register
 from stir.inversion.config import ADVERSARIAL_OBJECTIVES
 from stir.measure.calibration import Calibration
@@ -217,9 +218,7 @@ def _extra_objectives(ctx: Context, cfg: PaperConfig) -> List[str]:
 
 
 def _z(ctx: Context) -> float:
-    from scipy import stats
-
-    return float(stats.norm.ppf(0.5 + ctx.estimator.calibration.confidence / 2))
+    return intervals.z_of(ctx.estimator.calibration.confidence)
 
 
 def reading(stat: Optional[Stat], cal: Optional[Calibration]) -> Interval:
@@ -228,16 +227,6 @@ def reading(stat: Optional[Stat], cal: Optional[Calibration]) -> Interval:
         return Interval(NAN, NAN, NAN)
     low, high = min(cal.low, stat.mean), max(cal.high, stat.mean)
     return Interval(stat.mean, low, high)
-
-
-def _se(i: Interval, confidence: float) -> float:
-    return standard_error(i.low, i.high, confidence) if i.measured else NAN
-
-
-def _from_se(value: float, se: float, z: float) -> Interval:
-    if not (math.isfinite(value) and math.isfinite(se)):
-        return Interval(NAN, NAN, NAN)
-    return Interval(value, value - z * se, value + z * se)
 
 
 def over_seed_pairs(values: Sequence[Interval], confidence: float) -> Tuple[Interval, str, float]:
@@ -261,10 +250,6 @@ def _cell(i: Interval) -> str:
     if not i.measured:
         return "not measured"
     return f"{i.value:.3f}" if i.low == i.high else str(i)  # a value without spread (CKA of one pair)
-
-
-def _num(x: Optional[float], digits: int = 3) -> str:
-    return f"{x:.{digits}f}" if x is not None and math.isfinite(x) else "-"
 
 
 # ------------------------------------------------------------------------------------------- evidence

@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from stir.measure.seeds import SeedEstimate, difference, seed_estimate, standard_error
+from stir.experiments.intervals import num as _num, se as _se, z_of as _z
+from stir.measure.seeds import SeedEstimate, difference, seed_estimate
 from stir.paper import Interval
 
 # The quantities of the ablation table, in order; "STIR, mean of directions" is the arm's summary
@@ -96,17 +97,3 @@ def _interval(est: SeedEstimate) -> str:
     if math.isfinite(est.low):
         return f"{est.mean:.3f} [{est.low:.3f}, {est.high:.3f}]"
     return f"{est.mean:.3f} (one seed pair)"
-
-
-def _se(i: Interval, confidence: float) -> float:
-    return standard_error(i.low, i.high, confidence)
-
-
-def _z(confidence: float) -> float:
-    from scipy import stats
-
-    return float(stats.norm.ppf(0.5 + confidence / 2))
-
-
-def _num(x: float) -> str:
-    return f"{x:.3f}" if math.isfinite(x) else "-"

@@ -47,10 +47,14 @@ class SeedEstimate:
         return asdict(self)
 
 
+def z_value(confidence: float = 0.95) -> float:
+    """z = Phi^-1(0.5 + confidence / 2), the half-width of a normal interval in standard errors."""
+    return float(scipy_stats.norm.ppf(0.5 + confidence / 2))
+
+
 def standard_error(low: float, high: float, confidence: float = 0.95) -> float:
     """The standard error behind a symmetric normal interval [low, high] at ``confidence``."""
-    z = scipy_stats.norm.ppf(0.5 + confidence / 2)
-    return (high - low) / (2 * z)
+    return (high - low) / (2 * z_value(confidence))
 
 
 def seed_estimate(values: Sequence[float], ses: Sequence[float], confidence: float = 0.95) -> SeedEstimate:
