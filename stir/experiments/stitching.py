@@ -22,14 +22,14 @@ import logging
 import math
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from stir.config.validate import ConfigError
 from stir.data import StirDataModule
 from stir.experiments.schema import StitchingConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.registry import Kind, Unit, register
-from stir.experiments.rows import interval
+from stir.experiments.rows import interval, normalised_cell
 from stir.measure import DirectionResult, Stat
 from stir.models.depth import layer_pairs
 from stir.reporting import Figure, Report, Table, mean_std, plot_layerwise
@@ -142,7 +142,7 @@ def _directions(ctx: Context, cfg: StitchingConfig) -> List[Tuple[Model, Model]]
 
 def _numeric(row: Row) -> Dict[str, Any]:
     acc, gap, init = row.stat("acc_stitched"), row.stat("gap"), row.stat("acc_init")
-    stir, cal = row.stir.stir, row.stir.calibration.get("stir")
+    stir, cal, debiased = row.stir.stir, row.stir.calibration.get("stir"), row.stir.debiased.get("stir")
     return {
         "front (A)": row.front, "back (B)": row.back, "tap_front": row.tap_front, "tap_back": row.tap_back,
         "depth": row.depth, "layer": row.kind, "seeds": len(row.runs),
@@ -150,7 +150,13 @@ def _numeric(row: Row) -> Dict[str, Any]:
         "acc_back": row.runs[0].acc_b, "gap": gap.mean, "gap_std": gap.std,
         "stir_back_given_front": stir.mean if stir else math.nan, "stir_std": stir.std if stir else math.nan,
         "stir_floor": cal.floor if cal else math.nan, "stir_low": cal.low if cal else math.nan,
-        "stir_high": cal.high if cal else math.nan, "n_train": row.runs[0].n_train, "n_test": row.runs[0].n_test,
+        "stir_high": cal.high if cal else math.nan,
+        # the tap's own floor and ceiling: raw STIR at the middle taps is mostly floor (issue 29)
+        "stir_normalised": cal.normalised if cal else math.nan,
+        "stir_normalised_low": cal.normalised_low if cal else math.nan,
+        "stir_normalised_high": cal.normalised_high if cal else math.nan,
+        "stir_debiased": debiased.mean if debiased else math.nan,
+        "n_train": row.runs[0].n_train, "n_test": row.runs[0].n_test,
     }
 
 
@@ -164,7 +170,14 @@ def _display(row: Row) -> Dict[str, Any]:
         "before training": f"{row.stat('acc_init').mean:.3f}",
         "B alone": f"{row.runs[0].acc_b:.3f}", "gap": mean_std(gap.mean, gap.std if spread else None),
         "STIR(B|A)": interval(row.stir.stir, row.stir.calibration.get("stir")),
+        "floor": _cell(row.stir.calibration.get("stir"), "floor"),
+        "normalised": normalised_cell(row.stir.calibration.get("stir")),
     }
+
+
+def _cell(cal, name: str) -> str:
+    value = getattr(cal, name) if cal is not None else math.nan
+    return f"{value:.3f}" if math.isfinite(value) else "-"
 
 
 def run(ctx: Context, cfg: StitchingConfig) -> Report:
@@ -186,7 +199,7 @@ def run(ctx: Context, cfg: StitchingConfig) -> Report:
 
 
 def _figures(ctx: Context, cfg: StitchingConfig, report: Report, rows: List[Row], ref: str, target: str) -> None:
-    gaps, gap_err, depths, stirs, stir_err, stir_depths = {}, {}, {}, {}, {}, {}
+    gaps, gap_err, depths, stirs, stir_err, stir_depths, norms, norm_err = {}, {}, {}, {}, {}, {}, {}, {}
     for front, back in ((ref, target), (target, ref)):
         mine = [r for r in rows if (r.front, r.back) == (front, back)]
         for kind in cfg.kinds:
@@ -205,6 +218,9 @@ def _figures(ctx: Context, cfg: StitchingConfig, report: Report, rows: List[Row]
         stir_err[name] = interval_errors(values, [c.low if c else math.nan for c in cals],
                                          [c.high if c else math.nan for c in cals])
         stir_depths[name] = [r.depth for r in first]
+        norms[name] = [c.normalised if c else math.nan for c in cals]
+        norm_err[name] = interval_errors(norms[name], [c.normalised_low if c else math.nan for c in cals],
+                                         [c.normalised_high if c else math.nan for c in cals])
     title = f"{ref} vs {target}"
     report.figures[f"stitching_gap_{ref}_vs_{target}"] = Figure(plot_layerwise, dict(
         depths=depths, series=gaps, errors=gap_err, ylabel="accuracy gap",
@@ -212,9 +228,14 @@ def _figures(ctx: Context, cfg: StitchingConfig, report: Report, rows: List[Row]
         error_note=f"mean over the stitching seeds {list(cfg.seeds)}; bars: ± 1 std over them"))
     report.figures[f"stitching_stir_{ref}_vs_{target}"] = Figure(plot_layerwise, dict(
         depths=stir_depths, series=stirs, errors=stir_err,
-        title=f"STIR ({ctx.estimator.measure}) at the same taps, {title}",
+        title=f"Raw STIR ({ctx.estimator.measure}, not floor-corrected) at the same taps, {title}",
         error_note=f"bars: {ctx.estimator.calibration.confidence:.0%} interval over images and draws "
                    f"({ctx.estimator.calibration.interval})"))
+    report.figures[f"stitching_stir_normalised_{ref}_vs_{target}"] = Figure(plot_layerwise, dict(
+        depths=stir_depths, series=norms, errors=norm_err, ylabel="normalised STIR",
+        title=f"Normalised STIR ((S - floor) / (ceiling - its floor), per tap) at the same taps, {title}",
+        error_note=f"bars: {ctx.estimator.calibration.confidence:.0%} interval over images and draws "
+                   f"({ctx.estimator.calibration.interval}), floors and ceiling resampled with it; not training seeds"))
 
 
 def units(ctx: Context, cfg: StitchingConfig) -> List[Unit]:

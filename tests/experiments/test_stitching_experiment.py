@@ -45,8 +45,8 @@ def test_stitching_writes_a_row_per_direction_tap_and_layer_with_stir_beside_it(
         assert float(r["gap"]) == pytest.approx(float(r["acc_back"]) - float(r["acc_stitched"]))
         assert int(r["seeds"]) == (1 if r["layer"] == "identity" else 2) and int(r["n_test"]) == 20
         assert -1 <= float(r["stir_back_given_front"]) <= 1
-    for name in ("stitching_gap_vanilla_vs_vanilla_s1.png", "stitching_stir_vanilla_vs_vanilla_s1.png", "accuracy.csv",
-                 "stitching.md", "record.json"):
+    for name in ("stitching_gap_vanilla_vs_vanilla_s1.png", "stitching_stir_vanilla_vs_vanilla_s1.png",
+                 "stitching_stir_normalised_vanilla_vs_vanilla_s1.png", "accuracy.csv", "stitching.md", "record.json"):
         assert (out / name).is_file(), name
     (wandb_file,) = out.glob("wandb/offline-run-*/run-*.wandb")
     assert b"stitching" in wandb_file.read_bytes()
@@ -60,8 +60,20 @@ def test_stitching_writes_a_row_per_direction_tap_and_layer_with_stir_beside_it(
     assert len(directions) == 4
     sha = {name: model["sha256"] for name, model in entry["record"]["models"].items()}
     stir = {(d["ref_id"], d["target_id"], d["tap_ref"]): d["stir"]["mean"] for d in directions}
+    cal = {(d["ref_id"], d["target_id"], d["tap_ref"]): d["calibration"]["stir"] for d in directions}
+    normalised = []
     for r in rows:
-        assert float(r["stir_back_given_front"]) == pytest.approx(stir[(sha[r["front (A)"]], sha[r["back (B)"]], r["tap_front"])])
+        key = (sha[r["front (A)"]], sha[r["back (B)"]], r["tap_front"])
+        assert float(r["stir_back_given_front"]) == pytest.approx(stir[key])
+        # each tap's STIR read against that tap's own floor and ceiling, beside the raw value (issue 29)
+        c = cal[key]
+        assert float(r["stir_floor"]) == pytest.approx(c["floor"]) and c["floor_reading"] == "iris"
+        # (NaN where the tiny model's ceiling is not clear of its floor: the guard of stir.measure.calibration)
+        assert float(r["stir_normalised"]) == pytest.approx(c["normalised"], nan_ok=True)
+        assert float(r["stir_normalised_low"]) == pytest.approx(c["normalised_low"], nan_ok=True)
+        normalised.append(c["normalised"])
+    assert any(n == n for n in normalised), "no tap with a normalised value: the check above compared only NaN"
+    assert "normalised" in (out / "stitching.md").read_text()
 
 
 @pytest.mark.slow
