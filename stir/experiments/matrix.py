@@ -56,7 +56,7 @@ def run(ctx: Context, cfg: MatrixConfig) -> Report:
     models = [ctx.model(name) for name in cfg.models]
     labels = [m.label for m in models]
     m = len(models)
-    stir, stir_adv, sim = (np.full((m, m), np.nan) for _ in range(3))
+    stir, stir_adv, sim, normalised = (np.full((m, m), np.nan) for _ in range(4))
     numeric, display, notes, convergence = [], [], [], []
     measured = []  # every DirectionResult, for the headline
     for i in range(m):
@@ -78,10 +78,13 @@ def run(ctx: Context, cfg: MatrixConfig) -> Report:
             cal = d.calibration.get("stir")
             if cal is not None and math.isfinite(cal.floor):
                 report.summary[f"matrix/{labels[i]}/{d.target}/stir_floor"] = cal.floor
+            if cal is not None and math.isfinite(cal.normalised):  # against that cell's own floor and ceiling
+                normalised[i, j] = cal.normalised
+                report.summary[f"matrix/{labels[i]}/{d.target}/stir_normalised"] = cal.normalised
     report.tables["directions"] = Table(numeric, display=display, notes=notes,
                                         headline=rows.direction_headline_table(measured))
     report.tables["convergence"] = Table(convergence)
-    for name, values in (("stir", stir), ("stir_adv", stir_adv), (ctx.estimator.measure, sim)):
+    for name, values in (("stir", stir), ("stir_normalised", normalised), ("stir_adv", stir_adv), (ctx.estimator.measure, sim)):
         table = [{CORNER: ref, **{t: float(values[i, j]) for j, t in enumerate(labels)}} for i, ref in enumerate(labels)]
         shown = [{k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()} for r in table]
         report.tables[f"matrix_{name}"] = Table(table, display=shown)

@@ -129,6 +129,12 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
     assert [r["m1 (ref) \\ m2 (target)"] for r in matrix] == ["at", "at_it1", "vanilla"]
     assert all(0 <= float(r["at"]) <= 1 for r in matrix)
     assert (out / "matrix_stir.png").is_file() and (out / "accuracy.csv").is_file()
+    # the same cells against their own floor and ceiling (issue 29), equal to the directions' calibration
+    normalised = {r["m1 (ref) \\ m2 (target)"]: r for r in csv.DictReader(open(out / "matrix_stir_normalised.csv"))}
+    directions = {(r["ref"], r["target"]): r for r in csv.DictReader(open(out / "directions.csv"))}
+    for (ref, target), r in directions.items():
+        cell = float(normalised[ref][target])
+        assert cell == pytest.approx(float(r["stir_normalised"]), nan_ok=True), (ref, target)
     readme = (out / "README.md").read_text()
     assert readme.index("## directions") < readme.index("## matrix_stir")  # the headline of the directions first
     assert "[`directions.md`](directions.md)" in readme and "floor |" not in readme.split("## matrix_stir")[0]
