@@ -102,6 +102,7 @@ def paper_run(tmp_path_factory):
     return root, trained, first, store, after_paper
 
 
+@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_every_claim_has_a_verdict_and_the_summary_line(paper_run):
     root, _, claims, _, _ = paper_run
     assert sorted(claims) == list(range(1, 13))
@@ -116,6 +117,7 @@ def test_every_claim_has_a_verdict_and_the_summary_line(paper_run):
     assert readme.splitlines()[0].endswith(line) and "## claims" in readme and "## table1" in readme
 
 
+@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_missing_models_are_not_testable_with_their_train_command_and_nothing_is_trained(paper_run):
     root, trained, claims, _, after_paper = paper_run
     assert after_paper == trained  # no training: train_missing=false
@@ -128,6 +130,7 @@ def test_missing_models_are_not_testable_with_their_train_command_and_nothing_is
         assert claims[number]["verdict"] in (HOLDS, FAILS), claims[number]
 
 
+@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_table1_sets_ours_with_calibrated_readings_beside_the_paper(paper_run):
     root = paper_run[0]
     with open(root / "results" / "paper" / "table1.csv") as f:
@@ -144,6 +147,7 @@ def test_table1_sets_ours_with_calibrated_readings_beside_the_paper(paper_run):
     assert "one seed pair: between-seed spread not measured" in recipes[("AT vs vanilla", "STIR(m2|m1)")]["interval holds"]
 
 
+@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_table1_has_stir_adv_under_the_published_objective_beside_the_constrained_one(paper_run):
     root, _, claims, _, _ = paper_run
     with open(root / "results" / "paper" / "table1.csv") as f:
@@ -168,6 +172,7 @@ def test_claim_4_is_judged_on_the_objective_of_the_published_row_where_it_was_me
     assert skipped.notes[-1] == "the original objective: not measured in this report (part seeds_original left out)"
 
 
+@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_every_claims_code_path_runs_on_models_in_its_roles(paper_run):
     root, trained = paper_run[0], paper_run[1]
     claims = claims_table(root, "paper_roles")
@@ -190,6 +195,7 @@ def _ablation(root: Path, name: str) -> dict:
         return {(r["arm"], r["quantity"]): r for r in csv.DictReader(f)}
 
 
+@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_the_recipe_ablation_reads_each_arm_against_the_baseline_over_its_seed_pairs(paper_run):
     """The preset's arms: the baseline (Table 1's vanilla pairs, served from the store) and the arms
     not trained, each with its train command; the roles run: arms of present models, one of them
@@ -210,6 +216,7 @@ def test_the_recipe_ablation_reads_each_arm_against_the_baseline_over_its_seed_p
     assert roles[("fp32", "-")]["ours"] == "not measured"
 
 
+@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_a_rerun_is_served_from_the_store(paper_run):
     root, _, first, store, _ = paper_run
     assert {p: p.stat().st_mtime_ns for p in store} == store  # nothing rewritten (the roles run adds its own)
@@ -218,6 +225,7 @@ def test_a_rerun_is_served_from_the_store(paper_run):
     assert claims_table(root) == first
 
 
+@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_skipped_parts_are_not_measured_in_this_report_and_the_rest_is_judged_as_before(paper_run):
     root, _, first, _, _ = paper_run
     skipped = claims_table(root, "paper_skip")
@@ -234,6 +242,7 @@ def test_skipped_parts_are_not_measured_in_this_report_and_the_rest_is_judged_as
     assert not (root / "results" / "paper_skip" / "table1.csv").exists()  # no Table 1 without its part
 
 
+@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_stored_only_measures_nothing_and_reports_what_the_store_holds(paper_run):
     _, _, first, _, _ = paper_run
     assert STORED["complete"] == first  # everything stored: the same report, nothing measured
@@ -283,6 +292,7 @@ def test_one_seed_pair_keeps_its_own_interval_and_says_so():
     assert summary_line(verdicts) == "2 of 12 claims hold, 9 not testable here, 1 not measured in this report"
 
 
+@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_the_docs_page_renders_the_committed_report_and_says_when_there_is_none(paper_run, tmp_path, monkeypatch):
     import importlib.util
 
