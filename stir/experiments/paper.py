@@ -691,10 +691,17 @@ def judge(cfg: PaperConfig, evidence: Dict[int, Evidence], ok: Availability,
 
 
 def summary_line(verdicts: Dict[int, Tuple[Verdict, List[str]]]) -> str:
+    """'4 of 12 claims hold, 3 do not (2 not resolved at this budget), 2 not testable here, ...': a
+    claim that does not hold is either contradicted (its interval on the wrong side) or not resolved
+    (its interval straddles the threshold), and the line says how many are which."""
     held = sum(vd.outcome == HOLDS for vd, _ in verdicts.values())
+    failed = [vd for vd, _ in verdicts.values() if vd.outcome == v.FAILS]
+    unresolved = sum(vd.reason.startswith(v.NOT_RESOLVED) for vd in failed)
     untestable = sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values())
     not_run = sum(vd.outcome == NOT_RUN for vd, _ in verdicts.values())
-    return (f"{held} of {len(verdicts)} claims hold, {untestable} not testable here"
+    return (f"{held} of {len(verdicts)} claims hold"
+            + (f", {len(failed)} do not ({unresolved} not resolved at this budget)" if failed else "")
+            + f", {untestable} not testable here"
             + (f", {not_run} not measured in this report" if not_run else ""))
 
 
@@ -772,6 +779,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     report.title = f"{report.title}: {line}"
     report.summary["claims/hold"] = float(sum(vd.outcome == HOLDS for vd, _ in verdicts.values()))
     report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))
+    report.summary["claims/do_not_hold"] = float(sum(vd.outcome == v.FAILS for vd, _ in verdicts.values()))
     report.summary["claims/not_run"] = float(sum(vd.outcome == NOT_RUN for vd, _ in verdicts.values()))
     shown = {"claims": claims, "table1": t1, "table1_recipes": recipes, "table2": t2, "figure1": f1,
              "figures2_3_6_7": f2, "figures4_8": f4, "figures5_9": f5, "recipe_ablation": ablation}

@@ -23,6 +23,8 @@ HOLDS, FAILS, NOT_TESTABLE = "holds", "does not hold", "not testable here"
 # A claim whose models exist but whose part this report left out (experiment.skip): measurable here,
 # not measured yet; never counted as held or failed.
 NOT_RUN = "not measured in this report"
+# The reason of a FAILS whose interval straddles the threshold (not one on the wrong side: "contradicted").
+NOT_RESOLVED = "not resolved at this budget"
 
 # "STIR well below CKA" (claim 1): CKA - STIR above this. The paper's vanilla pair: 0.967 - 0.605 = 0.36.
 WELL_BELOW = 0.1
@@ -104,7 +106,7 @@ def _side(intervals: Mapping[str, Interval], test, fails, what: str) -> Verdict:
     if contradicted:
         return Verdict(FAILS, f"contradicted: {', '.join(f'{k} {intervals[k]}' for k in contradicted)} ({what} "
                               "is not so)", numbers)
-    return Verdict(FAILS, f"not resolved at this budget: the interval of {', '.join(f'{k} {intervals[k]}' for k in bad)} "
+    return Verdict(FAILS, f"{NOT_RESOLVED}: the interval of {', '.join(f'{k} {intervals[k]}' for k in bad)} "
                           f"includes the threshold ({what})", numbers)
 
 

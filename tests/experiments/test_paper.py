@@ -110,7 +110,10 @@ def test_every_claim_has_a_verdict_and_the_summary_line(paper_run):
     record = json.loads((root / "results" / "paper" / "record.json").read_text())
     held = sum(c["verdict"] == HOLDS for c in claims.values())
     untestable = sum(c["verdict"] == NOT_TESTABLE for c in claims.values())
-    line = f"{held} of 12 claims hold, {untestable} not testable here"
+    failed = [c for c in claims.values() if c["verdict"] == FAILS]
+    unresolved = sum(c["reason"].startswith("not resolved") for c in failed)
+    line = (f"{held} of 12 claims hold" + (f", {len(failed)} do not ({unresolved} not resolved at this budget)" if failed else "")
+            + f", {untestable} not testable here")
     assert line in record["notes"]
     assert record["summary"]["claims/hold"] == held and record["summary"]["claims/not_testable"] == untestable
     readme = (root / "results" / "paper" / "README.md").read_text()
@@ -290,6 +293,12 @@ def test_one_seed_pair_keeps_its_own_interval_and_says_so():
     assert summary_line(verdicts) == "2 of 12 claims hold, 10 not testable here"
     verdicts[12] = (Verdict(NOT_RUN, "r"), [])
     assert summary_line(verdicts) == "2 of 12 claims hold, 9 not testable here, 1 not measured in this report"
+    straddles = v.stir_high(v.PairEvidence(Interval(0.85, 0.75, 0.95), Interval(0.9, 0.85, 0.95)))
+    wrong_side = v.stir_high(v.PairEvidence(Interval(0.5, 0.4, 0.6), Interval(0.9, 0.85, 0.95)))
+    assert straddles.outcome == wrong_side.outcome == FAILS
+    verdicts[3], verdicts[4] = (straddles, []), (wrong_side, [])
+    assert summary_line(verdicts) == ("2 of 12 claims hold, 2 do not (1 not resolved at this budget), 7 not testable "
+                                      "here, 1 not measured in this report")
 
 
 @pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
