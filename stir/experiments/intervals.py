@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from stir.measure.seeds import standard_error, z_value
+from stir.measure.seeds import standard_error
 from stir.paper import Interval
 
 NAN = float("nan")
@@ -27,11 +27,6 @@ def from_se(value: float, se_: float, z: float) -> Interval:
     if not (math.isfinite(value) and math.isfinite(se_)):
         return Interval(NAN, NAN, NAN)
     return Interval(value, value - z * se_, value + z * se_)
-
-
-def z_of(confidence: float) -> float:
-    """The two-sided normal quantile of ``confidence`` (1.96 at 0.95)."""
-    return z_value(confidence)
 
 
 def num(x: Optional[float], digits: int = 3) -> str:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from stir.experiments import matrix as matrix_kind
-from stir.experiments import intervals, paper_ablation
+from stir.experiments import paper_ablation
 from stir.experiments.config import LayersConfig
 from stir.experiments.schema import PaperConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
@@ -48,7 +48,7 @@ from stir.experiments.registry import Kind, Unit, get, register
 from stir.inversion.config import ADVERSARIAL_OBJECTIVES
 from stir.measure.calibration import Calibration
 from stir.measure.results import DIRECTIONS, DirectionResult, PairResult, Stat
-from stir.measure.seeds import standard_error
+from stir.measure.seeds import standard_error, z_value
 from stir.paper import CLAIMS, HOLDS, NOT_RUN, NOT_TESTABLE, Interval, Verdict, claim
 from stir.paper import verdicts as v
 from stir.reporting import Report, Table
@@ -218,7 +218,7 @@ def _extra_objectives(ctx: Context, cfg: PaperConfig) -> List[str]:
 
 
 def _z(ctx: Context) -> float:
-    return intervals.z_of(ctx.estimator.calibration.confidence)
+    return z_value(ctx.estimator.calibration.confidence)
 
 
 def reading(stat: Optional[Stat], cal: Optional[Calibration]) -> Interval:

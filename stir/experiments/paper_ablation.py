@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from stir.experiments.intervals import num as _num, se as _se, z_of as _z
-from stir.measure.seeds import SeedEstimate, difference, seed_estimate
+from stir.experiments.intervals import num as _num, se as _se
+from stir.measure.seeds import SeedEstimate, difference, seed_estimate, z_value as _z
 from stir.paper import Interval
 
 # The quantities of the ablation table, in order; "STIR, mean of directions" is the arm's summary

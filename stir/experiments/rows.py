@@ -107,7 +107,8 @@ def pair_row(pair: PairResult) -> Row:
     return row
 
 
-def _reference(cal: Optional[Calibration], name: str) -> str:
+def calibration_cell(cal: Optional[Calibration], name: str) -> str:
+    """A calibration field (``floor``, ``ceiling`` ...) to 3 decimals; '-' without calibration or when not finite."""
     value = getattr(cal, name) if cal is not None else math.nan
     return f"{value:.3f}" if math.isfinite(value) else "-"
 
@@ -148,8 +149,8 @@ def _direction_display(d: DirectionResult, head: str) -> Row:
     """The readable cells of one direction, headed ``STIR(m2|m1)`` style by ``head``."""
     cal, adv = d.calibration.get("stir"), d.calibration.get("stir_adv")
     cells = {
-        f"STIR{head}": interval(d.stir, cal), f"floor{head}": _reference(cal, "floor"),
-        f"ceiling{head}": _reference(cal, "ceiling"), f"normalised{head}": normalised_cell(cal),
+        f"STIR{head}": interval(d.stir, cal), f"floor{head}": calibration_cell(cal, "floor"),
+        f"ceiling{head}": calibration_cell(cal, "ceiling"), f"normalised{head}": normalised_cell(cal),
         f"p{head}": p_cell(cal),
     }
     if "stir" in d.debiased:  # linear CKA's debiased estimate of the same value: no floor to read it against

@@ -29,7 +29,7 @@ from stir.data import StirDataModule
 from stir.experiments.schema import StitchingConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.registry import Kind, Unit, register
-from stir.experiments.rows import interval, normalised_cell
+from stir.experiments.rows import calibration_cell, interval, normalised_cell
 from stir.measure import DirectionResult, Stat
 from stir.models.depth import layer_pairs
 from stir.reporting import Figure, Report, Table, mean_std, plot_layerwise
@@ -170,14 +170,9 @@ def _display(row: Row) -> Dict[str, Any]:
         "before training": f"{row.stat('acc_init').mean:.3f}",
         "B alone": f"{row.runs[0].acc_b:.3f}", "gap": mean_std(gap.mean, gap.std if spread else None),
         "STIR(B|A)": interval(row.stir.stir, row.stir.calibration.get("stir")),
-        "floor": _cell(row.stir.calibration.get("stir"), "floor"),
+        "floor": calibration_cell(row.stir.calibration.get("stir"), "floor"),
         "normalised": normalised_cell(row.stir.calibration.get("stir")),
     }
-
-
-def _cell(cal, name: str) -> str:
-    value = getattr(cal, name) if cal is not None else math.nan
-    return f"{value:.3f}" if math.isfinite(value) else "-"
 
 
 def run(ctx: Context, cfg: StitchingConfig) -> Report:

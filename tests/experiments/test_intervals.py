@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from stir.experiments.intervals import from_se, num, se, z_of
+from stir.experiments.intervals import from_se, num, se
+from stir.measure.seeds import z_value as z_of
 from stir.paper import Interval
 
 NAN = float("nan")
