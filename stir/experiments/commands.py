@@ -69,9 +69,9 @@ def chosen_kind(config_dir: Path, preset: Optional[str]) -> Optional[str]:
 
 def shipped_zoo(repo: Path) -> List[Tuple[str, str]]:
     """(zoo name, one line) of each shipped zoo model (``zoo/models/*.json``, ``stir.zoo.shipped``): its
-    recipe in configs/zoo.yaml, profile, architecture and test accuracy; read as JSON and YAML, no torch."""
+    profile, architecture and test accuracy, read as JSON, no torch. The recipe (configs/zoo.yaml's
+    overrides) is left to that file: with it, ablation arms' lines wrapped past the help's width."""
     defaults = ZooConfig()
-    recipes = OmegaConf.to_container(OmegaConf.load(repo / defaults.file)) if (repo / defaults.file).is_file() else {}
     out = []
     for entry in sorted((repo / str(defaults.shipped_dir) / "models").glob("*.json")):
         try:
@@ -79,12 +79,10 @@ def shipped_zoo(repo: Path) -> List[Tuple[str, str]]:
             name, model, test = str(e["name"]), e.get("model") or {}, e.get("test") or {}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue  # an unreadable entry is reported where it is loaded (stir.zoo.shipped)
-        recipe = (recipes or {}).get(name)
-        recipe = recipe.get("train", []) if isinstance(recipe, dict) else recipe or []
         accuracy = f", accuracy {test['test/acc']:.3f}" if isinstance(test.get("test/acc"), (int, float)) else ""
         robust = f" (PGD-l2 {test['test/robust_acc']:.3f})" if isinstance(test.get("test/robust_acc"), (int, float)) else ""
-        out.append((name, f"profile={e.get('profile')} {' '.join(map(str, recipe))}: {model.get('arch', '?')} width "
-                          f"{model.get('width', '?')}{accuracy}{robust}"))
+        out.append((name, f"profile={e.get('profile')} {model.get('arch', '?')} width {model.get('width', '?')}"
+                          f"{accuracy}{robust}"))
     return out
 
 
@@ -138,7 +136,7 @@ def evaluate_command(config_dir: Path):
             listed, preset_descriptions(config_dir / "experiment"), EvaluateConfig, EVALUATE_PAGES,
             "docs/evaluation.md", kind_fields=("experiment", {f"kind {k}": KIND_CONFIGS[k] for k in sorted(KIND_CONFIGS)}),
             sections=[(f"Shipped zoo models (ref=NAME target=NAME with their profile: weights in {ZooConfig().shipped_dir}/, "
-                       f"no training; the other names of {ZooConfig().file} train with train_missing=true):",
+                       f"no training; recipes and the other names in {ZooConfig().file}, which train with train_missing=true):",
                        shipped_zoo(config_dir.parent.parent))],
             footer="Every key and its value: python evaluate.py --cfg job (with experiment=PRESET: that preset's). "
                    "Keys that moved: inversion.batch_size and the other run settings are execution.*, "
