@@ -26,7 +26,8 @@ from stir.reporting.report import Row, Table
 # The agreement of direction "m2|m1" is measured on m1's IRIs: its column says whose.
 AGREEMENT = {"m2|m1": "agreement_on_m1_iris", "m1|m2": "agreement_on_m2_iris"}
 _CALIBRATION_COLUMNS = ("floor", "ceiling", "ceiling_floor", "normalised", "normalised_low", "normalised_high", "low",
-                        "high", "p_value", "floor_images")
+                        "high", "p_value", "floor_images", "chance_corrected", "chance_corrected_low",
+                        "chance_corrected_high")
 # Column and row order comes from these lists, never from the order of a result's dicts: a result
 # read back from the store (JSON with sorted keys) then gives the same files as a fresh one.
 KINDS = ("arbitrary", "adversarial")

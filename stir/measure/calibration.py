@@ -22,6 +22,15 @@ is about 0.09 on CIFAR ResNets, /work/shared/PITFALLS.md):
                   ceiling. NaN when the ceiling does not stand ``guard`` permutation standard
                   deviations above F_C (the ratio would be noise over noise); above 1 is possible
                   (m2 = f(m1) can keep more than m1 at this budget) and is flagged, never clipped.
+                  Where the two floors differ, this reading cannot reach 1 by sharing: at S = C = P (P
+                  the measure's value on identical inputs, 1 for CKA) it is (P - F) / (P - F_C), a
+                  ratio of two floors (0.86-1.16 at the early taps of AT seed pairs, issue 31).
+    chance-corrected  kappa(S, F) / kappa(C, F_C), kappa(v, f) = (v - f) / (P - f): each value as the
+                  fraction of its own room above chance that it takes (Cohen's kappa form), then m2's
+                  against m1's. 0 at the floor, 1 at S = C = P whatever the floors, and equal to the
+                  normalised value where F = F_C. NaN where the measure has no fixed identity value,
+                  a floor sits at P, or the ceiling is not clear of its floor (the same guard). Its
+                  interval comes from the same resamples as the normalised value's.
     interval  resamples of the images combined with the k draws: resample b takes the rows I_b
                   (X and every X'_j resampled together) and the draws J_b (k with replacement),
                   S_b = mean_{j in J_b} S_r(m2(X)[I_b], m2(X'_j)[I_b]); the normalised value gets its
@@ -95,6 +104,10 @@ class Calibration:
     p_value: float = math.nan  # permutation p-value of value against the iris null
     permutations: int = 0  # P behind p_value and the floors' spread
     flags: List[str] = field(default_factory=list)
+    # kappa(S, F) / kappa(C, F_C) (module docstring); NaN in results stored before it was measured.
+    chance_corrected: float = math.nan
+    chance_corrected_low: float = math.nan
+    chance_corrected_high: float = math.nan
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -268,6 +281,22 @@ def normalise(value: float, floor: float, ceiling: float, ceiling_floor: Optiona
     return (value - floor) / (ceiling - ceiling_floor)
 
 
+def chance_correct(value: float, floor: float, ceiling: float, ceiling_floor: float, identity: Optional[float],
+                   margin: float = 0.0, distance: bool = False) -> float:
+    """kappa(value, floor) / kappa(ceiling, ceiling_floor), kappa(v, f) = (v - f) / (identity - f).
+
+    ``identity`` is the measure's value on identical inputs (1 for CKA, 0 for a distance): each
+    value is read as the fraction of its own room above chance it takes, so S = C = identity gives
+    1 whatever the two floors. NaN when undefined: no identity value, a floor at the identity, or
+    the ceiling not beyond its floor by more than ``margin`` (as ``normalise``).
+    """
+    if identity is None or not math.isfinite(normalise(value, floor, ceiling, ceiling_floor, margin, distance)):
+        return math.nan
+    if identity == floor or identity == ceiling_floor:
+        return math.nan
+    return ((value - floor) / (identity - floor)) / ((ceiling - ceiling_floor) / (identity - ceiling_floor))
+
+
 def calibrate(
     measure: str,
     target: Tensor,
@@ -309,8 +338,10 @@ def calibrate(
                               cfg.permutations, gen) if ceiling_primes else _Floor(math.nan, math.nan, "none", torch.empty(0)))
     margin = cfg.guard * ceiling_floor.std if math.isfinite(ceiling_floor.std) else 0.0
     normalised = normalise(value, chosen.mean, ceiling, ceiling_floor.mean, margin, distance)
+    identity = similarity.info(measure).identity
+    corrected = chance_correct(value, chosen.mean, ceiling, ceiling_floor.mean, identity, margin, distance)
 
-    low = high = n_low = n_high = math.nan
+    low = high = n_low = n_high = c_low = c_high = math.nan
     resamples = 0
     method = "no interval (calibration.resamples=0)"
     if cfg.resamples > 0 and math.isfinite(value):
@@ -337,6 +368,8 @@ def calibrate(
             f_b = floor_b if floor_b is not None else torch.full_like(stir_b, chosen.mean)
             cf_b = ceil_floor_b if ceil_floor_b is not None else torch.full_like(stir_b, ceiling_floor.mean)
             n_low, n_high, _ = interval(normalised, (stir_b - f_b) / (ceil_b - cf_b))
+            if math.isfinite(corrected):  # (B,) kappa(S_b, F_b) / kappa(C_b, F_C,b) on each resample's rows
+                c_low, c_high, _ = interval(corrected, ((stir_b - f_b) / (identity - f_b)) / ((ceil_b - cf_b) / (identity - cf_b)))
         images_text = f"{n // 2} of the {n} images without replacement" if half else f"{n} of the {n} images with replacement"
         kind = "value +- z se, se from half-samples" if half else "percentile bootstrap"
         covers = f"{cfg.resamples} resamples of {images_text} and of the {k} draws" if k > 1 else (
@@ -351,6 +384,7 @@ def calibrate(
         floor_reading=cfg.floor, ceiling_reading=cfg.ceiling, interval_reading=cfg.interval,
         floor_method=chosen.method, ceiling_floor=ceiling_floor.mean, ceiling_floor_std=ceiling_floor.std,
         p_value=p, permutations=int(torch.isfinite(iris.null).sum()),
+        chance_corrected=corrected, chance_corrected_low=c_low, chance_corrected_high=c_high,
     )
     cal.flags = _flags(cal)
     return cal

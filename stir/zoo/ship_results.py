@@ -11,6 +11,11 @@ Each entry is copied unchanged (its provenance: versions, timestamp, record). No
 entry whose file exists is left as it is (a recomputation elsewhere may differ by float rounding: the
 first shipped value stays, and the count of differing ones is said). Entries of another store version,
 and files that do not parse, are refused with their count. A bad input is one line and exit status 2.
+
+One exception, asked for by name: ``--supersede-older-readings`` replaces a shipped entry whose result
+lacks fields that the new entry of the same key has and has none the new one lacks (a measurement
+stored before a reading was added, e.g. the chance-corrected STIR of issue 31, measured again). The
+count is said; the replaced file stays in git history.
 """
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Set
 
 from stir import atomic
 from stir.cli import EXPECTED_ERRORS, one_line_errors
@@ -38,10 +43,12 @@ class Shipped:
     present: Dict[str, int] = field(default_factory=dict)  # the same entry is shipped already
     differing: Dict[str, int] = field(default_factory=dict)  # another entry of the key is shipped: kept
     refused: Dict[str, int] = field(default_factory=dict)  # unparsable, foreign or of another store version
+    superseded: Dict[str, int] = field(default_factory=dict)  # replaced by the same key with more readings
 
     def line(self) -> str:
-        kinds = sorted(set(self.added) | set(self.present) | set(self.differing) | set(self.refused))
+        kinds = sorted(set(self.added) | set(self.present) | set(self.differing) | set(self.refused) | set(self.superseded))
         return "; ".join(f"{k}: {self.added.get(k, 0)} added, {self.present.get(k, 0)} already shipped"
+                         + (f", {self.superseded[k]} superseded (more readings)" if self.superseded.get(k) else "")
                          + (f", {self.differing[k]} kept as first shipped" if self.differing.get(k) else "")
                          + (f", {self.refused[k]} refused" if self.refused.get(k) else "") for k in kinds) or "nothing to ship"
 
@@ -51,8 +58,27 @@ def _valid(entry: object, kind: str, key: str) -> bool:
             and entry.get("store_version") == STORE_VERSION and isinstance(entry.get("result"), dict))
 
 
-def ship_results(store: Path, folder: Path = DEFAULT_DIR / STORE) -> Shipped:
-    """Copy every valid entry of the results store ``store`` into the shipped store ``folder``."""
+def field_paths(obj: object, prefix: str = "") -> Set[str]:
+    """Every key path of a JSON value ("calibration.stir.floor"; list items share "[]")."""
+    if isinstance(obj, dict):
+        out = {prefix} if prefix else set()
+        for k, v in obj.items():
+            out |= field_paths(v, f"{prefix}.{k}" if prefix else str(k))
+        return out
+    if isinstance(obj, list):
+        return set().union({prefix}, *(field_paths(v, f"{prefix}[]") for v in obj))
+    return {prefix}
+
+
+def has_more_readings(new: Dict[str, object], old: Dict[str, object]) -> bool:
+    """Whether ``new`` holds every field path of ``old`` and at least one more."""
+    a, b = field_paths(new), field_paths(old)
+    return b < a
+
+
+def ship_results(store: Path, folder: Path = DEFAULT_DIR / STORE, supersede_older_readings: bool = False) -> Shipped:
+    """Copy every valid entry of the results store ``store`` into the shipped store ``folder``
+    (``supersede_older_readings``: the module docstring's one exception)."""
     store, folder = Path(store), Path(folder)
     if not store.is_dir():
         raise ValueError(f"{store} is not a results store folder (an evaluation's out_dir/store)")
@@ -76,6 +102,10 @@ def ship_results(store: Path, folder: Path = DEFAULT_DIR / STORE) -> Shipped:
             if target.exists():
                 shipped = json.loads(target.read_text(encoding="utf-8")).get("result")
                 same = canonical_json(shipped) == canonical_json(entry["result"])  # NaN fields compare equal
+                if not same and supersede_older_readings and has_more_readings(entry["result"], shipped):
+                    atomic.write_json(target, entry)
+                    done.superseded[kind] = done.superseded.get(kind, 0) + 1
+                    continue
                 counts = done.present if same else done.differing
                 counts[kind] = counts.get(kind, 0) + 1
                 continue
@@ -90,10 +120,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m stir.zoo.ship_results", description=__doc__.split("\n\n")[0])
     parser.add_argument("store", type=Path, help="a results store: an evaluation's out_dir/store")
     parser.add_argument("--into", type=Path, default=DEFAULT_DIR / STORE, help="the shipped store (default: zoo/store)")
+    parser.add_argument("--supersede-older-readings", action="store_true",
+                        help="replace a shipped entry whose result lacks readings the new entry of its key has")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     with one_line_errors(*EXPECTED_ERRORS):
-        done = ship_results(args.store, args.into)
+        done = ship_results(args.store, args.into, args.supersede_older_readings)
         log.info("shipped into %s: %s", args.into, done.line())
 
 

@@ -323,3 +323,49 @@ def test_the_docs_page_renders_the_committed_report_and_says_when_there_is_none(
     shown = hook.on_page_markdown(page)
     head = next(line for line in shown.splitlines() if line.startswith("The report in"))
     assert "**parts left out of this report**: seeds, seeds_original, layers" in head
+
+
+def test_a_layer_wise_slope_is_fitted_to_the_reading_it_is_asked_for():
+    """At saturated taps (S = C = 1, different floors) the normalised value swings with the two floors;
+    the chance-corrected one is 1 there, so the slope of a flat-then-falling curve differs by reading.
+    A tap without the reading (stored before it was measured) leaves the slope not measured."""
+    from types import SimpleNamespace as NS
+
+    from stir.experiments.paper import normalised_slope
+    from stir.measure.calibration import Calibration
+
+    def cal(normalised, corrected):
+        nan = float("nan")
+        return Calibration(value=1.0, floor=0.2, floor_std=0.01, floor_images=0.2, floor_iris=0.2, ceiling=1.0,
+                           ceiling_independent=nan, ceiling_same_draws=1.0, normalised=normalised, low=0.99, high=1.0,
+                           normalised_low=normalised - 0.02, normalised_high=normalised + 0.02, confidence=0.95,
+                           resamples=100, method="", chance_corrected=corrected, chance_corrected_low=corrected - 0.01,
+                           chance_corrected_high=corrected + 0.01)
+
+    def result(cals):
+        rows = [NS(get=lambda d, c=c: NS(calibration={"stir": c}), similarity=NS(tap_ref=f"t{i}")) for i, c in enumerate(cals)]
+        return NS(depths=[i / (len(cals) - 1) for i in range(len(cals))], rows=rows)
+
+    curve = result([cal(1.16, 1.0), cal(1.04, 1.0), cal(0.86, 1.0), cal(0.95, 0.95)])
+    normalised = normalised_slope(curve, "m2|m1", 1.96, 0.95)[0]
+    corrected = normalised_slope(curve, "m2|m1", 1.96, 0.95, "chance_corrected")[0]
+    assert normalised.value < -0.2 and -0.06 < corrected.value < 0  # the floors' swing against the one falling tap
+    assert corrected.low < corrected.value < corrected.high
+    stored = result([cal(1.0, float("nan")), cal(0.9, 0.9)])
+    slope, why = normalised_slope(stored, "m2|m1", 1.96, 0.95, "chance_corrected")
+    assert not slope.measured and "chance-corrected STIR undefined at t0" in why and "stored before" in why
+
+
+def test_claim_9_reads_the_chance_corrected_slopes_only_where_every_one_is_measured():
+    from stir.experiments.paper import _slope_reading
+
+    flat, falling, nan = Interval(0.0, -0.02, 0.02), Interval(-0.4, -0.5, -0.3), Interval(NAN, NAN, NAN)
+    normalised = {"vanilla": {"resnet18 m2|m1": falling}, "at": {"resnet18 m2|m1": Interval(-0.12, -0.15, -0.09)}}
+    corrected = {"vanilla": {"resnet18 m2|m1": falling}, "at": {"resnet18 m2|m1": flat}}
+    chosen, note = _slope_reading(normalised, corrected)
+    assert chosen is corrected and note.startswith("judged on the chance-corrected slopes")
+    assert claim(9).judge(v.SlopeEvidence(chosen["vanilla"], chosen["at"])).outcome == HOLDS
+    stored = {"vanilla": {"resnet18 m2|m1": falling}, "at": {"resnet18 m2|m1": nan}}
+    chosen, note = _slope_reading(normalised, stored)
+    assert chosen is normalised and "not measured at every tap" in note
+    assert _slope_reading(normalised, {"vanilla": {}, "at": {}})[0] is normalised

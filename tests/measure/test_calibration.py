@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from stir.measure.calibration import (
-    CalibrationConfig, _Resampler, calibrate, normalise, percentile_interval, permutation_floor, resample_rows,
-    standard_error_interval,
+    CalibrationConfig, Calibration, _Resampler, calibrate, chance_correct, normalise, percentile_interval,
+    permutation_floor, resample_rows, standard_error_interval,
 )
 from stir.measure.null import closed_form_floor
 from stir.similarity import linear_cka, procrustes
@@ -117,6 +117,41 @@ def test_normalise_is_undefined_without_a_gap():
     assert math.isnan(normalise(0.30, 0.29, 0.2900001, margin=0.01))
     assert normalise(2.0, 5.0, 1.0, distance=True) == pytest.approx(0.75)  # distances: lower is more similar
     assert math.isnan(normalise(2.0, 5.0, 6.0, distance=True))
+
+
+def test_the_chance_corrected_reading_is_one_at_saturation_whatever_the_floors():
+    """S = C = 1 (m2 and m1 both represent X' as X): the normalised value is a ratio of the two floors
+    (0.7 / 0.8 here), the chance-corrected one is 1; at the floor both are 0; with equal floors they agree."""
+    assert normalise(1.0, 0.3, 1.0, 0.2) == pytest.approx(0.7 / 0.8)
+    assert chance_correct(1.0, 0.3, 1.0, 0.2, identity=1.0) == pytest.approx(1.0)
+    assert chance_correct(0.3, 0.3, 0.9, 0.2, identity=1.0) == pytest.approx(0.0)
+    for value, floor, ceiling in ((0.6, 0.2, 0.9), (0.95, 0.1, 0.99)):
+        assert chance_correct(value, floor, ceiling, floor, 1.0) == pytest.approx(normalise(value, floor, ceiling, floor))
+    # kappa(S, F) / kappa(C, F_C) by hand: (0.6 - 0.4) / 0.6 over (0.9 - 0.1) / 0.9
+    assert chance_correct(0.6, 0.4, 0.9, 0.1, 1.0) == pytest.approx((0.2 / 0.6) / (0.8 / 0.9))
+    assert chance_correct(2.0, 5.0, 1.0, 5.0, identity=0.0, distance=True) == pytest.approx(normalise(2.0, 5.0, 1.0, distance=True))
+    for args in ((0.5, 0.3, 0.3, 0.3, 1.0), (0.5, 0.1, 0.9, 0.1, None), (0.5, 1.0, 0.9, 0.1, 1.0)):
+        assert math.isnan(chance_correct(*args))  # no gap; no identity value; a floor at the identity
+    assert math.isnan(chance_correct(0.30, 0.29, 0.2900001, 0.29, 1.0, margin=0.01))
+
+
+def test_calibrate_gives_the_chance_corrected_reading_with_its_interval():
+    """Where m1 and m2 have different spectra (different floors), the two readings differ; the
+    chance-corrected one is kappa(S, F) / kappa(C, F_C) of the calibration's own fields, its interval
+    from the same resamples; a stored result without it reads back as NaN (not measured)."""
+    target, primes, values, _ = reference_and_draws(100)
+    g = torch.Generator().manual_seed(7)
+    reference = torch.randn(100, 60, generator=g, dtype=torch.float64)  # many isotropic dimensions: a higher floor
+    ref_primes = [reference + 0.05 * torch.randn(reference.shape, generator=g, dtype=torch.float64) for _ in range(3)]
+    cal = calibrate("linear_cka", target, primes, values, reference, ref_primes, None,
+                    CalibrationConfig(permutations=20, resamples=200))
+    assert cal.ceiling_floor > 2 * cal.floor  # the two floors differ
+    kappa = ((cal.value - cal.floor) / (1 - cal.floor)) / ((cal.ceiling - cal.ceiling_floor) / (1 - cal.ceiling_floor))
+    assert cal.chance_corrected == pytest.approx(kappa) and abs(cal.chance_corrected - cal.normalised) > 0.05
+    assert cal.chance_corrected_low < cal.chance_corrected < cal.chance_corrected_high
+    old = {k: v for k, v in cal.to_dict().items() if not k.startswith("chance_corrected")}
+    assert math.isnan(Calibration.from_dict(old).chance_corrected)
+    assert Calibration.from_dict(cal.to_dict()).chance_corrected == cal.chance_corrected
 
 
 def test_intervals_of_degenerate_resamples():

@@ -94,6 +94,32 @@ def test_shipping_is_write_once(tmp_path, images):
     assert {p: p.read_bytes() for p in (tmp_path / "shipped").rglob("*.json")} == before
 
 
+def test_a_measurement_with_more_readings_supersedes_its_older_entry_only_when_asked(tmp_path, images):
+    """An entry stored before a reading existed (here: without the chance-corrected STIR) is replaced
+    by the same key's entry that has it, only with --supersede-older-readings; an entry that lacks a
+    field the shipped one has, or differs with the same fields, is never replaced."""
+    from stir.zoo.ship_results import has_more_readings
+
+    m1, m2 = net(0), net(1)
+    pair(ResultStore(tmp_path / "a"), images, m1, m2)
+    ship_results(tmp_path / "a", tmp_path / "shipped")
+    shipped = next((tmp_path / "shipped" / "direction").glob("*.json"))
+    old = json.loads(shipped.read_text())
+    for cal in old["result"]["calibration"].values():  # as stored before the reading was added
+        for name in ("chance_corrected", "chance_corrected_low", "chance_corrected_high"):
+            del cal[name]
+    shipped.write_text(json.dumps(old))
+    assert has_more_readings(json.loads((tmp_path / "a" / "direction" / shipped.name).read_text())["result"], old["result"])
+    assert ship_results(tmp_path / "a", tmp_path / "shipped").differing == {"direction": 1}  # not asked: kept
+    assert shipped.read_text() == json.dumps(old)
+    main([str(tmp_path / "a"), "--into", str(tmp_path / "shipped"), "--supersede-older-readings"])
+    assert shipped.read_bytes() == (tmp_path / "a" / "direction" / shipped.name).read_bytes()
+    assert not has_more_readings(old["result"], json.loads(shipped.read_text())["result"])  # fewer fields: never
+    same_fields = json.loads(shipped.read_text())
+    same_fields["result"]["k"] = 3
+    assert not has_more_readings(same_fields["result"], json.loads(shipped.read_text())["result"])
+
+
 def test_bad_input_is_one_line_and_exit_status_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as err:
         main([str(tmp_path / "nowhere"), "--into", str(tmp_path / "shipped")])
