@@ -22,9 +22,11 @@ part's name. What the paper kind adds:
 * **Ours beside theirs.** Table 1 with the published values (``stir.paper.claims``), each of ours
   with its calibrated reading (floor, normalised value with its interval, p-value).
 
-Layer-wise slopes (claims 9, 10) are fitted to the normalised STIR of each tap (against its own
-floor and ceiling, issue 29); their interval propagates the per-tap normalised intervals (over
-images and draws, taps treated as independent).
+Layer-wise slopes (claims 9, 10) are fitted to two calibrated readings of each tap (against its own
+floor and ceiling, issue 29): the normalised STIR and the chance-corrected one (issue 31: 1 where
+S = C = 1 whatever the floors); the claims are judged on the chance-corrected slopes where every
+tap has that reading, else on the normalised ones (``_slope_reading``). Their interval propagates
+the per-tap intervals (over images and draws, taps treated as independent).
 """
 from __future__ import annotations
 
