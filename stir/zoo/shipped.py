@@ -40,6 +40,7 @@ WEIGHTS, ENTRIES = "weights", "models"
 # The epoch-level columns of a run's metrics.csv that make the training curve.
 _CURVE_PREFIXES = ("train/epoch_", "val/")
 _LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
+_SETUP_S = 60.0  # a process's setup lines come at most this long before its network line (training_wall_s)
 _ATTEMPT_START = re.compile(r"\[stir\.training\.pipeline\]\[INFO\] - .*: \S+ width \d+, [\d.]+M parameters")
 
 
@@ -175,23 +176,34 @@ def training_curve(run_dir: Path) -> List[Dict[str, Any]]:
 
 def training_wall_s(run_dir: Path) -> Optional[float]:
     """Seconds of training, from the run's train.log: per attempt (a line naming the network starts
-    one), its last time stamp minus its first, summed (None without a log). Includes the final test."""
+    one), its last time stamp minus its first, summed (None without a log). Includes the final test.
+
+    A process logs its setup (Lightning's device lines) just before the network line: stamped lines
+    up to ``_SETUP_S`` before an attempt's start line are that attempt's, so the idle time between a
+    stopped attempt and its resumption is never counted."""
     log = Path(run_dir) / "train.log"
     if not log.is_file():
         return None
-    total, start, last = 0.0, None, None
+    attempts: List[List[float]] = []  # the time stamps of each attempt, in order
+    pending: List[float] = []  # stamps before the first attempt start, or since the last one
     for line in log.read_text(errors="replace").splitlines():
         stamp = _LOG_TIME.match(line)
         if not stamp:
             continue
         t = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S").timestamp() + int(stamp.group(2)) / 1000
-        if _ATTEMPT_START.search(line) or start is None:
-            if start is not None and last is not None:
-                total += last - start
-            start = t
-        last = t
-    if start is not None and last is not None:
-        total += last - start
+        if _ATTEMPT_START.search(line):
+            if attempts:  # the previous attempt keeps what came before this one's setup
+                attempts[-1] += [u for u in pending if u < t - _SETUP_S]
+            attempts.append([u for u in pending if u >= t - _SETUP_S] if attempts else list(pending))
+            attempts[-1].append(t)
+            pending = []
+        else:
+            pending.append(t)
+    if not attempts:
+        attempts = [pending] if pending else []
+    elif pending:
+        attempts[-1] += pending
+    total = sum(max(a) - min(a) for a in attempts if a)
     return round(total, 1)
 
 

@@ -215,6 +215,15 @@ def test_training_time_and_curve_of_a_resumed_run(tmp_path):
         line.format("11:00:00,000"), epoch.format("11:02:00,000"), "[2026-12-01 11:03:00,000][x][INFO] - finished"]))
     assert training_wall_s(tmp_path) == pytest.approx(90.5 + 180.0)
     assert training_wall_s(tmp_path / "nothing") is None
+    # Stopped (SIGTERM), resumed an hour later: Lightning's setup line just before the network line
+    # is the new attempt's, so the idle hour is not counted (it was, up to stop 40).
+    setup = "[2026-12-01 {}][lightning.pytorch.utilities.rank_zero][INFO] - GPU available: False, used: False"
+    stop = "[2026-12-01 {}][lightning.pytorch.trainer.connectors.signal_connector][INFO] - Received SIGTERM: 15"
+    (tmp_path / "train.log").write_text("\n".join([
+        setup.format("09:59:59,000"), line.format("10:00:00,000"), epoch.format("10:01:30,500"),
+        stop.format("10:02:00,000"), setup.format("11:00:00,000"), line.format("11:00:00,002"),
+        epoch.format("11:02:00,000")]))
+    assert training_wall_s(tmp_path) == pytest.approx(121.0 + 120.0)
     header = "epoch,step,train/loss,train/epoch_loss,val/acc\n"
     for version, rows in ((0, "0,10,2.0,,\n0,10,,1.9,0.3\n1,20,,1.5,0.4\n"), (1, "1,20,,1.4,0.45\n2,30,,1.2,0.5\n")):
         folder = tmp_path / f"csv/version_{version}"
