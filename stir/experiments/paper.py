@@ -518,8 +518,7 @@ def _slope_reading(normalised: Dict[str, Dict[str, Interval]],
     are both near 1 the normalised value is a ratio of two floors (``stir.measure.calibration``), so
     a slope through it is not about shared invariance. Else the normalised one (results stored
     before the chance-corrected reading existed), said so."""
-    slopes = [i for fam in corrected.values() for i in fam.values()]
-    if slopes and all(i.measured for i in slopes) and all(corrected.values()):
+    if all(corrected.values()) and all(i.measured for fam in corrected.values() for i in fam.values()):
         return corrected, ("judged on the chance-corrected slopes (kappa(S, F) / kappa(C, F_C) per tap, 1 where S = C "
                            "= 1 whatever the floors); the normalised slopes are beside them in the table")
     return normalised, ("judged on the normalised slopes ((S - F) / (C - F_C) per tap): the chance-corrected "

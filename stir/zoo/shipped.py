@@ -19,6 +19,8 @@ weights, the data by content). The weights' sha256 is checked when they are load
 """
 from __future__ import annotations
 
+import bisect
+
 import csv
 import hashlib
 import io
@@ -184,26 +186,20 @@ def training_wall_s(run_dir: Path) -> Optional[float]:
     log = Path(run_dir) / "train.log"
     if not log.is_file():
         return None
-    attempts: List[List[float]] = []  # the time stamps of each attempt, in order
-    pending: List[float] = []  # stamps before the first attempt start, or since the last one
+    stamps: List[float] = []  # every stamped line's time, in order
+    begins: List[float] = []  # where each attempt after the first begins: its start line less _SETUP_S
     for line in log.read_text(errors="replace").splitlines():
         stamp = _LOG_TIME.match(line)
         if not stamp:
             continue
         t = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S").timestamp() + int(stamp.group(2)) / 1000
-        if _ATTEMPT_START.search(line):
-            if attempts:  # the previous attempt keeps what came before this one's setup
-                attempts[-1] += [u for u in pending if u < t - _SETUP_S]
-            attempts.append([u for u in pending if u >= t - _SETUP_S] if attempts else list(pending))
-            attempts[-1].append(t)
-            pending = []
-        else:
-            pending.append(t)
-    if not attempts:
-        attempts = [pending] if pending else []
-    elif pending:
-        attempts[-1] += pending
-    total = sum(max(a) - min(a) for a in attempts if a)
+        if _ATTEMPT_START.search(line) and stamps and stamps[0] < t - _SETUP_S:  # not the first attempt
+            begins.append(t - _SETUP_S)
+        stamps.append(t)
+    spans: List[List[float]] = [[] for _ in range(len(begins) + 1)]  # the stamps of each attempt
+    for t in stamps:
+        spans[bisect.bisect_right(begins, t)].append(t)
+    total = sum(max(a) - min(a) for a in spans if a)
     return round(total, 1)
 
 
