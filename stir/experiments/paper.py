@@ -62,6 +62,7 @@ NAN = math.nan
 ONE_PAIR = "one seed pair: between-seed spread not measured"
 SHARED = ("the seed pairs of one recipe share models ((a, b), (a, c), (b, c)): they are not independent, "
           "so the random-effects interval over them is somewhat too narrow")
+DISJOINT = "the seed pairs share no model ((a_i, b_i) by seed): they are independent"
 # The parts of the report (PaperConfig.skip names them) and the claims each one's evidence is.
 PARTS = {"seeds": (1, 2, 3, 4, 5, 6), **{f"seeds_{o}": (4,) for o in ADVERSARIAL_OBJECTIVES},
          "relative_robustness": (7,), "incremental": (8,), "layers": (9, 10), "architectures": (11,), "at_methods": (12,),
@@ -231,16 +232,23 @@ def reading(stat: Optional[Stat], cal: Optional[Calibration]) -> Interval:
     return Interval(stat.mean, low, high)
 
 
-def over_seed_pairs(values: Sequence[Interval], confidence: float) -> Tuple[Interval, str, float]:
+def over_seed_pairs(values: Sequence[Interval], confidence: float,
+                    pairs: Optional[Sequence[Tuple[str, str]]] = None) -> Tuple[Interval, str, float]:
     """(a recipe's value over its seed pairs, what its interval holds, tau): the random-effects
-    estimate for two or more pairs; the one pair's own interval otherwise."""
-    measured = [i for i in values if i.measured]
+    estimate for two or more pairs; the one pair's own interval otherwise. ``pairs`` (the models of
+    each value, in order) says whether the pairs share models: a recipe's (a, b), (a, c), (b, c) do,
+    AT vs vanilla's (at_i, vanilla_i) do not; without them the pairs are read as sharing."""
+    kept = [(i, p) for i, p in zip(values, pairs or [None] * len(values)) if i.measured]
+    measured = [i for i, _ in kept]
     if not measured:
         return Interval(NAN, NAN, NAN), "not measured", NAN
     if len(measured) == 1:
         return measured[0], f"{ONE_PAIR} (interval over images and draws of that pair)", NAN
     est = paper_ablation.arm_estimate(measured, confidence)
-    return Interval(est.mean, min(est.low, est.mean), max(est.high, est.mean)), est.method + "; " + SHARED, est.tau
+    models = [m for _, p in kept for m in (p or ())]
+    disjoint = pairs is not None and len(models) == len(set(models))
+    return (Interval(est.mean, min(est.low, est.mean), max(est.high, est.mean)),
+            est.method + "; " + (DISJOINT if disjoint else SHARED), est.tau)
 
 
 def _difference(a: Interval, b: Interval, z: float, confidence: float) -> Interval:
@@ -355,7 +363,7 @@ def recipe_rows(ctx: Context, results: Dict[str, List[PairResult]], conf: float,
     out: Dict[int, Evidence] = {}
 
     def add(kind: str, quantity: str, values: List[Interval]) -> Interval:
-        est, method, tau = over_seed_pairs(values, conf)
+        est, method, tau = over_seed_pairs(values, conf, [(p.ref, p.target) for p in results[kind]])
         paper = claim({"vanilla": 1, "at": 2, "cross": 3}[kind]).paper_value(quantity, TABLE1_PAIRS[kind])
         rows.append({"recipe": kind if kind != "cross" else "AT vs vanilla", "quantity": quantity,
                      "seed pairs": len([v for v in values if v.measured]), "ours": _cell(est),
@@ -441,22 +449,58 @@ def tracking(ctx: Context, results: Dict[str, List[PairResult]], z: float) -> Di
                         notes=["difficulty: the walk reading's restricted mean (Kaplan-Meier) with its interval"])}
 
 
+def robustness_gap(m1: Any, m2: Any, z: float) -> Interval:
+    """m1's test/robust_acc minus m2's, with the two-proportion interval over each run's robust test
+    images (``trainer.robust_test_size``; read as independent samples, so somewhat wide where both
+    were attacked on the same images). Not measured where either accuracy or size is unknown."""
+    acc = [m.metrics.get("test/robust_acc", NAN) for m in (m1, m2)]
+    size = [m.train.trainer.robust_test_size if m.train is not None else 0 for m in (m1, m2)]
+    if not all(math.isfinite(a) for a in acc) or min(size) <= 0:
+        return Interval(NAN, NAN, NAN)
+    return _from_se(acc[0] - acc[1], math.sqrt(sum(a * (1 - a) / n for a, n in zip(acc, size))), z)
+
+
+NOT_EVIDENCE = "not evidence"
+
+
+def robustness_order(gap: Interval) -> str:
+    """Which of a Table 2 pair is the more robust, from ``robustness_gap`` (m1 - m2): a pair is
+    evidence for claim 7 unless its label ends in ``NOT_EVIDENCE``."""
+    if not gap.measured:
+        return "robust accuracy unknown: the configured order"
+    if gap.above(0.0):
+        return "m1 more robust"
+    return ("m2 more robust" if gap.below(0.0) else "not resolved") + ": " + NOT_EVIDENCE
+
+
 def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]]):
-    """Claim 7: STIR(m2|m1) - STIR(m1|m2) for every pair, m1 the more robust (matrix order)."""
+    """Claim 7: STIR(m2|m1) - STIR(m1|m2) for every pair, m1 the more robust (matrix order).
+
+    A pair is evidence only where m1 is measurably the more robust (``robustness_gap`` above 0): of
+    two models whose robust accuracies are within noise the claim predicts no direction. Where the
+    accuracies are unknown the configured order (``robustness``) is taken, and the note says so."""
     if part is None:
         return [], None
     cfg, pctx = part
     conf, z = ctx.estimator.calibration.confidence, _z(ctx)
     rows_ = [matrix_kind.measure_row(pctx, cfg, i)[0] for i in range(len(cfg.models))]
-    diffs, rows = {}, []
+    diffs, rows, notes = {}, [], []
     for i, j in itertools.combinations(range(len(cfg.models)), 2):
         m1, m2 = cfg.models[i], cfg.models[j]
         s21, s12 = _direction_stir(rows_[i][j]), _direction_stir(rows_[j][i])  # STIR(m2|m1), STIR(m1|m2)
         d = _difference(s21, s12, z, conf)
-        diffs[f"{m1} / {m2}"] = d
-        rows.append({"m1 (more robust)": m1, "m2": m2, "STIR(m2|m1)": _cell(s21), "STIR(m1|m2)": _cell(s12),
-                     "difference": _cell(d), "paper": "> 0 (the value is not in the sources at hand)"})
-    return rows, Evidence(v.DirectionEvidence(diffs))
+        gap = robustness_gap(ctx.model(m1), ctx.model(m2), z)
+        order = robustness_order(gap)
+        if order.endswith(NOT_EVIDENCE):
+            notes.append(f"{m1} / {m2} is not evidence: m1's robust accuracy minus m2's is {gap} ({order.split(':')[0]})")
+        else:
+            diffs[f"{m1} / {m2}"] = d
+            if not gap.measured:
+                notes.append(f"{m1} / {m2}: {order} (experiment.robustness) is taken")
+        rows.append({"m1 (more robust)": m1, "m2": m2, "robust acc gap (m1 - m2)": _cell(gap), "order": order,
+                     "STIR(m2|m1)": _cell(s21), "STIR(m1|m2)": _cell(s12), "difference": _cell(d),
+                     "paper": "> 0 (the value is not in the sources at hand)"})
+    return rows, Evidence(v.DirectionEvidence(diffs), notes=notes)
 
 
 def figure1(ctx: Context, part: Optional[Tuple[IncrementalConfig, Context]]):
@@ -819,7 +863,8 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     report.tables = {**paper_tables, **report.tables}  # the paper's tables first, the parts' after
     missing = sorted(ok.missing)
     report.notes = [line, "method: a recipe's value is the random-effects estimate over its seed pairs "
-                    "(stir.measure.seeds.seed_estimate); " + SHARED + f"; with one pair: {ONE_PAIR}",
+                    "(stir.measure.seeds.seed_estimate); " + SHARED + "; AT vs vanilla: " + DISJOINT
+                    + f"; with one pair: {ONE_PAIR}",
                     (f"store: {ctx.store.hits} result(s) served from the store, nothing measured (experiment.stored_only="
                      f"true: {ctx.store.misses} looked up and not there yet)" if cfg.stored_only else
                      f"store: {ctx.store.hits} result(s) served from the store, {ctx.store.misses} measured now")] + cut + \
