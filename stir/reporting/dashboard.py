@@ -209,7 +209,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         workspace = build_workspace(args.entity, args.project).save()
         print(f"workspace: {workspace.url}")
     elif args.command == "check":
-        problems = {str(r): missing_keys(read_run(r)) for r in args.runs}
+        # a run that has just finished may still be being flushed by wandb's service: wait for its exit record
+        problems = {str(r): missing_keys(read_run(r, wait_s=30.0)) for r in args.runs}
         for run, missing in problems.items():
             print(f"{run}: {'ok' if not missing else 'missing ' + ', '.join(missing)}")
         if any(problems.values()):

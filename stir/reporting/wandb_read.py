@@ -19,6 +19,8 @@ import json
 import os
 import struct
 import sys
+import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
@@ -30,7 +32,11 @@ _FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
 
 
 def records(path: Union[str, os.PathLike]) -> Iterator[Any]:
-    """Every ``Record`` protobuf of a run file, in order (a truncated last record is dropped)."""
+    """Every ``Record`` protobuf of a run file, in order.
+
+    A file still being written (wandb's service flushes it after ``wandb.finish`` returns) ends in
+    a chunk cut short or not yet filled in: that last record is dropped. A chunk whose crc32 (of its
+    type byte and data) is wrong with written data after it is a corrupt file: ValueError."""
     from wandb.proto import wandb_internal_pb2
 
     data = Path(path).read_bytes()
@@ -42,11 +48,19 @@ def records(path: Union[str, os.PathLike]) -> Iterator[Any]:
         if left_in_block < _CHUNK_HEADER:  # block trailer padding
             pos += left_in_block
             continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + _CHUNK_HEADER])
-        chunk = data[pos + _CHUNK_HEADER:pos + _CHUNK_HEADER + length]
-        pos += _CHUNK_HEADER + length
+        crc, length, kind = struct.unpack("<IHB", data[pos:pos + _CHUNK_HEADER])
         if kind == 0 and length == 0:  # zero padding at the end of a file being written
+            pos += _CHUNK_HEADER
             continue
+        end = pos + _CHUNK_HEADER + length
+        if end > len(data):  # the last chunk, still being written
+            return
+        chunk = data[pos + _CHUNK_HEADER:end]
+        if zlib.crc32(bytes([kind]) + chunk) & 0xFFFFFFFF != crc:
+            if data[end:].strip(b"\0"):
+                raise ValueError(f"{path} is corrupt: the chunk at byte {pos} fails its crc32 and data follows it")
+            return  # the last chunk, its data not yet written in full
+        pos = end
         if kind in (_FULL, _FIRST):
             pending = chunk
         else:
@@ -71,6 +85,7 @@ class OfflineRun:
     summary: Dict[str, Any] = field(default_factory=dict)
     history: List[Dict[str, Any]] = field(default_factory=list)  # one dict per logged step
     artifacts: List[Dict[str, str]] = field(default_factory=list)  # {"name", "type"}
+    complete: bool = False  # its exit record was read (False: a run still running, or being flushed)
     path: Optional[Path] = None  # the run file read
 
     @property
@@ -112,8 +127,19 @@ def _key(item: Any) -> str:
     return item.key if item.key else "/".join(item.nested_key)
 
 
-def read_run(path: Union[str, os.PathLike]) -> OfflineRun:
-    """Decode a ``run-<id>.wandb`` file (or the offline-run folder holding one)."""
+def read_run(path: Union[str, os.PathLike], wait_s: float = 0.0) -> OfflineRun:
+    """Decode a ``run-<id>.wandb`` file (or the offline-run folder holding one). ``wait_s``: read it
+    again, for up to that many seconds, until its exit record is there (wandb's service may still be
+    flushing a run that ``wandb.finish`` has returned from)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        run = _read_run(path)
+        if run.complete or time.monotonic() >= deadline:
+            return run
+        time.sleep(0.2)
+
+
+def _read_run(path: Union[str, os.PathLike]) -> OfflineRun:
     path = Path(path)
     if path.is_dir():
         (path,) = path.glob("run-*.wandb")
@@ -136,6 +162,8 @@ def read_run(path: Union[str, os.PathLike]) -> OfflineRun:
                 run.summary[_key(item)] = _value(item.value_json)
         elif kind == "artifact":
             run.artifacts.append({"name": record.artifact.name, "type": record.artifact.type})
+        elif kind == "exit":
+            run.complete = True
     # wandb stores each config value as {"value": v, "desc": ...}
     run.config = {k: v.get("value", v) if isinstance(v, dict) and "value" in v else v for k, v in run.config.items()}
     return run

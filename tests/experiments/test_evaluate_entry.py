@@ -59,7 +59,7 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
     assert b"pairs" in wandb_file.read_bytes()
     from stir.reporting.wandb_read import read_run
 
-    wb = read_run(wandb_file)
+    wb = read_run(wandb_file, wait_s=30.0)
     assert wb.job_type == "evaluate" and wb.name == "evaluate/pair_at_vs_vanilla"
     assert (wb.config["ref"], wb.config["target"]) == ("at", "vanilla")
     assert "loss=at" in wb.config["models"]["at"]["command"]
@@ -142,7 +142,7 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
     from stir.reporting.wandb_read import read_run
 
     (wandb_file,) = out.glob("wandb/offline-run-*/run-*.wandb")
-    wb = read_run(wandb_file)
+    wb = read_run(wandb_file, wait_s=30.0)
     assert missing_keys(wb) == [] and wb.summary["matrix/at/at_it1/stir"] == pytest.approx(float(matrix[0]["at_it1"]))
     png = draw_local(workspace / "runs", workspace / "results", workspace / "dashboard.png")
     assert png.stat().st_size > 20_000  # the local panels: curves, matrix, scatter drawn from these files
@@ -274,7 +274,7 @@ def test_wandb_read_prints_what_a_run_holds_and_its_tables(workspace, capsys):
     from stir.reporting import wandb_read
 
     (run_file,) = (workspace / "results/pair_at_vs_vanilla").glob("wandb/offline-run-*/run-*.wandb")
-    run = wandb_read.read_run(run_file)
+    run = wandb_read.read_run(run_file, wait_s=30.0)
     assert {"pairs", "convergence"} <= set(run.tables)
     table = run.table("pairs")
     assert table["columns"][:2] == ["ref", "target"] and len(table["data"]) == 1

@@ -130,7 +130,7 @@ def test_the_command_line_logs_to_offline_wandb_and_csv(cifar10_root, tmp_path):
     # Decoded: what a dashboard filters, groups and plots by.
     from stir.reporting.wandb_read import read_run
 
-    wb = read_run(wandb_file)
+    wb = read_run(wandb_file, wait_s=30.0)
     assert wb.job_type == "train" and wb.name == "cifar10/resnet18-w4/vanilla/seed0"
     assert wb.group.startswith("cifar10/resnet18-w4/vanilla:") and "seed" not in wb.group
     assert set(wb.tags) == {"cifar10", "resnet18", "vanilla"}
