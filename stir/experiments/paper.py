@@ -238,15 +238,15 @@ def over_seed_pairs(values: Sequence[Interval], confidence: float,
     estimate for two or more pairs; the one pair's own interval otherwise. ``pairs`` (the models of
     each value, in order) says whether the pairs share models: a recipe's (a, b), (a, c), (b, c) do,
     AT vs vanilla's (at_i, vanilla_i) do not; without them the pairs are read as sharing."""
-    kept = [(i, p) for i, p in zip(values, pairs or [None] * len(values)) if i.measured]
-    measured = [i for i, _ in kept]
+    kept = [k for k, i in enumerate(values) if i.measured]
+    measured = [values[k] for k in kept]
     if not measured:
         return Interval(NAN, NAN, NAN), "not measured", NAN
     if len(measured) == 1:
         return measured[0], f"{ONE_PAIR} (interval over images and draws of that pair)", NAN
     est = paper_ablation.arm_estimate(measured, confidence)
-    models = [m for _, p in kept for m in (p or ())]
-    disjoint = pairs is not None and len(models) == len(set(models))
+    models = [m for k in kept for m in pairs[k]] if pairs is not None else []
+    disjoint = pairs is not None and len(models) == len(set(models))  # the measured pairs share no model
     return (Interval(est.mean, min(est.low, est.mean), max(est.high, est.mean)),
             est.method + "; " + (DISJOINT if disjoint else SHARED), est.tau)
 
