@@ -35,7 +35,7 @@ import itertools
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from stir.experiments import matrix as matrix_kind
 from stir.experiments import paper_ablation
@@ -130,12 +130,24 @@ def _layer_pairs(cfg: PaperConfig) -> List[Tuple[str, str]]:
     return [tuple(p) for s in cfg.layer_settings.values() for p in s.values()]
 
 
+# Claim 12's method pairs, in the order the figure and the differences name them.
+METHOD_PAIRS = (("at", "trades"), ("at", "mart"), ("trades", "mart"))
+METHOD_LABELS = {"at": "AT", "trades": "TRADES", "mart": "MART"}
+
+
+def method_positions(m: Mapping[str, Sequence[str]]) -> List[Dict[str, str]]:
+    """A setting's models by training-seed position: [{at: at_i, trades: trades_i, mart: mart_i}, ...]
+    (the i-th name of each method's list; positions share no model)."""
+    return [dict(zip(m, names)) for names in zip(*m.values())]
+
+
 def _method_pairs(cfg: PaperConfig) -> List[Tuple[str, str]]:
     out: List[Tuple[str, str]] = []
     for m in cfg.methods.values():
-        for pair in ((m["at"], m["trades"]), (m["at"], m["mart"]), (m["trades"], m["mart"])):
-            if pair not in out:
-                out.append(pair)
+        for position in method_positions(m):
+            for a, b in METHOD_PAIRS:
+                if (position[a], position[b]) not in out:
+                    out.append((position[a], position[b]))
     return out
 
 
@@ -463,14 +475,16 @@ def robustness_gap(m1: Any, m2: Any, z: float) -> Interval:
 NOT_EVIDENCE = "not evidence"
 
 
-def robustness_order(gap: Interval) -> str:
-    """Which of a Table 2 pair is the more robust, from ``robustness_gap`` (m1 - m2): a pair is
-    evidence for claim 7 unless its label ends in ``NOT_EVIDENCE``."""
+def robustness_order(gap: Interval) -> Tuple[str, bool]:
+    """(which of a Table 2 pair is the more robust, whether the pair is evidence for claim 7), from
+    ``robustness_gap`` (m1 - m2): evidence where m1 is measurably the more robust, or where the
+    robust accuracies are unknown (the configured order is then taken); the label of a pair that is
+    not evidence ends in ``NOT_EVIDENCE``."""
     if not gap.measured:
-        return "robust accuracy unknown: the configured order"
+        return "robust accuracy unknown: the configured order", True
     if gap.above(0.0):
-        return "m1 more robust"
-    return ("m2 more robust" if gap.below(0.0) else "not resolved") + ": " + NOT_EVIDENCE
+        return "m1 more robust", True
+    return ("m2 more robust" if gap.below(0.0) else "not resolved") + ": " + NOT_EVIDENCE, False
 
 
 def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]]):
@@ -490,8 +504,8 @@ def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]]):
         s21, s12 = _direction_stir(rows_[i][j]), _direction_stir(rows_[j][i])  # STIR(m2|m1), STIR(m1|m2)
         d = _difference(s21, s12, z, conf)
         gap = robustness_gap(ctx.model(m1), ctx.model(m2), z)
-        order = robustness_order(gap)
-        if order.endswith(NOT_EVIDENCE):
+        order, evidence = robustness_order(gap)
+        if not evidence:
             notes.append(f"{m1} / {m2} is not evidence: m1's robust accuracy minus m2's is {gap} ({order.split(':')[0]})")
         else:
             diffs[f"{m1} / {m2}"] = d
@@ -653,28 +667,63 @@ def _mean(values: List[Interval], z: float, conf: float) -> Interval:
     return _from_se(sum(i.value for i in values) / m, math.sqrt(sum(_se(i, conf) ** 2 for i in values)) / m, z)
 
 
+def method_contrasts(positions: Sequence[Mapping[Tuple[str, str], Interval]], models: Sequence[Sequence[str]],
+                     z: float, confidence: float) -> Tuple[Dict[Tuple[str, str], Interval], Dict[str, Interval], str]:
+    """Claim 12's readings of one setting: ``positions`` holds, per training-seed position, the STIR
+    of each method pair of METHOD_PAIRS ({("at", "trades"): Interval, ...}); ``models``, per position,
+    its three models. Returns ({method pair: its value over the positions}, {"STIR(AT, TRADES) -
+    STIR(AT, MART)" and "... - STIR(TRADES, MART)": interval}, what the intervals hold).
+
+    Each difference is taken within a seed position (the three models of one seed, se = sqrt(se_a^2 +
+    se_b^2)) and then pooled over the positions by random effects (``over_seed_pairs``), so its
+    interval holds the between-seed spread; with one position it is that position's interval over
+    images and draws, and the note says the spread is not measured."""
+    values = {pair: over_seed_pairs([p[pair] for p in positions], confidence)[0] for pair in METHOD_PAIRS}
+    diffs, held = {}, ""
+    for other in METHOD_PAIRS[1:]:
+        within = [_difference(p[METHOD_PAIRS[0]], p[other], z, confidence) for p in positions]
+        name = f"STIR(AT, TRADES) - STIR({METHOD_LABELS[other[0]]}, {METHOD_LABELS[other[1]]})"
+        diffs[name] = over_seed_pairs(within, confidence)[0]
+    n = len(positions)
+    shared = len({m for names in models for m in names}) < sum(len(names) for names in models)
+    held = ("one seed position: between-seed spread not measured (interval over images and draws of its models)"
+            if n == 1 else f"random effects over {n} seed positions (Hartung-Knapp interval on {n - 1} df): holds the "
+            "between-seed and the image-level variance; " + ("the positions share models: not independent" if shared
+                                                             else "the positions share no model: independent"))
+    return values, diffs, held
+
+
 def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[Tuple[PairsConfig, Context]]):
     """Claim 12: STIR(AT, TRADES) against STIR(AT, MART) and STIR(TRADES, MART), both directions' mean at the
-    last tap (the penultimate layer), per setting."""
+    last tap (the penultimate layer), per setting, over its training-seed positions (``method_contrasts``)."""
     conf, z = ctx.estimator.calibration.confidence, _z(ctx)
-    diffs, rows, absent = {}, [], []
+    diffs, rows, absent, notes = {}, [], [], []
+    measured = {tuple(p) for p in part[0].pairs} if part else set()
     for setting, m in cfg.methods.items():
-        names = [m["at"], m["trades"], m["mart"]]
-        if part is None or not ok.all(names):
-            absent += names
+        positions, models, left = [], [], []
+        for i, names in enumerate(method_positions(m)):
+            pairs = [(names[a], names[b]) for a, b in METHOD_PAIRS]
+            if not ok.all(list(names.values())) or not all(p in measured for p in pairs):
+                left.append((i, list(names.values())))
+                continue
+            positions.append({key: _mean([_direction_stir(part[1].layerwise(ctx.model(a), ctx.model(b)).rows[-1].get(d))
+                                          for d in DIRECTIONS], z, conf) for key, (a, b) in zip(METHOD_PAIRS, pairs)})
+            models.append(tuple(names.values()))
+        if not positions:
+            absent += left[0][1] if left else []
             continue
-        value = {}
-        for a, b in ((m["at"], m["trades"]), (m["at"], m["mart"]), (m["trades"], m["mart"])):
-            last = part[1].layerwise(ctx.model(a), ctx.model(b)).rows[-1]
-            value[(a, b)] = _mean([_direction_stir(last.get(d)) for d in DIRECTIONS], z, conf)
-        at_trades = value[(m["at"], m["trades"])]
-        for other in ((m["at"], m["mart"]), (m["trades"], m["mart"])):
-            d = _difference(at_trades, value[other], z, conf)
-            diffs[f"{setting}: STIR(AT, TRADES) - STIR({'AT' if other[0] == m['at'] else 'TRADES'}, MART)"] = d
-        rows.append({"setting": setting, "AT / TRADES": _cell(at_trades), "AT / MART": _cell(value[(m["at"], m["mart"])]),
-                     "TRADES / MART": _cell(value[(m["trades"], m["mart"])]), "paper": "AT / TRADES highest (values not in the sources)"})
-    return rows, Evidence(v.ContrastEvidence(diffs) if diffs else None, missing=ok.why(absent),
-                          notes=[f"settings left out: {ok.why(absent)}"] if diffs and absent else [])
+        if left:
+            notes.append(f"{setting}: seed position(s) {', '.join(str(i) for i, _ in left)} left out: "
+                         + (ok.why([n for _, names in left for n in names]) or "not measured in this report"))
+        values, contrast, held = method_contrasts(positions, models, z, conf)
+        diffs.update({f"{setting}: {name}": d for name, d in contrast.items()})
+        rows.append({"setting": setting, "seed positions": len(positions),
+                     **{f"{METHOD_LABELS[a]} / {METHOD_LABELS[b]}": _cell(values[(a, b)]) for a, b in METHOD_PAIRS},
+                     **{name: _cell(d) for name, d in contrast.items()}, "interval holds": held,
+                     "paper": "AT / TRADES highest (values not in the sources)"})
+    if diffs and absent:
+        notes.append(f"settings left out: {ok.why(absent) or 'not measured in this report'}")
+    return rows, Evidence(v.ContrastEvidence(diffs) if diffs else None, missing=ok.why(absent), notes=notes)
 
 
 def recipe_ablation(ctx: Context, cfg: PaperConfig, ok: Availability,
@@ -714,7 +763,7 @@ def _needs(cfg: PaperConfig) -> Dict[int, List[str]]:
             7: list(cfg.robustness), 8: [n for c in cfg.chains.values() for n in c[:2]],
             9: [n for s, f in cfg.layer_settings.items() if s.startswith("cifar10 ") for p in f.values() for n in p],
             10: [n for f in cfg.layer_settings.values() for p in f.values() for n in p],
-            11: _matrix_models(cfg), 12: [n for m in cfg.methods.values() for n in m.values()]}
+            11: _matrix_models(cfg), 12: [n for m in cfg.methods.values() for n in (method_positions(m)[:1] or [{}])[0].values()]}
 
 
 def unstored_rows(ctx: Context, cfg: PaperConfig, ok: Availability, chosen: Dict[str, Tuple[Any, Context]]) -> Dict[int, str]:
@@ -906,6 +955,11 @@ def _check(cfg: PaperConfig) -> None:
     for setting, m in cfg.methods.items():
         if set(m) != {"at", "trades", "mart"}:
             raise ConfigError(f"experiment.methods.{setting} must name at, trades and mart, got {sorted(m)}")
+        lengths = {method: len(names) for method, names in m.items()}
+        if len(set(lengths.values())) != 1 or not min(lengths.values()):
+            raise ConfigError(f"experiment.methods.{setting}: at, trades and mart each name their training seeds, as "
+                              f"many of each (seed i of each together), got {lengths}: e.g. {{at: [at, at_s1], trades: "
+                              "[trades, trades_s1], mart: [mart, mart_s1]}")
     for setting, families in cfg.layer_settings.items():
         if len(setting.split(" ")) != 2 or any(len(p) != 2 for p in families.values()):
             raise ConfigError(f"experiment.layer_settings: '<data set> <architecture>': {{family: [m1, m2]}}, got "

@@ -285,8 +285,10 @@ class PaperConfig(ExperimentConfig):
     # Figures 4, 8 (claim 11): {family: {residual: [...], vgg: [...]}}; seed twins fill the diagonal.
     architectures: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
     seed_twins: Dict[str, str] = field(default_factory=dict)
-    # Figures 5, 9 (claim 12): {setting: {at: name, trades: name, mart: name}}.
-    methods: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    # Figures 5, 9 (claim 12): {setting: {at: [its training seeds], trades: [...], mart: [...]}}, as
+    # many seeds of each; seed position i is (at_i, trades_i, mart_i), its three pairs measured, and
+    # claim 12's differences are pooled over the positions (independent: they share no model).
+    methods: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
     # Where the layer-wise parts read the models (figures 2-3, 6-7: the original code's taps; 5, 9: all).
     layers: LayersConfig = field(default_factory=lambda: LayersConfig(taps="original"))
     methods_layers: LayersConfig = field(default_factory=lambda: LayersConfig(taps="all"))

@@ -97,7 +97,7 @@ def paper_run(tmp_path_factory):
                                          "experiment.pairs=[[at,at_s1],[c100,c100_s1],[c100_at,c100_at_s1]]"), mp)
         # every claim's code path on the present models, each playing a role (no real architectures or methods here)
         roles = ["experiment.name=paper_roles", "experiment.architectures={vanilla:{residual:[vanilla,vanilla_s1],vgg:[vanilla_s2]}}",
-                 "+experiment.methods.tiny={at:at,trades:vanilla,mart:vanilla_s1}",
+                 "+experiment.methods.tiny={at:[at],trades:[vanilla],mart:[vanilla_s1]}",
                  "experiment.chains={vanilla:[vanilla,vanilla_s1,vanilla_s2]}", "experiment.methods_layers.taps=[stem,penultimate]",
                  "experiment.ablation.ls0=[vanilla_s2,vanilla,at]", "experiment.ablation.cosine=[at,at_s1]"]
         run_entry_point("evaluate", paper + roles, mp)
@@ -286,6 +286,44 @@ def test_an_unknown_part_to_skip_is_refused_with_the_parts():
     _check(PaperConfig(name="paper", kind="paper", skip=list(PARTS)))
 
 
+def test_claim_12_pools_its_differences_over_the_training_seed_positions():
+    """Seed position i is (at_i, trades_i, mart_i): each difference is taken within a position and
+    pooled over the positions, so two positions that disagree widen the interval past either one's."""
+    from stir.experiments.paper import METHOD_PAIRS, method_contrasts
+
+    def position(at_trades, at_mart, trades_mart, half=0.01):
+        return dict(zip(METHOD_PAIRS, (Interval(x, x - half, x + half) for x in (at_trades, at_mart, trades_mart))))
+
+    one = [position(0.85, 0.94, 0.84)]
+    values, diffs, held = method_contrasts(one, [("at", "trades", "mart")], 1.96, 0.95)
+    mart = diffs["STIR(AT, TRADES) - STIR(AT, MART)"]
+    assert math.isclose(mart.value, -0.09) and math.isclose(mart.high - mart.value, 0.01 * math.sqrt(2), rel_tol=1e-3)
+    assert math.isclose(diffs["STIR(AT, TRADES) - STIR(TRADES, MART)"].value, 0.01)
+    assert values[("at", "trades")] == one[0][("at", "trades")] and "one seed position" in held
+    two = one + [position(0.95, 0.90, 0.80)]  # the second seed says the opposite of the first on AT / MART
+    models = [("at", "trades", "mart"), ("at_s1", "trades_s1", "mart_s1")]
+    values, diffs, held = method_contrasts(two, models, 1.96, 0.95)
+    mart = diffs["STIR(AT, TRADES) - STIR(AT, MART)"]
+    assert math.isclose(mart.value, -0.02, abs_tol=1e-9) and mart.low < -0.09 and mart.high > 0.05
+    assert math.isclose(values[("at", "trades")].value, 0.90) and "2 seed positions" in held and "share no model" in held
+    shared = method_contrasts(two, [("at", "trades", "mart"), ("at", "trades_s1", "mart_s1")], 1.96, 0.95)[2]
+    assert "share models" in shared
+
+
+def test_the_methods_of_claim_12_name_as_many_training_seeds_each():
+    from stir.config.validate import ConfigError
+    from stir.experiments.paper import _check, _method_pairs
+    from stir.experiments.schema import PaperConfig
+
+    uneven = {"r18": {"at": ["at", "at_s1"], "trades": ["trades", "trades_s1"], "mart": ["mart"]}}
+    with pytest.raises(ConfigError, match=r"experiment.methods.r18: .* as many of each .* got \{'at': 2, 'trades': 2, 'mart': 1\}"):
+        _check(PaperConfig(name="paper", kind="paper", methods=uneven))
+    even = PaperConfig(name="paper", kind="paper", methods={"r18": {**uneven["r18"], "mart": ["mart", "mart_s1"]}})
+    _check(even)
+    assert _method_pairs(even) == [("at", "trades"), ("at", "mart"), ("trades", "mart"),
+                                   ("at_s1", "trades_s1"), ("at_s1", "mart_s1"), ("trades_s1", "mart_s1")]
+
+
 def test_claim_10_on_cifar100_shaped_slopes():
     """Claim 10's code path with CIFAR-100 evidence (synthetic slopes; CIFAR-100 itself is not here)."""
     flat, falls = Interval(0.01, -0.02, 0.04), Interval(-0.3, -0.4, -0.2)
@@ -309,11 +347,11 @@ def test_table2_takes_a_pair_as_evidence_only_where_m1_is_measurably_the_more_ro
     close = robustness_gap(model(0.442), model(0.433), 1.96)
     assert close.low < 0 < close.high and math.isclose(close.high - close.value, 1.96 * math.sqrt(
         (0.442 * 0.558 + 0.433 * 0.567) / 1000))
-    assert robustness_order(close) == "not resolved: " + NOT_EVIDENCE
-    assert robustness_order(robustness_gap(model(0.442), model(0.05), 1.96)) == "m1 more robust"
-    assert robustness_order(robustness_gap(model(0.05), model(0.442), 1.96)) == "m2 more robust: " + NOT_EVIDENCE
+    assert robustness_order(close) == ("not resolved: " + NOT_EVIDENCE, False)
+    assert robustness_order(robustness_gap(model(0.442), model(0.05), 1.96)) == ("m1 more robust", True)
+    assert robustness_order(robustness_gap(model(0.05), model(0.442), 1.96)) == ("m2 more robust: " + NOT_EVIDENCE, False)
     for unknown in (robustness_gap(model(None), model(0.05), 1.96), robustness_gap(model(0.4, size=0), model(0.05), 1.96)):
-        assert not unknown.measured and not robustness_order(unknown).endswith(NOT_EVIDENCE)  # the configured order
+        assert not unknown.measured and robustness_order(unknown) == ("robust accuracy unknown: the configured order", True)
 
 
 def test_one_seed_pair_keeps_its_own_interval_and_says_so():

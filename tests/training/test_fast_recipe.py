@@ -272,3 +272,24 @@ def test_the_paper_preset_s_table1_models_are_the_fast_recipe_without_label_smoo
             same = lambda c: OmegaConf.to_container(OmegaConf.structured(dataclasses.replace(  # noqa: E731
                 c, seed=0, variant="", loss=dataclasses.replace(c.loss, label_smoothing=0.0))))
             assert same(cfg) == same(fast), name
+
+
+def test_the_paper_preset_s_methods_are_one_recipe_per_method_with_seed_i_at_position_i():
+    """Claim 12 pools over training-seed positions (at_i, trades_i, mart_i): each position's models
+    are their method's seed-0 recipe with only the seed changed, so a difference between positions is
+    the between-seed spread and nothing else."""
+    from omegaconf import OmegaConf
+    from stir.zoo.recipes import Recipes
+
+    preset = OmegaConf.load(REPO / "configs" / "evaluate" / "experiment" / "paper.yaml").experiment
+    recipes = Recipes(REPO / "configs" / "zoo.yaml", REPO / "configs", profile="laptop")
+    settings = {s: m for s, m in preset.methods.items() if len(m.at) > 1}
+    assert settings, "a setting with more than one training seed per method"
+    for setting, m in settings.items():
+        for method, names in m.items():
+            first = recipes.train_config(names[0])
+            for seed, name in enumerate(names):
+                cfg = recipes.train_config(name)
+                assert cfg.seed == first.seed + seed, name
+                same = lambda c: OmegaConf.to_container(OmegaConf.structured(dataclasses.replace(c, seed=0)))  # noqa: E731
+                assert same(cfg) == same(first), (setting, method, name)
