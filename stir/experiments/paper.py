@@ -517,13 +517,21 @@ def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]]):
     return rows, Evidence(v.DirectionEvidence(diffs), notes=notes)
 
 
-def figure1(ctx: Context, part: Optional[Tuple[IncrementalConfig, Context]]):
-    """Claim 8: STIR(m_t|m_t-1) against m_t's training-set size, per family."""
+def figure1(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[Tuple[IncrementalConfig, Context]]):
+    """Claim 8: STIR(m_t|m_t-1) against m_t's training-set size, per family; a family whose chain is
+    left out or cut short (``parts``: at its first missing model) says so in the claim's notes."""
     if part is None:
         return [], None
-    cfg, pctx = part
-    curves, rows = {}, []
+    chains, pctx = part[0].chains, part[1]
+    notes = []
     for family, chain in cfg.chains.items():
+        kept = len(chains.get(family, ()))
+        if kept < len(chain):
+            what = "left out" if not kept else f"cut after {chain[kept - 1]} ({kept} of {len(chain)} models)"
+            first = [n for n in chain[kept:] if n in ok.missing][:1]  # the first missing model cuts a chain
+            notes.append(f"{family} chain {what}: {ok.why(first) if first else 'not measured in this report'}")
+    curves, rows = {}, []
+    for family, chain in chains.items():
         points = []
         for prev, cur in links(chain):
             m_prev, m_cur = ctx.model(prev), ctx.model(cur)
@@ -534,7 +542,7 @@ def figure1(ctx: Context, part: Optional[Tuple[IncrementalConfig, Context]]):
             rows.append({"family": family, "train size of m_t": size, "link": f"{prev} -> {cur}",
                          "STIR(m_t|m_t-1)": _cell(s), "STIR(m_t-1|m_t)": _cell(_direction_stir(p.get("m1|m2")))})
         curves[family] = points
-    return rows, Evidence(v.CurveEvidence(curves))
+    return rows, Evidence(v.CurveEvidence(curves), notes=notes)
 
 
 def normalised_slope(result, direction: str, z: float, confidence: float,
@@ -884,7 +892,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     t1, recipes, ev = table1(ctx, cfg, ok, chosen.get("seeds", (None, None))[1], adversarial)
     evidence.update(ev)
     t2, evidence[7] = table2(ctx, chosen.get("relative_robustness"))
-    f1, evidence[8] = figure1(ctx, chosen.get("incremental"))
+    f1, evidence[8] = figure1(ctx, cfg, ok, chosen.get("incremental"))
     f2, ev = figures2_3(ctx, cfg, ok, chosen.get("layers"))
     evidence.update(ev)
     f4, evidence[11] = figures4_8(ctx, cfg, chosen.get("architectures"), ok)

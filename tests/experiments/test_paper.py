@@ -324,6 +324,32 @@ def test_the_methods_of_claim_12_name_as_many_training_seeds_each():
                                    ("at_s1", "trades_s1"), ("at_s1", "mart_s1"), ("trades_s1", "mart_s1")]
 
 
+def test_claim_8_says_which_chain_is_left_out_or_cut_short():
+    """The incremental part keeps each chain up to its first missing model (``parts``); claim 8 is then
+    judged on what is left, and its notes name the family left out and where a chain was cut."""
+    from types import SimpleNamespace as NS
+
+    from stir.experiments.incremental import IncrementalConfig
+    from stir.experiments.paper import figure1
+    from stir.experiments.schema import PaperConfig
+
+    sizes = {f"v{n}": n for n in (5, 10, 15, 20)}
+    ctx = NS(model=lambda name: NS(data=NS(train_size=sizes[name])))
+    pctx = NS(pair=lambda m1, m2: {})  # no direction measured: the values are NaN
+    ok = NS(missing={"v25", "a10", "m5", "m10"},
+            why=lambda names: "; ".join(f"{n} is not trained or shipped (python train.py ...)" for n in names))
+    cfg = PaperConfig(name="paper", kind="paper", chains={"vanilla": ["v5", "v10", "v15", "v20", "v25"],
+                                                          "AT": ["a5", "a10", "a15"], "mart": ["m5", "m10"]})
+    # a5 is here but alone (a chain of one has no link): the AT chain is left out at a10
+    part = IncrementalConfig(name="incremental", kind="incremental", chains={"vanilla": ["v5", "v10", "v15", "v20"]})
+    rows, evidence = figure1(ctx, cfg, ok, (part, pctx))
+    assert [r["link"] for r in rows] == ["v5 -> v10", "v10 -> v15", "v15 -> v20"]
+    assert evidence.notes == ["vanilla chain cut after v20 (4 of 5 models): v25 is not trained or shipped (python train.py ...)",
+                              "AT chain left out: a10 is not trained or shipped (python train.py ...)",
+                              "mart chain left out: m5 is not trained or shipped (python train.py ...)"]
+    assert list(evidence.evidence.curves) == ["vanilla"]
+
+
 def test_claim_10_on_cifar100_shaped_slopes():
     """Claim 10's code path with CIFAR-100 evidence (synthetic slopes; CIFAR-100 itself is not here)."""
     flat, falls = Interval(0.01, -0.02, 0.04), Interval(-0.3, -0.4, -0.2)
