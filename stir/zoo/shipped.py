@@ -2,7 +2,8 @@
 evaluation on a fresh clone needs no training.
 
     zoo/
-        weights/<name>-<profile>-<sha256[:12]>.pt   a plain float32 state dict (torch.save(state_dict))
+        weights/<name>-<profile>-<sha256[:12]>.pt   a plain state dict (torch.save(state_dict)), float32, or
+                                                    float16 with the stored model's accuracy measured again
         models/<name>-<profile>-<sha256[:12]>.json  its entry: zoo name, profile, recipe and its identity,
                                                     architecture, accuracy, robust accuracy, training
                                                     time and curve, versions, the sha256 of the weights
@@ -139,10 +140,17 @@ class ShippedZoo:
         return why
 
 
-def export_state(state: Mapping[str, Tensor]) -> bytes:
-    """A state dict as a shipped weights file: floating tensors float32, contiguous CPU copies, saved
-    into a buffer (so the bytes, and the sha256, do not depend on the file's name)."""
-    plain = {k: (v.detach().to("cpu", torch.float32) if v.is_floating_point() else v.detach().cpu()).contiguous().clone()
+# The floating-point types a weights file may be stored in (``python -m stir.zoo.ship --dtype``): float32
+# keeps the trained weights exactly; float16 halves the file, and the stored model's accuracy is then
+# measured again (the shipped model is what it computes, not what the run computed).
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def export_state(state: Mapping[str, Tensor], dtype: str = "float32") -> bytes:
+    """A state dict as a shipped weights file: floating tensors in ``dtype`` (DTYPES), contiguous CPU
+    copies, saved into a buffer (so the bytes, and the sha256, do not depend on the file's name). A
+    network loads a reduced-precision file into its float32 parameters (``load_state_dict`` casts)."""
+    plain = {k: (v.detach().to("cpu", DTYPES[dtype]) if v.is_floating_point() else v.detach().cpu()).contiguous().clone()
              for k, v in state.items()}
     buffer = io.BytesIO()
     torch.save(plain, buffer)

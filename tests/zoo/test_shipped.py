@@ -14,7 +14,7 @@ from stir.training.runs import RunFolder, recipe_of
 from stir.zoo import MissingModelError, Recipes, Zoo
 from stir.zoo.ship import main as ship_main
 from stir.zoo.ship import ship
-from stir.zoo.shipped import ShippedModelError, ShippedZoo, recipe_identity
+from stir.zoo.shipped import DTYPES, ShippedModelError, ShippedZoo, recipe_identity
 
 PROFILE = "laptop"
 
@@ -159,6 +159,37 @@ def override_args(data_root: Path) -> list:
     return [w for o in tiny(data_root) for w in ("--override", o)]
 
 
+def test_a_float16_model_is_half_the_bytes_and_states_the_accuracy_it_has(trained, cifar10_root, tmp_path):
+    """--dtype float16: the stored model computes other logits than the run, so its accuracy is
+    measured again (the run's own stays beside it) and the zoo serves it as what it computes."""
+    from stir.models import build, channel_stats
+    from stir.zoo import checkpoints
+    from stir.zoo.ship import remeasure
+
+    _, runs, _, (full, _) = trained
+    cfg = recipes(cifar10_root, tmp_path / "no-runs").train_config("vanilla")
+    # the re-measure is the run's own measurement: on the run's network it gives the run's test accuracy
+    assert remeasure(cfg, checkpoints.network(runs[0], cfg))["test/acc"] == full.metrics["test/acc"]
+    half = ship(runs[0], "vanilla", PROFILE, tmp_path / "zoo", overrides=tiny(cifar10_root), dtype="float16")
+    state = half.state_dict()
+    assert all(v.dtype == torch.float16 for v in state.values() if v.is_floating_point())
+    assert half.record["dtype"] == "float16" and half.sha256 != full.sha256
+    assert half.record["bytes"] < 0.6 * full.record["bytes"]
+    assert half.record["test_of_run"] == full.metrics and "test/robust_acc" in half.metrics
+    assert abs(half.metrics["test/acc"] - full.metrics["test/acc"]) <= 0.005
+    assert "logits differ by up to" in half.record["probe_logits"]
+    net = build(cfg.model, cfg.data.num_classes, *channel_stats(cfg.data.name))
+    net.load_state_dict(state)  # float16 values into float32 parameters
+    assert all(p.dtype == torch.float32 for p in net.parameters())
+    model = zoo_of(cifar10_root, tmp_path / "no-runs", ShippedZoo(tmp_path / "zoo")).model("vanilla")
+    assert model.record["shipped_sha256"] == half.sha256 and model.metrics == half.metrics
+    local = zoo_of(cifar10_root, trained[0] / "runs", None).model("vanilla")
+    assert model.identity != local.identity  # another function: the results store keeps the two apart
+    with pytest.raises(ValueError, match=r"loses .* test accuracy .* more than --max-acc-drop -1.0; ship it as float32"):
+        ship(runs[0], "vanilla", PROFILE, tmp_path / "zoo2", overrides=tiny(cifar10_root), dtype="float16", max_acc_drop=-1.0)
+    assert not (tmp_path / "zoo2").exists()
+
+
 def test_shipping_never_overwrites_a_file(trained, cifar10_root, capsys, monkeypatch):
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     _, runs, zoo, (entry, _) = trained
@@ -199,7 +230,9 @@ def test_the_repository_s_shipped_models_are_intact():
         assert entry.entry.stem == f"{entry.name}-{entry.profile}-{entry.sha256[:12]}"
         assert entry.weights.name == f"{entry.entry.stem}.pt"
         state = entry.state_dict()  # checks the sha256
-        assert all(v.dtype == torch.float32 for v in state.values() if v.is_floating_point())
+        assert all(v.dtype == DTYPES[entry.record["dtype"]] for v in state.values() if v.is_floating_point())
+        if entry.record["dtype"] != "float32":  # a reduced-precision model states its own accuracy beside the run's
+            assert entry.record["test_of_run"]["test/acc"] - entry.metrics["test/acc"] <= 0.005, entry.entry
         total += entry.weights.stat().st_size
     assert total < 100e6  # the issue's budget for all shipped weights together
 
