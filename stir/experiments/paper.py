@@ -725,6 +725,7 @@ def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
                          + (ok.why([n for _, names in left for n in names]) or "not measured in this report"))
         values, contrast, held = method_contrasts(positions, models, z, conf)
         diffs.update({f"{setting}: {name}": d for name, d in contrast.items()})
+        notes.append(f"{setting}: {held}")
         rows.append({"setting": setting, "seed positions": len(positions),
                      **{f"{METHOD_LABELS[a]} / {METHOD_LABELS[b]}": _cell(values[(a, b)]) for a, b in METHOD_PAIRS},
                      **{name: _cell(d) for name, d in contrast.items()}, "interval holds": held,
