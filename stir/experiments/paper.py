@@ -137,7 +137,7 @@ METHOD_LABELS = {"at": "AT", "trades": "TRADES", "mart": "MART"}
 
 def method_positions(m: Mapping[str, Sequence[str]]) -> List[Dict[str, str]]:
     """A setting's models by training-seed position: [{at: at_i, trades: trades_i, mart: mart_i}, ...]
-    (the i-th name of each method's list; positions share no model)."""
+    (the i-th name of each method's list)."""
     return [dict(zip(m, names)) for names in zip(*m.values())]
 
 
@@ -687,7 +687,7 @@ def method_contrasts(positions: Sequence[Mapping[Tuple[str, str], Interval]], mo
     interval holds the between-seed spread; with one position it is that position's interval over
     images and draws, and the note says the spread is not measured."""
     values = {pair: over_seed_pairs([p[pair] for p in positions], confidence)[0] for pair in METHOD_PAIRS}
-    diffs, held = {}, ""
+    diffs = {}
     for other in METHOD_PAIRS[1:]:
         within = [_difference(p[METHOD_PAIRS[0]], p[other], z, confidence) for p in positions]
         name = f"STIR(AT, TRADES) - STIR({METHOD_LABELS[other[0]]}, {METHOD_LABELS[other[1]]})"
