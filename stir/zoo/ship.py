@@ -6,7 +6,8 @@ The run must be finished (``RunFolder.verify``), have its test metrics and train
 exactly the recipe the zoo name resolves to at that profile (with ``--override KEY=VALUE``: the
 evaluation's ``zoo.overrides``; the data is the run's own, by content). The exported state dict must
 give the run's logits on a probe batch. With ``--dtype float16`` the weights are stored at half
-precision (half the bytes): the stored model then computes slightly other logits than the run, so its
+precision (half the bytes), with ``--dtype int8`` as per-channel int8 weights (a quarter of the bytes:
+``stir.zoo.quantize``): the stored model then computes slightly other logits than the run, so its
 test and robust accuracy are measured again, as the run measured its own (``remeasure``: the recipe's
 test split, robust subset, attack and precision, through Lightning's ``Trainer.test``), and the entry
 records those (``test``) beside the run's (``test_of_run``); a stored model whose accuracy drops by more
@@ -38,6 +39,7 @@ from stir.provenance import library_versions
 from stir.training.runs import FINISHED, RunFolder, load_state_dict, recipe_differences, recipe_of
 from stir.zoo import checkpoints
 from stir.zoo.recipes import Recipes
+from stir.zoo.quantize import dequantize
 from stir.zoo.shipped import (DEFAULT_DIR, DTYPES, ENTRIES, REPO, WEIGHTS, ShippedModel, entry_stem, export_state, now,
                               recipe_identity, relative, same_logits, training_curve, training_wall_s)
 
@@ -90,8 +92,8 @@ def ship(run_dir: Path, name: str, profile: str, folder: Path = DEFAULT_DIR,
 
     model = ModelConfig(arch=cfg.model.arch, width=cfg.model.width)
     shipped_net = build(model, cfg.data.num_classes, *channel_stats(cfg.data.name))
-    load_state(shipped_net, torch.load(io.BytesIO(data), map_location="cpu", weights_only=True), source=str(weights),
-               arch=f"{model.arch} (width {model.width})")
+    load_state(shipped_net, dequantize(torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)),
+               source=str(weights), arch=f"{model.arch} (width {model.width})")
     differs = same_logits(checkpoints.network(run.path, cfg), shipped_net, probe_images(torch.device("cpu"), PROBE))
     stored_as: Dict[str, Any] = {}
     if dtype == "float32" and differs:
@@ -106,8 +108,9 @@ def ship(run_dir: Path, name: str, profile: str, folder: Path = DEFAULT_DIR,
             raise ValueError(f"{run.path} stored as {dtype} loses {drop:.4f} test accuracy ({test['test/acc']:.4f} -> "
                              f"{again['test/acc']:.4f}), more than --max-acc-drop {max_acc_drop}; ship it as float32")
         stored_as = {"test_of_run": test, "probe_logits": differs or "identical",
-                     "remeasured": f"the stored {dtype} weights, loaded into float32 parameters, measured again as the "
-                                   "run measured its own (stir.zoo.ship.remeasure)"}
+                     "remeasured": f"the stored {dtype} weights, loaded into float32 parameters"
+                                   + (" (dequantized: stir.zoo.quantize)" if dtype == "int8" else "")
+                                   + ", measured again as the run measured its own (stir.zoo.ship.remeasure)"}
         test = again
 
     atomic.write_bytes(weights, data)
@@ -164,7 +167,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a zoo.overrides element the evaluation gives (repeatable)")
     parser.add_argument("--dtype", default="float32", choices=sorted(DTYPES),
-                        help="the weights file's floating-point type (float16: half the bytes, accuracy measured again)")
+                        help="the weights file's type (float16: half the bytes; int8: weights quantized per output "
+                             "channel, a quarter; accuracy measured again)")
     parser.add_argument("--max-acc-drop", type=float, default=0.005,
                         help="refuse a reduced-precision model whose test accuracy drops by more than this")
     args = parser.parse_args(argv)

@@ -3,7 +3,8 @@ evaluation on a fresh clone needs no training.
 
     zoo/
         weights/<name>-<profile>-<sha256[:12]>.pt   a plain state dict (torch.save(state_dict)), float32, or
-                                                    float16 with the stored model's accuracy measured again
+                                                    float16 or int8 (stir.zoo.quantize) with the stored
+                                                    model's accuracy measured again
         models/<name>-<profile>-<sha256[:12]>.json  its entry: zoo name, profile, recipe and its identity,
                                                     architecture, accuracy, robust accuracy, training
                                                     time and curve, versions, the sha256 of the weights
@@ -36,6 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from stir.provenance import file_sha256
+from stir.zoo.quantize import dequantize, quantize_state
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = REPO / "zoo"
@@ -90,7 +92,12 @@ class ShippedModel:
             raise ShippedModelError(f"shipped zoo entry {entry} is unreadable ({type(err).__name__}: {err})") from None
 
     def state_dict(self) -> Dict[str, Tensor]:
-        """The weights, after checking the file's sha256 against the entry (``weights_only=True``)."""
+        """The weights a network loads, after checking the file's sha256 against the entry: the stored
+        tensors, an int8 file's dequantized to float32 (``stir.zoo.quantize``)."""
+        return dequantize(self.stored_tensors())
+
+    def stored_tensors(self) -> Dict[str, Tensor]:
+        """The file's tensors as stored (``weights_only=True``), after checking its sha256 against the entry."""
         if not self.weights.is_file():
             raise ShippedModelError(f"shipped model {self.name} ({self.entry.name}): its weights file {self.weights} "
                                     "is missing (git lfs or a partial clone?)")
@@ -140,18 +147,23 @@ class ShippedZoo:
         return why
 
 
-# The floating-point types a weights file may be stored in (``python -m stir.zoo.ship --dtype``): float32
-# keeps the trained weights exactly; float16 halves the file, and the stored model's accuracy is then
-# measured again (the shipped model is what it computes, not what the run computed).
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# The types a weights file may be stored in (``python -m stir.zoo.ship --dtype``): float32 keeps the
+# trained weights exactly; float16 halves the file; int8 quarters it (weight-only, per output channel:
+# stir.zoo.quantize; the other tensors stay float32). Below float32 the stored model's accuracy is
+# measured again: the shipped model is what it computes, not what the run computed.
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int8": torch.int8}
 
 
 def export_state(state: Mapping[str, Tensor], dtype: str = "float32") -> bytes:
-    """A state dict as a shipped weights file: floating tensors in ``dtype`` (DTYPES), contiguous CPU
-    copies, saved into a buffer (so the bytes, and the sha256, do not depend on the file's name). A
-    network loads a reduced-precision file into its float32 parameters (``load_state_dict`` casts)."""
-    plain = {k: (v.detach().to("cpu", DTYPES[dtype]) if v.is_floating_point() else v.detach().cpu()).contiguous().clone()
-             for k, v in state.items()}
+    """A state dict as a shipped weights file: floating tensors in ``dtype`` (DTYPES; int8: the weights
+    quantized, ``stir.zoo.quantize``), contiguous CPU copies, saved into a buffer (so the bytes, and the
+    sha256, do not depend on the file's name). A network loads a float16 file into its float32
+    parameters (``load_state_dict`` casts), an int8 file after ``dequantize``."""
+    if dtype == "int8":
+        plain = quantize_state(state)
+    else:
+        plain = {k: (v.detach().to("cpu", DTYPES[dtype]) if v.is_floating_point() else v.detach().cpu()).contiguous().clone()
+                 for k, v in state.items()}
     buffer = io.BytesIO()
     torch.save(plain, buffer)
     return buffer.getvalue()

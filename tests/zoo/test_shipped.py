@@ -190,6 +190,34 @@ def test_a_float16_model_is_half_the_bytes_and_states_the_accuracy_it_has(traine
     assert not (tmp_path / "zoo2").exists()
 
 
+def test_an_int8_model_is_a_quarter_of_the_bytes_and_is_served_as_it_computes(trained, cifar10_root, tmp_path):
+    """--dtype int8: weights quantized per output channel (stir.zoo.quantize); the zoo loads the
+    dequantized float32 weights, which are the stored model, measured again when shipped."""
+    from stir.zoo.quantize import SCALE_SUFFIX, dequantize
+
+    _, runs, _, (full, _) = trained
+    small = ship(runs[0], "vanilla", PROFILE, tmp_path / "zoo", overrides=tiny(cifar10_root), dtype="int8")
+    stored = small.stored_tensors()
+    assert stored["stem.0.weight"].dtype == torch.int8 and stored["stem.0.weight" + SCALE_SUFFIX].dtype == torch.float32
+    assert small.record["dtype"] == "int8" and small.sha256 != full.sha256
+    assert small.record["bytes"] < 0.5 * full.record["bytes"]  # width 4: the zip headers weigh; 0.27 at width 16
+    assert small.record["test_of_run"] == full.metrics and "test/robust_acc" in small.metrics
+    assert "dequantized" in small.record["remeasured"]
+    state = small.state_dict()  # what a network loads: float32, every key of the run's state dict
+    original = torch.load(full.weights, weights_only=True)
+    assert set(state) == set(original) and all(state[k].dtype == original[k].dtype for k in state)
+    again = dequantize(stored)
+    assert all(torch.equal(state[k], again[k]) for k in state)
+    # within half a quantization step of the run's weights, channel by channel
+    w, q, scale = original["stem.0.weight"], stored["stem.0.weight"], stored["stem.0.weight" + SCALE_SUFFIX]
+    assert torch.all((state["stem.0.weight"] - w).abs() <= scale.view(-1, 1, 1, 1) / 2 + 1e-7)
+    assert q.abs().amax().item() == 127
+    model = zoo_of(cifar10_root, tmp_path / "no-runs", ShippedZoo(tmp_path / "zoo")).model("vanilla")
+    assert model.record["shipped_sha256"] == small.sha256 and model.metrics == small.metrics
+    loaded = model.module.state_dict()
+    assert all(torch.equal(loaded[k], state[k]) for k in state)  # the zoo serves the dequantized weights
+
+
 def test_shipping_never_overwrites_a_file(trained, cifar10_root, capsys, monkeypatch):
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     _, runs, zoo, (entry, _) = trained
@@ -229,8 +257,12 @@ def test_the_repository_s_shipped_models_are_intact():
         assert entry.name in names, entry.entry
         assert entry.entry.stem == f"{entry.name}-{entry.profile}-{entry.sha256[:12]}"
         assert entry.weights.name == f"{entry.entry.stem}.pt"
-        state = entry.state_dict()  # checks the sha256
-        assert all(v.dtype == DTYPES[entry.record["dtype"]] for v in state.values() if v.is_floating_point())
+        stored = entry.stored_tensors()  # checks the sha256
+        if entry.record["dtype"] == "int8":  # weights int8 with float32 scales, the rest float32
+            assert any(v.dtype == torch.int8 for v in stored.values()), entry.entry
+            assert all(v.dtype == torch.float32 for v in stored.values() if v.is_floating_point()), entry.entry
+        else:
+            assert all(v.dtype == DTYPES[entry.record["dtype"]] for v in stored.values() if v.is_floating_point())
         if entry.record["dtype"] != "float32":  # a reduced-precision model states its own accuracy beside the run's
             assert entry.record["test_of_run"]["test/acc"] - entry.metrics["test/acc"] <= 0.005, entry.entry
         total += entry.weights.stat().st_size
