@@ -530,19 +530,49 @@ def figure1(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[Tup
             what = "left out" if not kept else f"cut after {chain[kept - 1]} ({kept} of {len(chain)} models)"
             first = [n for n in chain[kept:] if n in ok.missing][:1]  # the first missing model cuts a chain
             notes.append(f"{family} chain {what}: {ok.why(first) if first else 'not measured in this report'}")
-    curves, rows = {}, []
+    raw, corrected, rows = {}, {}, []
     for family, chain in chains.items():
-        points = []
+        raw[family], corrected[family] = [], []
         for prev, cur in links(chain):
             m_prev, m_cur = ctx.model(prev), ctx.model(cur)
             p = pctx.pair(m_prev, m_cur)
-            s = _direction_stir(p.get("m2|m1"))
+            d21, d12 = p.get("m2|m1"), p.get("m1|m2")
+            s, c = _direction_stir(d21), calibrated(d21, "chance_corrected")
             size = m_cur.data.train_size or NAN
-            points.append((size, s))
+            raw[family].append((size, s))
+            corrected[family].append((size, c))
+            cal = d21.calibration.get("stir") if d21 is not None else None
             rows.append({"family": family, "train size of m_t": size, "link": f"{prev} -> {cur}",
-                         "STIR(m_t|m_t-1)": _cell(s), "STIR(m_t-1|m_t)": _cell(_direction_stir(p.get("m1|m2")))})
-        curves[family] = points
-    return rows, Evidence(v.CurveEvidence(curves), notes=notes)
+                         "STIR(m_t|m_t-1)": _cell(s), "floor": _num(cal.floor if cal else None),
+                         "chance-corrected": _cell(c), "STIR(m_t-1|m_t)": _cell(_direction_stir(d12)),
+                         "chance-corrected (m_t-1|m_t)": _cell(calibrated(d12, "chance_corrected"))})
+    curves, reading_note = _curve_reading(raw, corrected)
+    return rows, Evidence(v.CurveEvidence(curves), notes=notes + ([reading_note] if curves else []))
+
+
+def calibrated(d: Optional[DirectionResult], reading: str, name: str = "stir") -> Interval:
+    """A direction's calibrated reading of ``name`` ("normalised" or "chance_corrected",
+    ``stir.measure.calibration``) with its interval from the same resamples; NaN: not measured (a
+    result stored before that reading existed, or an undefined one)."""
+    cal = d.calibration.get(name) if d is not None else None
+    if cal is None:
+        return Interval(NAN, NAN, NAN)
+    value, low, high = getattr(cal, reading), getattr(cal, f"{reading}_low"), getattr(cal, f"{reading}_high")
+    if not (math.isfinite(value) and math.isfinite(low) and math.isfinite(high)):
+        return Interval(NAN, NAN, NAN)
+    return Interval(value, min(low, value), max(high, value))
+
+
+def _curve_reading(raw: Dict[str, List[Tuple[float, Interval]]],
+                   corrected: Dict[str, List[Tuple[float, Interval]]]) -> Tuple[Dict[str, List[Tuple[float, Interval]]], str]:
+    """The curves claim 8 is judged on, and the note that says which reading: the chance-corrected
+    one (kappa(S, F) / kappa(C, F_C), the floor of each m_t removed: m_t's own X' statistics set
+    it, and they change with the training-set size) where every link has it, else the raw STIR."""
+    if all(i.measured for points in corrected.values() for _, i in points):
+        return corrected, ("judged on the chance-corrected STIR(m_t|m_t-1) (kappa(S, F) / kappa(C, F_C): each link "
+                           "read against its own floor); the raw values are beside them in the table")
+    return raw, ("judged on the raw STIR(m_t|m_t-1): the chance-corrected reading is not measured at every link "
+                 "(results stored before it existed)")
 
 
 def normalised_slope(result, direction: str, z: float, confidence: float,
