@@ -547,7 +547,9 @@ def figure1(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[Tup
                          "chance-corrected": _cell(c), "STIR(m_t-1|m_t)": _cell(_direction_stir(d12)),
                          "chance-corrected (m_t-1|m_t)": _cell(calibrated(d12, "chance_corrected"))})
     curves, reading_note = _curve_reading(raw, corrected)
-    return rows, Evidence(v.CurveEvidence(curves), notes=notes + ([reading_note] if curves else []))
+    seeds_note = ("one training seed per size: each link's interval is over images and draws only (the "
+                  "between-seed spread of a size is not measured)")
+    return rows, Evidence(v.CurveEvidence(curves), notes=notes + ([reading_note, seeds_note] if curves else []))
 
 
 def calibrated(d: Optional[DirectionResult], reading: str, name: str = "stir") -> Interval:
