@@ -225,10 +225,10 @@ def _wrap(title: str, width: int = 60) -> str:
 
 
 def _finish_axes(ax: Axes, title: str, xlabel: str, ylabel: str, handles: list, legend_title: str | None = None,
-                 legend: bool = True) -> None:
-    """Title, axis labels, grid; the legend outside the axes on the right (it never covers a curve or
-    an axis label), titled with what the error bars are."""
-    ax.set_title(_wrap(title), fontsize=FONT + 2)
+                 legend: bool = True, title_chars: int = 60) -> None:
+    """Title (on lines of at most ``title_chars``), axis labels, grid; the legend outside the axes on
+    the right (it never covers a curve or an axis label), titled with what the error bars are."""
+    ax.set_title(_wrap(title, title_chars), fontsize=FONT + 2)
     ax.set_xlabel(xlabel, fontsize=FONT + 1)
     ax.set_ylabel(ylabel, fontsize=FONT + 1)
     ax.grid(True, alpha=0.3)
@@ -375,7 +375,9 @@ def plot_incremental(sizes: Sequence[float] | Mapping[str, Sequence[float]],
     Shapes: sizes (T,) shared, or a mapping name -> (T_name,); series[name] (T_name,), NaN
     allowed; errors[name] like series[name]; ``error_note`` says what the bars are (legend title).
     """
-    fig = _new_figure(5.4 + _legend_width(list(series)), 4.4)
+    note = _bars(errors, error_note)
+    note = _label(note) if note else note  # the legend's title, wrapped like its labels
+    fig = _new_figure(5.4 + _legend_width(list(series) + ([note] if note else [])), 4.4)
     ax = fig.add_subplot()
     groups: dict[str, int] = {}
     in_group: dict[str, int] = {}
@@ -393,10 +395,20 @@ def plot_incremental(sizes: Sequence[float] | Mapping[str, Sequence[float]],
                               label=_label(name)))
     if logx:
         ax.set_xscale("log")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # sizes are image counts: no 1.5 images
-    ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
-    _finish_axes(ax, title, xlabel, ylabel, handles, _bars(errors, error_note))
+    every = sorted({float(x) for name, values in series.items()
+                    for x in _series_x(sizes, name, len(values)) if math.isfinite(float(x))})
+    if 0 < len(every) <= 12 and not logx:  # a schedule of sizes: a tick at each of them, in thousands
+        ax.set_xticks(every)
+        ax.xaxis.set_major_formatter(FuncFormatter(_kilo if all(x % 1000 == 0 for x in every) else _thousands))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # sizes are image counts: no 1.5 images
+        ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
+    _finish_axes(ax, title, xlabel, ylabel, handles, note, title_chars=44)
     return _save(fig, path)
+
+
+def _kilo(x: float, _pos: int) -> str:
+    return f"{x / 1000:,.0f}k"
 
 
 def _images(x: Any, name: str) -> np.ndarray:

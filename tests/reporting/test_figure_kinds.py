@@ -236,6 +236,20 @@ def test_incremental(names, tmp_path, drawn):
     assert {_flat(n) for n in series} <= {_flat(t) for t in _legend_texts(f)}
 
 
+def test_incremental_with_figure_1_s_nine_sizes_and_the_report_s_bar_note(tmp_path, drawn):
+    """The paper preset's chains: 5k, ..., 45k (8 links from 10k), two families and directions, and
+    the evaluation's bar note as legend title: nothing cut off, no tick label on another."""
+    sizes = [10000 * k // 2 for k in range(2, 10)]  # 10,000 ... 45,000
+    series = {f"{family}: STIR({d})": [0.4 + 0.02 * k for k in range(8)]
+              for family in ("vanilla", "AT") for d in ("m_t|m_t-1", "m_t-1|m_t")}
+    plot_incremental(sizes, series, tmp_path / "i.png", "Figure 1: consecutive models of growing training sets",
+                     errors={n: [0.05] * 8 for n in series},
+                     error_note="bars: 95% interval over images and draws (half_sampling)")
+    (f,) = drawn
+    _check(f)
+    assert len(f["xtick_boxes"][0]) >= 8  # a tick at every size
+
+
 @pytest.mark.parametrize("names", [SHORT, LONG])
 def test_matrices(names, tmp_path, drawn):
     models = [names[0], names[1], names[0] + "_s1"]
