@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
+from scipy import stats
+
 HOLDS, FAILS, NOT_TESTABLE = "holds", "does not hold", "not testable here"
 # A claim whose models exist but whose part this report left out (experiment.skip): measurable here,
 # not measured yet; never counted as held or failed.
@@ -37,8 +39,8 @@ FLAT_SLOPE = 0.1
 # "tracks" (claims 5, 6): Spearman rank correlation at least this, over at least MIN_POINTS points.
 TRACKS_RHO = 0.5
 MIN_POINTS = 3
-# "plateaus" (claim 8): the rise over the last third of the steps between sizes at most this fraction of
-# the whole rise (a straight line's is a third or more).
+# "plateaus" (claim 8): the fitted rise over the last third of the steps between sizes at most this
+# fraction of the whole fitted rise (a straight line's is a third or more at evenly spaced sizes).
 PLATEAU_FRACTION = 0.25
 
 
@@ -243,14 +245,36 @@ def controversial_harder_for_higher_stir(e: TrackingEvidence) -> Verdict:
 
 @dataclass(frozen=True)
 class CurveEvidence:
-    """Per family (vanilla, at): STIR between consecutive incremental models, by training-set size."""
+    """Per family (vanilla, at): STIR between consecutive incremental models, by training-set size;
+    ``confidence``: the level of the points' intervals (and of the trend's)."""
 
     curves: Mapping[str, Sequence[Tuple[int, Interval]]]  # family -> [(train size, STIR)], sizes increasing
+    confidence: float = 0.95
+
+
+def trend(points: Sequence[Tuple[float, Interval]], confidence: float = 0.95) -> Interval:
+    """The rise of a curve over its sizes: the Theil-Sen slope of the values on u = (size - first
+    size) / (last size - first size) in [0, 1] (the median of the slopes between every two points;
+    Sen 1968), so the fitted rise from the first size to the last, with Sen's interval at
+    ``confidence`` from the distribution of Kendall's statistic.
+
+    The interval is distribution-free: it holds whatever spread the points have about the curve,
+    with one training seed per size the between-seed spread that no point's own interval holds, so
+    the rise of a curve is never read off two points. It reads the points' order, not their own
+    intervals; a least-squares line would take a rise that saturates (the claim's shape) for lack
+    of fit. Needs 3 or more points; NaN otherwise."""
+    sizes = [float(n) for n, _ in points]
+    if len(points) < 3 or sizes[-1] == sizes[0]:
+        return Interval(math.nan, math.nan, math.nan)
+    u = [(n - sizes[0]) / (sizes[-1] - sizes[0]) for n in sizes]
+    fit = stats.theilslopes([i.value for _, i in points], u, alpha=confidence)
+    return Interval(float(fit.slope), float(min(fit.low_slope, fit.slope)), float(max(fit.high_slope, fit.slope)))
 
 
 def rises_and_plateaus(e: CurveEvidence) -> Verdict:
-    """Claim 8: in every family STIR rises with data (the last size's interval above the first's) and
-    plateaus (the rise over the last third of the sizes at most PLATEAU_FRACTION of the whole rise)."""
+    """Claim 8: in every family STIR rises with data (the fitted rise over the sizes, ``trend``, with
+    an interval above 0) and plateaus (the fitted rise over the last third of the steps between sizes
+    at most PLATEAU_FRACTION of the whole fitted rise)."""
     if not e.curves:
         return not_testable("no incremental-data curves")
     numbers: Dict[str, Any] = {}
@@ -263,19 +287,24 @@ def rises_and_plateaus(e: CurveEvidence) -> Verdict:
             return missing
         if len(points) < 4:
             return not_testable(f"{family}: {len(points)} training-set sizes; rise and plateau need 4 or more")
-        values = [v for _, v in points]
-        first, last = values[0], values[-1]
-        tail = values[-(math.ceil((len(values) - 1) / 3) + 1):]  # the last third of the steps between sizes
-        rise = max(v.value for v in values) - first.value
-        tail_rise = tail[-1].value - tail[0].value
-        numbers[family] = {"first": str(first), "last": str(last), "rise": rise, "last_third_rise": tail_rise}
-        if not last.above(first.high):
-            failures.append(f"{family}: no resolved rise (first {first}, last {last})")
-        elif tail_rise > PLATEAU_FRACTION * rise:
-            failures.append(f"{family}: still rising over the last third ({tail_rise:+.3f} of a {rise:.3f} rise)")
+        rise = trend(points, e.confidence)
+        tail = points[-(math.ceil((len(points) - 1) / 3) + 1):]  # the last third of the steps between sizes
+        # the fitted rise from the tail's first size to its last (two points: their difference)
+        tail_rise = trend(tail, e.confidence).value if len(tail) >= 3 else tail[-1][1].value - tail[0][1].value
+        numbers[family] = {"first": str(points[0][1]), "last": str(points[-1][1]), "rise": str(rise),
+                           "last_third_rise": tail_rise}
+        if rise.below(0.0):
+            failures.append(f"{family}: falls with data (fitted rise {rise} over {len(points)} sizes)")
+        elif not rise.above(0.0):
+            failures.append(f"{family}: no resolved rise (fitted rise {rise} over {len(points)} sizes: Theil-Sen, its "
+                            "interval from the points' order)")
+        elif tail_rise > PLATEAU_FRACTION * rise.value:
+            failures.append(f"{family}: still rising over the last third ({tail_rise:+.3f} of a {rise.value:.3f} "
+                            "fitted rise)")
     if failures:
         return Verdict(FAILS, "; ".join(failures), numbers)
-    return Verdict(HOLDS, "rises and plateaus in " + ", ".join(e.curves), numbers)
+    return Verdict(HOLDS, "rises and plateaus in " + ", ".join(f"{f} (fitted rise {numbers[f]['rise']})"
+                                                               for f in e.curves), numbers)
 
 
 # ---- claims 9, 10: layer-wise slopes ----------------------------------------------------------------

@@ -1,7 +1,9 @@
 """The paper's claims (stir.paper): the data as published, and every verdict's outcomes on constructed values."""
 import math
 
+import numpy as np
 import pytest
+from scipy import stats as scipy_stats
 
 from stir.paper import CLAIMS, FAILS, HOLDS, NOT_TESTABLE, Interval, claim
 from stir.paper import verdicts as v
@@ -139,6 +141,31 @@ def curve(values, half=0.02):
 def test_claim_8_rises_and_plateaus(curves, outcome, words):
     verdict = claim(8).judge(v.CurveEvidence(curves))
     assert verdict.outcome == outcome and words in verdict.reason
+
+
+def test_claim_8_reads_the_rise_off_the_whole_curve_not_two_points():
+    """One training seed per size: the links scatter by more than their intervals (over images and
+    draws). A last point that happens to lie above the first point's interval is no rise when the
+    curve as a whole has none: the trend's interval holds the points' spread about the line."""
+    noisy = curve([0.49, 0.32, 0.59, 0.52, 0.42, 0.61, 0.43, 0.70], half=0.09)
+    assert noisy[-1][1].above(noisy[0][1].high)  # what an endpoint reading would call a rise
+    verdict = claim(8).judge(v.CurveEvidence({"vanilla": noisy}))
+    assert verdict.outcome == FAILS and "no resolved rise" in verdict.reason
+    rise = v.trend(noisy)
+    assert rise.low < 0 < rise.high and rise.value > 0
+
+
+def test_the_trend_is_the_theil_sen_rise_with_sen_s_interval():
+    points = curve([0.6, 0.8, 0.85, 0.86, 0.86, 0.87])  # rises, then saturates: the claim's shape
+    rise = v.trend(points)
+    fit = scipy_stats.theilslopes([0.6, 0.8, 0.85, 0.86, 0.86, 0.87], np.linspace(0, 1, 6), alpha=0.95)
+    assert (rise.value, rise.low, rise.high) == pytest.approx((fit.slope, fit.low_slope, fit.high_slope))
+    assert rise.above(0.0)  # a straight line's least squares would not resolve it (lack of fit)
+    assert v.trend(curve([0.3, 0.4, 0.5, 0.6])).value == pytest.approx(0.3)  # from the first size to the last
+    # uneven sizes: u is the position between the first and last size
+    uneven = [(5000, iv(0.2)), (10000, iv(0.3)), (45000, iv(0.7))]
+    assert v.trend(uneven).value == pytest.approx(np.median([0.1 / 0.125, 0.4 / 0.875, 0.5 / 1.0]))
+    assert math.isnan(v.trend(curve([0.3, 0.4])).value)
 
 
 @pytest.mark.parametrize("vanilla, at, outcome, words", [
