@@ -293,3 +293,14 @@ def test_the_paper_preset_s_methods_are_one_recipe_per_method_with_seed_i_at_pos
                 assert cfg.seed == first.seed + seed, name
                 same = lambda c: OmegaConf.to_container(OmegaConf.structured(dataclasses.replace(c, seed=0)))  # noqa: E731
                 assert same(cfg) == same(first), (setting, method, name)
+
+
+def test_the_paper_preset_s_resnet18_layer_wise_pairs_are_table1_s_first_seed_pairs():
+    """Claim 9 (figures 2, 6) reads the layer-wise curves of Table 1's models: the report's ResNet18
+    claims rest on one recipe."""
+    from omegaconf import OmegaConf
+
+    preset = OmegaConf.load(REPO / "configs" / "evaluate" / "experiment" / "paper.yaml").experiment
+    resnet18 = preset.layer_settings["cifar10 resnet18"]
+    for family in ("vanilla", "at"):
+        assert list(resnet18[family]) == list(preset.recipes[family][:2]), family
