@@ -27,9 +27,11 @@ COMMON = ["n=12", "k=2", "inversion.steps=12", "inversion.tolerance=0.05", "inve
           "difficulty.steps=8", "iri_grid_images=2", "logger.wandb.mode=disabled", "calibration.resamples=50",
           "calibration.permutations=19"]
 PRESENT = ("vanilla", "vanilla_s1", "vanilla_s2", "at")
-# The preset's Table 1 is the ls0 recipe (configs/evaluate/experiment/paper.yaml); the tiny zoo trains the
-# fast-recipe names, so Table 1 is pointed at them (the code path is the same).
-FAST_TABLE1 = ["experiment.recipes.vanilla=[vanilla,vanilla_s1,vanilla_s2]", "experiment.recipes.at=[at,at_s1,at_s2]"]
+# The preset's Table 1 and its ResNet18 layer-wise pairs are the ls0 recipe (configs/evaluate/experiment/
+# paper.yaml); the tiny zoo trains the fast-recipe names, so both are pointed at them (the code path is the same).
+FAST_TABLE1 = ["experiment.recipes.vanilla=[vanilla,vanilla_s1,vanilla_s2]", "experiment.recipes.at=[at,at_s1,at_s2]",
+               "experiment.layer_settings={cifar10 resnet18:{vanilla:[vanilla,vanilla_s1],at:[at,at_s1]},"
+               "cifar100 resnet18:{vanilla:[c100,c100_s1],at:[c100_at,c100_at_s1]}}"]
 
 
 def args(root: Path, data_root: Path, *extra: str) -> list:
