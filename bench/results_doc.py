@@ -82,7 +82,8 @@ def block(name: str) -> str:
     data = json.loads((RESULTS / f"{name}.json").read_text()) if (RESULTS / f"{name}.json").is_file() else {}
     head = [f"Figures from {', '.join(f'`bench/results/{p.name}`' for p in files)}, {measured_at(files)}."]
     if data.get("command"):
-        head.append(f"Command: `python {data['command']}`.")
+        command = re.sub(r"^python ", "", data["command"])  # some scripts record it with "python ", some without
+        head.append(f"Command: `python {command}`.")
     lines = [" ".join(head), ""]
     md = RESULTS / f"{name}.md"
     if md.is_file():
