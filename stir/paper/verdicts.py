@@ -274,11 +274,16 @@ def trend(points: Sequence[Tuple[float, Interval]], confidence: float = 0.95) ->
 def rises_and_plateaus(e: CurveEvidence) -> Verdict:
     """Claim 8: in every family STIR rises with data (the fitted rise over the sizes, ``trend``, with
     an interval above 0) and plateaus (the fitted rise over the last third of the steps between sizes
-    at most PLATEAU_FRACTION of the whole fitted rise)."""
+    with an interval at most PLATEAU_FRACTION of the whole fitted rise).
+
+    As for the interval claims (``_side``): "contradicted" where an interval is on the wrong side (a
+    rise below 0: falls; a last-third rise above the plateau bound: still rising), "not resolved"
+    where one straddles its threshold and none is on the wrong side. A last third of two sizes has
+    no interval: its rise (their difference) is then read as a point."""
     if not e.curves:
         return not_testable("no incremental-data curves")
     numbers: Dict[str, Any] = {}
-    failures = []
+    contradicted, unresolved = [], []
     for family, curve in e.curves.items():
         points = sorted(curve, key=lambda point: point[0])  # by size (Intervals have no order)
         named = {f"{family} n={n}": v for n, v in points}
@@ -289,20 +294,34 @@ def rises_and_plateaus(e: CurveEvidence) -> Verdict:
             return not_testable(f"{family}: {len(points)} training-set sizes; rise and plateau need 4 or more")
         rise = trend(points, e.confidence)
         tail = points[-(math.ceil((len(points) - 1) / 3) + 1):]  # the last third of the steps between sizes
-        # the fitted rise from the tail's first size to its last (two points: their difference)
-        tail_rise = trend(tail, e.confidence).value if len(tail) >= 3 else tail[-1][1].value - tail[0][1].value
+        # the fitted rise from the tail's first size to its last (two points: their difference, no interval)
+        if len(tail) >= 3:
+            tail_rise = trend(tail, e.confidence)
+        else:
+            step = tail[-1][1].value - tail[0][1].value
+            tail_rise = Interval(step, step, step)
         numbers[family] = {"first": str(points[0][1]), "last": str(points[-1][1]), "rise": str(rise),
-                           "last_third_rise": tail_rise}
+                           "last_third_rise": str(tail_rise)}
+        fitted = f"fitted rise {rise} over {len(points)} sizes: Theil-Sen, its interval from the points' order"
         if rise.below(0.0):
-            failures.append(f"{family}: falls with data (fitted rise {rise} over {len(points)} sizes)")
-        elif not rise.above(0.0):
-            failures.append(f"{family}: no resolved rise (fitted rise {rise} over {len(points)} sizes: Theil-Sen, its "
-                            "interval from the points' order)")
-        elif tail_rise > PLATEAU_FRACTION * rise.value:
-            failures.append(f"{family}: still rising over the last third ({tail_rise:+.3f} of a {rise.value:.3f} "
-                            "fitted rise)")
-    if failures:
-        return Verdict(FAILS, "; ".join(failures), numbers)
+            contradicted.append(f"{family}: falls with data ({fitted})")
+            continue
+        if not rise.above(0.0):
+            unresolved.append(f"{family}: the rise ({fitted}) includes 0")
+            continue
+        bound = PLATEAU_FRACTION * rise.value
+        if tail_rise.above(bound):
+            contradicted.append(f"{family}: still rising over the last third (fitted rise {tail_rise} over "
+                                f"{len(tail)} sizes, above the plateau bound {bound:.3f}: a quarter of the "
+                                f"whole rise {rise.value:.3f})")
+        elif tail_rise.high > bound:  # straddles the bound (a point at or below it plateaus)
+            unresolved.append(f"{family}: rises ({fitted}); its plateau is not resolved: the last third's "
+                              f"fitted rise {tail_rise} over {len(tail)} sizes includes the plateau bound "
+                              f"{bound:.3f} (a quarter of the whole rise)")
+    if contradicted:
+        return Verdict(FAILS, "contradicted: " + "; ".join(contradicted + unresolved), numbers)
+    if unresolved:
+        return Verdict(FAILS, f"{NOT_RESOLVED}: " + "; ".join(unresolved), numbers)
     return Verdict(HOLDS, "rises and plateaus in " + ", ".join(f"{f} (fitted rise {numbers[f]['rise']})"
                                                                for f in e.curves), numbers)
 

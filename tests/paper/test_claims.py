@@ -133,8 +133,14 @@ def curve(values, half=0.02):
 @pytest.mark.parametrize("curves, outcome, words", [
     ({"vanilla": curve([0.3, 0.5, 0.6, 0.65, 0.66, 0.66]), "at": curve([0.6, 0.8, 0.85, 0.86, 0.86, 0.87])}, HOLDS,
      "rises and plateaus"),
-    ({"vanilla": curve([0.3, 0.4, 0.5, 0.6, 0.7, 0.8])}, FAILS, "still rising"),
-    ({"vanilla": curve([0.5, 0.5, 0.51, 0.5, 0.5, 0.5])}, FAILS, "no resolved rise"),
+    ({"vanilla": curve([0.3, 0.4, 0.5, 0.6, 0.7, 0.8])}, FAILS, "contradicted: vanilla: still rising"),
+    ({"vanilla": curve([0.8, 0.7, 0.6, 0.5, 0.4, 0.3])}, FAILS, "contradicted: vanilla: falls"),
+    ({"vanilla": curve([0.5, 0.5, 0.51, 0.5, 0.5, 0.5])}, FAILS, "not resolved at this budget: vanilla: the rise"),
+    # rises, and the last third's rise (0.020 [-0.080, 0.120]) straddles the plateau bound (0.090)
+    ({"vanilla": curve([0.3, 0.5, 0.6, 0.64, 0.70, 0.66, 0.72])}, FAILS, "its plateau is not resolved"),
+    # one family contradicted, the other not resolved: contradicted, both said
+    ({"vanilla": curve([0.5, 0.5, 0.51, 0.5, 0.5, 0.5]), "at": curve([0.8, 0.7, 0.6, 0.5, 0.4, 0.3])}, FAILS,
+     "contradicted: at: falls"),
     ({"vanilla": curve([0.3, 0.5, 0.6])}, NOT_TESTABLE, "need 4"),
     ({}, NOT_TESTABLE, "no incremental"),
 ])
@@ -150,7 +156,7 @@ def test_claim_8_reads_the_rise_off_the_whole_curve_not_two_points():
     noisy = curve([0.49, 0.32, 0.59, 0.52, 0.42, 0.61, 0.43, 0.70], half=0.09)
     assert noisy[-1][1].above(noisy[0][1].high)  # what an endpoint reading would call a rise
     verdict = claim(8).judge(v.CurveEvidence({"vanilla": noisy}))
-    assert verdict.outcome == FAILS and "no resolved rise" in verdict.reason
+    assert verdict.outcome == FAILS and verdict.reason.startswith(v.NOT_RESOLVED)
     rise = v.trend(noisy)
     assert rise.low < 0 < rise.high and rise.value > 0
 
