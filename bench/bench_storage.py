@@ -42,24 +42,27 @@ def _direction(result, direction: str) -> Dict[str, Any]:
 
 def measure(name: str, runs_dir: str, source: str, profile: str, out_dir: str) -> Dict[str, Any]:
     """The entry's accuracies and STIR between the run's float32 model (m1) and the stored one (m2)."""
-    entry = next((e for e in ShippedZoo().entries() if e.name == name and e.profile == profile), None)
-    if entry is None:
-        raise SystemExit(f"bench_storage: no shipped zoo model {name!r} at profile {profile!r}")
     common = (f"profile={profile}", f"data.source={source}", f"out_dir={out_dir}")
-    shipped = open_evaluation(*common)
+    stored = open_evaluation(*common).model(name)  # as the zoo resolves it: the shipped file, unless a local run wins
     local = open_evaluation(*common, f"zoo.runs_dir={runs_dir}")
-    stored, run = shipped.model(name), local.model(name)
-    if stored.identity == run.identity:
-        raise SystemExit(f"bench_storage: {name} resolved to the same model twice: is {runs_dir} its run's folder, "
-                         "and is the shipped file at reduced precision?")
-    result = evaluate_pair(run.module, stored.module, shipped.images(stored), estimator=shipped.estimator,
-                           run=shipped.run, names=(f"{name} (float32 run)", f"{name} ({entry.record['dtype']} stored)"))
+    run = local.model(name)
+    if stored.record["source"] != "shipped":
+        raise SystemExit(f"bench_storage: {name} at profile {profile} resolves to a {stored.record['source']} model, "
+                         "not a shipped file: is it shipped, and is there a finished run of it in ./runs?")
+    if run.record["source"] != "zoo":
+        raise SystemExit(f"bench_storage: no finished run of {name} in {runs_dir}: pass the folder train.py wrote it to")
+    entry = next(e for e in ShippedZoo().entries() if e.sha256 == stored.record["shipped_sha256"])  # the one resolved
+    dtype = entry.record["dtype"]
+    if dtype == "float32":
+        raise SystemExit(f"bench_storage: {name} is shipped at float32, as its run: there is nothing to compare")
+    result = evaluate_pair(run.module, stored.module, local.images(stored), estimator=local.estimator, run=local.run,
+                           names=(f"{name} (float32 run)", f"{name} ({dtype} stored)"))
     log.info("%s", result)
     m2m1 = result.get("m2|m1")
-    return {"model": name, "profile": profile, "dtype": entry.record["dtype"],
-            "test_as_stored": entry.metrics, "test_of_run": entry.record.get("test_of_run"),
-            "run_identity": run.identity, "stored_identity": stored.identity, "n": m2m1.n, "k": m2m1.k,
-            "similarity": result.similarity.value, "directions": [_direction(result, d) for d in ("m2|m1", "m1|m2")]}
+    return {"model": name, "profile": profile, "dtype": dtype, "test_as_stored": stored.metrics,
+            "test_of_run": run.metrics, "run_identity": run.identity, "stored_identity": stored.identity,
+            "n": m2m1.n, "k": m2m1.k, "similarity": result.similarity.value,
+            "directions": [_direction(result, d) for d in ("m2|m1", "m1|m2")]}
 
 
 def main() -> None:
