@@ -400,16 +400,39 @@ def same_across_datasets(e: DatasetSlopeEvidence) -> Verdict:
 
 @dataclass(frozen=True)
 class ContrastEvidence:
-    """Differences of mean STIR between two groups of pairs, each with its interval (group A - group B)."""
+    """Differences of mean STIR between two groups of pairs, each with its interval (group A - group B),
+    and the number of training seeds of each group's models behind each difference (its seed positions:
+    position i holds the i-th seed of every model; absent: not stated, read as several)."""
 
     differences: Mapping[str, Interval]  # e.g. "residual/residual - residual/VGG" -> interval
+    seed_positions: Mapping[str, int] = field(default_factory=dict)  # the same names -> positions
 
 
 def shares_more(e: ContrastEvidence) -> Verdict:
     """Claims 11 and 12: every difference (the group the paper says shares more, minus the other) is
     above 0. Claim 11: STIR among residual nets minus STIR between residual and non-residual nets;
-    claim 12: STIR(AT, TRADES) minus STIR(AT, MART) and minus STIR(TRADES, MART)."""
+    claim 12: STIR(AT, TRADES) minus STIR(AT, MART) and minus STIR(TRADES, MART).
+
+    These compare model families (architectures, training methods), so a difference that rests on one
+    training seed per model decides nothing: its interval holds the images and IRI draws, not the
+    between-seed spread, which is as large as the differences compared (claim 12: -0.089 [-0.123,
+    -0.056] at one seed, -0.079 [-0.203, 0.044] over two). Such a difference is shown and reads "not
+    resolved", unless another difference over several seeds contradicts the claim."""
     if not e.differences:
         return not_testable("no pairs of the groups compared")
     named = dict(e.differences)
-    return _unmeasured(named) or _side(named, lambda v: v.above(0.0), lambda v: v.below(0.0), "above 0")
+    unmeasured = _unmeasured(named)
+    if unmeasured:
+        return unmeasured
+    one = [k for k in named if e.seed_positions.get(k, 2) < 2]
+    judged = {k: v for k, v in named.items() if k not in one}
+    if not one:
+        return _side(judged, lambda v: v.above(0.0), lambda v: v.below(0.0), "above 0")
+    numbers = {k: str(v) for k, v in named.items()}
+    if any(v.below(0.0) for v in judged.values()):  # contradicted over several seeds whatever the others read
+        return Verdict(FAILS, _side(judged, lambda v: v.above(0.0), lambda v: v.below(0.0), "above 0").reason, numbers)
+    return Verdict(FAILS, f"{NOT_RESOLVED}: one training seed per model behind "
+                          + ", ".join(f"{k} {named[k]}" for k in one)
+                          + " (the interval holds images and IRI draws, not the between-seed spread; a comparison "
+                            "of model families needs several training seeds of each)"
+                          + ("; " + ", ".join(f"{k} {v}" for k, v in judged.items()) if judged else ""), numbers)

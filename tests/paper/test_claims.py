@@ -206,3 +206,19 @@ def test_claims_11_12_one_group_shares_more(number):
     assert claim(number).judge(v.ContrastEvidence({"A - B": iv(-0.1)})).outcome == FAILS
     assert claim(number).judge(v.ContrastEvidence({})).outcome == NOT_TESTABLE
     assert claim(number).judge(v.ContrastEvidence({"A - B": Interval(NAN, NAN, NAN)})).outcome == NOT_TESTABLE
+
+
+@pytest.mark.parametrize("number", [11, 12])
+def test_claims_11_12_one_training_seed_decides_nothing(number):
+    """A comparison of model families over one training seed per model is never held or contradicted
+    (its interval does not hold the between-seed spread); a difference over several seeds still is."""
+    one = claim(number).judge(v.ContrastEvidence({"A - B": iv(0.3)}, seed_positions={"A - B": 1}))
+    assert one.outcome == FAILS and "not resolved" in one.reason and "one training seed" in one.reason
+    wrong_side = claim(number).judge(v.ContrastEvidence({"A - B": iv(-0.3)}, seed_positions={"A - B": 1}))
+    assert wrong_side.outcome == FAILS and "contradicted" not in wrong_side.reason
+    both = v.ContrastEvidence({"A - B": iv(0.3), "C - D": iv(-0.2)}, seed_positions={"A - B": 1, "C - D": 3})
+    assert "contradicted" in claim(number).judge(both).reason and "C - D" in claim(number).judge(both).reason
+    several = v.ContrastEvidence({"A - B": iv(0.3), "C - D": iv(0.2)}, seed_positions={"A - B": 1, "C - D": 3})
+    verdict = claim(number).judge(several)
+    assert verdict.outcome == FAILS and "A - B" in verdict.reason and "C - D 0.200" in verdict.reason
+    assert claim(number).judge(v.ContrastEvidence({"A - B": iv(0.3)}, seed_positions={"A - B": 2})).outcome == HOLDS
