@@ -50,6 +50,17 @@ def measure_row(ctx: Context, cfg: MatrixConfig, i: int) -> Tuple[List[Direction
     return directions, similarities
 
 
+def _diagonal_label(cfg: MatrixConfig, labels: List[str], twins: Dict[str, str]) -> str:
+    """What the diagonal holds: each model against its seed twin, where ``seed_twins`` names one, else
+    against itself (a partial list of twins says which cells are which, never "each model vs its twin")."""
+    named = [f"{label} vs {twins[n]}" for n, label in zip(cfg.models, labels) if n in twins]
+    if not named:
+        return "diagonal: each model vs itself"
+    if len(named) == len(labels):
+        return "diagonal: each model vs its seed twin"
+    return f"diagonal: seed twins ({', '.join(named)}), the other models vs themselves"
+
+
 def run(ctx: Context, cfg: MatrixConfig) -> Report:
     """STIR(m_j|m_i) for every ordered pair (diagonal: a model against its twin or itself), CKA beside it."""
     report = Report(cfg.description or cfg.name)
@@ -91,7 +102,7 @@ def run(ctx: Context, cfg: MatrixConfig) -> Report:
     shown = labels + [ctx.model(t).label for n, t in cfg.seed_twins.items() if n in cfg.models]
     accuracy = [{"model": label, **{k: round(v, 4) for k, v in ctx.zoo.resolved()[label].metrics.items()}} for label in shown]
     report.tables["accuracy"] = Table(accuracy)
-    diagonal = "diagonal: each model vs its seed twin" if cfg.seed_twins else "diagonal: each model vs itself"
+    diagonal = _diagonal_label(cfg, labels, {n: ctx.model(t).label for n, t in cfg.seed_twins.items()})
     measure = ctx.estimator.measure
     report.figures["matrix_stir"] = Figure(plot_matrix_pair, dict(
         left=stir, right=sim, row_labels=labels, col_labels=labels, title=report.title,

@@ -119,6 +119,22 @@ def test_architectures_diagonal_compares_seed_twins():
         assert (a.model, a.loss, a.data) == (b.model, b.loss, b.data) and a.seed != b.seed
 
 
+def test_matrix_diagonal_label_says_which_cells_hold_a_seed_twin():
+    """A matrix whose twins are only partly shipped (the paper preset on the laptop zoo) must not call
+    every diagonal cell a seed-twin comparison."""
+    from stir.experiments.matrix import _diagonal_label
+    from stir.experiments.schema import MatrixConfig
+
+    models = ["vanilla", "resnet34", "vgg16"]
+    partial = MatrixConfig(name="m", kind="matrix", models=models, seed_twins={"vanilla": "vanilla_s1"})
+    assert _diagonal_label(partial, models, {"vanilla": "vanilla_s1"}) == \
+        "diagonal: seed twins (vanilla vs vanilla_s1), the other models vs themselves"
+    full = MatrixConfig(name="m", kind="matrix", models=models[:1], seed_twins={"vanilla": "vanilla_s1"})
+    assert _diagonal_label(full, models[:1], {"vanilla": "vanilla_s1"}) == "diagonal: each model vs its seed twin"
+    none = MatrixConfig(name="m", kind="matrix", models=models)
+    assert _diagonal_label(none, models, {}) == "diagonal: each model vs itself"
+
+
 def test_at_methods_runs_both_betas_of_the_paper():
     cfg = compose_evaluate(CONFIGS / "evaluate", ["experiment=at_methods"])
     betas = {(recipe(m, "full").loss.name, recipe(m, "full").loss.beta) for pair in cfg.experiment.pairs for m in pair}
