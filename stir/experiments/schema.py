@@ -282,9 +282,12 @@ class PaperConfig(ExperimentConfig):
     chains: Dict[str, List[str]] = field(default_factory=dict)
     # Figures 2, 3, 6, 7 (claims 9, 10): {"<dataset> <architecture>": {vanilla: [a, b], at: [c, d]}}
     layer_settings: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    # Figures 4, 8 (claim 11): {family: {residual: [...], vgg: [...]}}; seed twins fill the diagonal.
+    # Figures 4, 8 (claim 11): {family: {residual: [...], vgg: [...]}}, the first training seed of each
+    # architecture, and {model: [its later training seeds]}: seed position i replaces every model of a
+    # family by its i-th later seed, and claim 11's difference is pooled over the positions (as claim
+    # 12's). The first later seed is the model's twin on the matrix's diagonal.
     architectures: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    seed_twins: Dict[str, str] = field(default_factory=dict)
+    architecture_seeds: Dict[str, List[str]] = field(default_factory=dict)
     # Figures 5, 9 (claim 12): {setting: {at: [its training seeds], trades: [...], mart: [...]}}, as
     # many seeds of each; seed position i is (at_i, trades_i, mart_i), its three pairs measured, and
     # claim 12's differences are pooled over the positions (independent: they share no model).

@@ -312,6 +312,52 @@ def test_claim_12_pools_its_differences_over_the_training_seed_positions():
     assert "share models" in shared
 
 
+def test_claim_11_pools_its_difference_over_the_architectures_training_seed_positions():
+    """Position i replaces every architecture by its i-th later seed while all of them have one here;
+    the difference is taken within a position and pooled over them, so positions that disagree widen
+    the interval past either one's."""
+    from stir.experiments.paper import architecture_contrast, architecture_positions
+    from stir.experiments.schema import PaperConfig
+
+    cfg = PaperConfig(name="paper", kind="paper",
+                      architectures={"vanilla": {"residual": ["r18", "r34"], "vgg": ["v16", "v19"]},
+                                     "at": {"residual": ["r18_at", "r34_at"], "vgg": ["v16_at"]}},
+                      architecture_seeds={"r18": ["r18_s1", "r18_s2"], "r34": ["r34_s1", "r34_s2"],
+                                          "v16": ["v16_s1", "v16_s2"], "v19": ["v19_s1"], "r18_at": ["r18_at_s1"]})
+    here = {"r18", "r34", "v16", "v19", "r18_s1", "r34_s1", "v16_s1", "v19_s1", "r18_s2", "r34_s2", "v16_s2", "r18_at"}
+    positions = architecture_positions(cfg, here.__contains__)
+    assert positions == {"vanilla": [{"residual": ["r18", "r34"], "vgg": ["v16", "v19"]},
+                                     {"residual": ["r18_s1", "r34_s1"], "vgg": ["v16_s1", "v19_s1"]}]}  # v19_s2: none
+    # without v19 at all the family keeps its other VGG, and runs to the third position
+    assert len(architecture_positions(cfg, (here - {"v19"}).__contains__)["vanilla"]) == 3
+
+    def stir_of(values):  # STIR(b | a) = values[(a, b)] +- 0.01
+        return lambda a, b: Interval(values[(a, b)], values[(a, b)] - 0.01, values[(a, b)] + 0.01)
+
+    one = [{"residual": ["a", "b"], "vgg": ["c"]}]
+    first = {("a", "b"): 0.6, ("b", "a"): 0.5, ("a", "c"): 0.3, ("c", "a"): 0.4, ("b", "c"): 0.2, ("c", "b"): 0.3}
+    among, across, within, d = architecture_contrast(one, stir_of(first), 1.96, 0.95)
+    assert math.isclose(among.value, 0.55) and math.isclose(across.value, 0.3) and d == within[0]
+    assert math.isclose(d.value, 0.25) and math.isclose(d.high - d.value, math.hypot(0.01 / 2 ** 0.5, 0.01 / 2), rel_tol=1e-3)
+    two = one + [{"residual": ["a1", "b1"], "vgg": ["c1"]}]
+    second = {(f"{a}1", f"{b}1"): x for (a, b), x in first.items()}
+    second.update({("a1", "c1"): 0.55, ("c1", "a1"): 0.55, ("b1", "c1"): 0.55, ("c1", "b1"): 0.55})  # this seed: no gap
+    among, across, within, d = architecture_contrast(two, stir_of({**first, **second}), 1.96, 0.95)
+    assert math.isclose(within[1].value, 0.0, abs_tol=1e-12) and math.isclose(d.value, 0.125)
+    assert d.low < 0.0 < 0.25 < d.high  # the between-seed spread is in the interval
+
+
+def test_architecture_seeds_name_models_of_the_architectures():
+    from stir.config.validate import ConfigError
+    from stir.experiments.paper import _check
+    from stir.experiments.schema import PaperConfig
+
+    groups = {"vanilla": {"residual": ["r18", "r34"], "vgg": ["v16"]}}
+    with pytest.raises(ConfigError, match=r"experiment.architecture_seeds.r50: r50 is not in experiment.architectures"):
+        _check(PaperConfig(name="paper", kind="paper", architectures=groups, architecture_seeds={"r50": ["r50_s1"]}))
+    _check(PaperConfig(name="paper", kind="paper", architectures=groups, architecture_seeds={"r34": ["r34_s1"]}))
+
+
 def test_the_methods_of_claim_12_name_as_many_training_seeds_each():
     from stir.config.validate import ConfigError
     from stir.experiments.paper import _check, _method_pairs

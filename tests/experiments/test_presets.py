@@ -43,6 +43,7 @@ def models_of(experiment) -> list:
     names = [m for pair in getattr(experiment, "pairs", []) for m in pair] + list(getattr(experiment, "models", []))
     names += [m for chain in getattr(experiment, "chains", {}).values() for m in chain]
     names += list(getattr(experiment, "seed_twins", {}).values())
+    names += [m for later in getattr(experiment, "architecture_seeds", {}).values() for m in later]
     names += list(getattr(experiment, "robustness_models", []))
     return list(dict.fromkeys(names))
 
