@@ -266,9 +266,10 @@ def test_the_repository_s_shipped_models_are_intact():
         if entry.record["dtype"] != "float32":  # a reduced-precision model states its own accuracy beside the run's
             assert entry.record["test_of_run"]["test/acc"] - entry.metrics["test/acc"] <= 0.005, entry.entry
         total += entry.weights.stat().st_size
-    # The issue's budget for all shipped weights together is "about 100 MB": 101 MB holds figure 1's chains
-    # and claim 12's third training seed (trades_s2, mart_s2 as int8, 1.5 MB); anything more is a decision.
-    assert total < 101e6
+    # The issue's budget for all shipped weights together is "about 100 MB": 101 MB held figure 1's chains
+    # and claim 12's third training seed; claim 11's nine architecture models (ResNet34, VGG16, VGG19 at
+    # three seeds, int8: 11.2 MB) take it to 112.0 MB, a decision stated in the issue's note. More is one too.
+    assert total < 113e6
 
 
 def test_training_time_and_curve_of_a_resumed_run(tmp_path):
