@@ -1094,11 +1094,6 @@ def _check(cfg: PaperConfig) -> None:
             raise ConfigError(f"experiment.methods.{setting}: at, trades and mart each name their training seeds, as "
                               f"many of each (seed i of each together), got {lengths}: e.g. {{at: [at, at_s1], trades: "
                               "[trades, trades_s1], mart: [mart, mart_s1]}")
-    named = set(_matrix_models(cfg))
-    for model, later in cfg.architecture_seeds.items():
-        if model not in named:
-            raise ConfigError(f"experiment.architecture_seeds.{model}: {model} is not in experiment.architectures "
-                              f"({', '.join(sorted(named)) or 'empty'}); it names the later training seeds of those models")
     for setting, families in cfg.layer_settings.items():
         if len(setting.split(" ")) != 2 or any(len(p) != 2 for p in families.values()):
             raise ConfigError(f"experiment.layer_settings: '<data set> <architecture>': {{family: [m1, m2]}}, got "

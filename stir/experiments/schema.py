@@ -285,7 +285,8 @@ class PaperConfig(ExperimentConfig):
     # Figures 4, 8 (claim 11): {family: {residual: [...], vgg: [...]}}, the first training seed of each
     # architecture, and {model: [its later training seeds]}: seed position i replaces every model of a
     # family by its i-th later seed, and claim 11's difference is pooled over the positions (as claim
-    # 12's). The first later seed is the model's twin on the matrix's diagonal.
+    # 12's). The first later seed is the model's twin on the matrix's diagonal. Seeds of a model the
+    # architectures do not name are unused (an override of `architectures` keeps the preset's seeds).
     architectures: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
     architecture_seeds: Dict[str, List[str]] = field(default_factory=dict)
     # Figures 5, 9 (claim 12): {setting: {at: [its training seeds], trades: [...], mart: [...]}}, as
