@@ -727,8 +727,8 @@ def figures4_8(ctx: Context, cfg: PaperConfig, part: Optional[Tuple[MatrixConfig
     chance = {f: architecture_contrast(p, corrected, z, conf) for f, p in families.items()}
     # The targets differ in architecture, and so do their floors (a VGG's X' statistics are not a
     # ResNet's): judged on the chance-corrected reading where every cell has it, as claim 8.
-    use_corrected = all(r.measured for c in chance.values() for r in (c[0], c[1], c[3], *c[2]))
-    judged = chance if use_corrected else raw
+    use_corrected = all(w.measured for c in chance.values() for w in c[2])  # a difference per position: every cell
+    judged, read = (chance, corrected) if use_corrected else (raw, stir)
     diffs, seeds, rows = {}, {}, []
     for family, positions in families.items():
         among, across, within, d = judged[family]
@@ -736,8 +736,8 @@ def figures4_8(ctx: Context, cfg: PaperConfig, part: Optional[Tuple[MatrixConfig
         name = f"{family}: residual/residual - residual/VGG"
         diffs[name], seeds[name] = d, n
         residual, vgg = positions[0]["residual"], positions[0]["vgg"]
-        vgg_vgg = over_seed_pairs([_mean([(corrected if use_corrected else stir)(a, b) for a in p["vgg"] for b in p["vgg"]
-                                          if a != b], z, conf) for p in positions], conf)[0]
+        vgg_vgg = over_seed_pairs([_mean([read(a, b) for a in p["vgg"] for b in p["vgg"] if a != b], z, conf)
+                                   for p in positions], conf)[0]
         rows.append({"family": family, "residual": ", ".join(residual), "VGG": ", ".join(vgg),
                      "reading": "chance-corrected" if use_corrected else "raw",
                      "residual / residual": _cell(among), "residual / VGG": _cell(across), "difference": _cell(d),
@@ -748,9 +748,9 @@ def figures4_8(ctx: Context, cfg: PaperConfig, part: Optional[Tuple[MatrixConfig
                      "seed positions": n, "interval holds": _positions_held(n),
                      "paper": "> 0 (values not in the sources)"})
     names = _matrix_models(cfg)
-    notes = [f"{family} family left out: it needs two residual nets and one VGG here"
-             + (f" ({ok.why(sum(groups.values(), []))})" if ok.why(sum(groups.values(), [])) else "")
-             for family, groups in cfg.architectures.items() if family not in {r["family"] for r in rows}]
+    why = {family: ok.why([n for names in groups.values() for n in names]) for family, groups in cfg.architectures.items()}
+    notes = [f"{family} family left out: it needs two residual nets and one VGG here" + (f" ({why[family]})" if why[family] else "")
+             for family in cfg.architectures if family not in families]
     notes += [f"left out: {ok.why(names)}"] if diffs and ok.why(names) else []
     if diffs:
         notes.append("judged on the chance-corrected STIR (kappa(S, F) / kappa(C, F_C): each direction read against its "
@@ -782,12 +782,13 @@ def architecture_contrast(positions: Sequence[Mapping[str, Sequence[str]]], stir
             over_seed_pairs(within, confidence, sets)[0])
 
 
-def _positions_held(n: int) -> str:
-    """What an interval pooled over n training-seed positions (independent: they share no model) holds."""
+def _positions_held(n: int, shared: bool = False) -> str:
+    """What an interval pooled over n training-seed positions holds (claims 11, 12)."""
     if n == 1:
         return "one seed position: between-seed spread not measured (interval over images and draws of its models)"
     return (f"random effects over {n} seed positions (Hartung-Knapp interval on {n - 1} df): holds the between-seed "
-            "and the image-level variance; the positions share no model: independent")
+            "and the image-level variance; " + ("the positions share models: not independent" if shared
+                                                else "the positions share no model: independent"))
 
 
 def _mean(values: List[Interval], z: float, conf: float) -> Interval:
@@ -815,13 +816,8 @@ def method_contrasts(positions: Sequence[Mapping[Tuple[str, str], Interval]], mo
         within = [_difference(p[METHOD_PAIRS[0]], p[other], z, confidence) for p in positions]
         name = f"STIR(AT, TRADES) - STIR({METHOD_LABELS[other[0]]}, {METHOD_LABELS[other[1]]})"
         diffs[name] = over_seed_pairs(within, confidence)[0]
-    n = len(positions)
     shared = len({m for names in models for m in names}) < sum(len(names) for names in models)
-    held = ("one seed position: between-seed spread not measured (interval over images and draws of its models)"
-            if n == 1 else f"random effects over {n} seed positions (Hartung-Knapp interval on {n - 1} df): holds the "
-            "between-seed and the image-level variance; " + ("the positions share models: not independent" if shared
-                                                             else "the positions share no model: independent"))
-    return values, diffs, held
+    return values, diffs, _positions_held(len(positions), shared)
 
 
 def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[Tuple[PairsConfig, Context]]):

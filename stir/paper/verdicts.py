@@ -424,13 +424,14 @@ def shares_more(e: ContrastEvidence) -> Verdict:
     unmeasured = _unmeasured(named)
     if unmeasured:
         return unmeasured
+    above_0 = lambda d: _side(d, lambda v: v.above(0.0), lambda v: v.below(0.0), "above 0")  # noqa: E731
     one = [k for k in named if e.seed_positions.get(k, 2) < 2]
     judged = {k: v for k, v in named.items() if k not in one}
     if not one:
-        return _side(judged, lambda v: v.above(0.0), lambda v: v.below(0.0), "above 0")
+        return above_0(named)
     numbers = {k: str(v) for k, v in named.items()}
     if any(v.below(0.0) for v in judged.values()):  # contradicted over several seeds whatever the others read
-        return Verdict(FAILS, _side(judged, lambda v: v.above(0.0), lambda v: v.below(0.0), "above 0").reason, numbers)
+        return Verdict(FAILS, above_0(judged).reason, numbers)
     return Verdict(FAILS, f"{NOT_RESOLVED}: one training seed per model behind "
                           + ", ".join(f"{k} {named[k]}" for k in one)
                           + " (the interval holds images and IRI draws, not the between-seed spread; a comparison "
