@@ -36,18 +36,22 @@ def _check(cfg: MatrixConfig) -> None:
 
 def measure_row(ctx: Context, cfg: MatrixConfig, i: int) -> Tuple[List[DirectionResult], List[Optional[SimilarityResult]]]:
     """Row i of a matrix: STIR(m_j | m_i) for every j, and S(m_i, m_j) for j >= i (None below)."""
-    models = [ctx.model(name) for name in cfg.models]
-    first = models[0]
-    images, draws = ctx.images(first), ctx.stir_images(first)  # one image set for the whole matrix
-    ref, directions, similarities = models[i], [], []
-    for j, target in enumerate(models):
-        if i == j:
-            target = ctx.model(cfg.seed_twins.get(cfg.models[i], cfg.models[i]))
-        iri = "arbitrary" if target.identity == ref.identity else None  # adversarial IRIs against oneself are meaningless
-        log.info("matrix: STIR(%s | %s)", target.label, ref.label)
-        directions.append(ctx.direction(ref, target, images=draws, iri=iri))
-        similarities.append(None if j < i else ctx.similarity(ref, target, images))
-    return directions, similarities
+    cells = [measure_cell(ctx, cfg, i, j) for j in range(len(cfg.models))]
+    return [d for d, _ in cells], [s for _, s in cells]
+
+
+def measure_cell(ctx: Context, cfg: MatrixConfig, i: int, j: int) -> Tuple[DirectionResult, Optional[SimilarityResult]]:
+    """Cell (i, j): STIR(m_j | m_i) (the diagonal: m_i's seed twin, else m_i itself, as the target),
+    and S(m_i, m_j) for j >= i (None below). Every cell's X is the first model's image set (one image
+    set for the whole matrix)."""
+    first = ctx.model(cfg.models[0])
+    images, draws = ctx.images(first), ctx.stir_images(first)
+    ref = ctx.model(cfg.models[i])
+    target = ctx.model(cfg.seed_twins.get(cfg.models[i], cfg.models[i]) if i == j else cfg.models[j])
+    iri = "arbitrary" if target.identity == ref.identity else None  # adversarial IRIs against oneself are meaningless
+    log.info("matrix: STIR(%s | %s)", target.label, ref.label)
+    return (ctx.direction(ref, target, images=draws, iri=iri),
+            None if j < i else ctx.similarity(ref, target, images))
 
 
 def _diagonal_label(cfg: MatrixConfig, labels: List[str], twins: Dict[str, str]) -> str:

@@ -103,12 +103,17 @@ def paper_run(tmp_path_factory):
                  "experiment.chains={vanilla:[vanilla,vanilla_s1,vanilla_s2]}", "experiment.methods_layers.taps=[stem,penultimate]",
                  "experiment.ablation.ls0=[vanilla_s2,vanilla,at]", "experiment.ablation.cosine=[at,at_s1]"]
         run_entry_point("evaluate", paper + roles, mp)
+        # stored_only with one more model in the architectures matrix than was measured (shipped before it
+        # was evaluated): the matrix is cut to the stored models, and claim 11 names the one cut
+        grown = {"experiment.name=paper_roles": "experiment.name=paper_roles_stored",
+                 roles[1]: roles[1].replace("vgg:[vanilla_s2]", "vgg:[vanilla_s2,at_s1]")}
+        run_entry_point("evaluate", [grown.get(a, a) for a in paper + roles] + ["experiment.stored_only=true"], mp)
     finally:
         mp.undo()
     return root, trained, first, store, after_paper
 
 
-@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
+@pytest.mark.slow  # the module fixture: 9 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_every_claim_has_a_verdict_and_the_summary_line(paper_run):
     root, _, claims, _, _ = paper_run
     assert sorted(claims) == list(range(1, 13))
@@ -126,7 +131,7 @@ def test_every_claim_has_a_verdict_and_the_summary_line(paper_run):
     assert readme.splitlines()[0].endswith(line) and "## claims" in readme and "## table1" in readme
 
 
-@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
+@pytest.mark.slow  # the module fixture: 9 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_missing_models_are_not_testable_with_their_train_command_and_nothing_is_trained(paper_run):
     root, trained, claims, _, after_paper = paper_run
     assert after_paper == trained  # no training: train_missing=false
@@ -146,7 +151,7 @@ def test_missing_models_are_not_testable_with_their_train_command_and_nothing_is
         assert "no pair of models of different robustness" in claims[7]["reason"], claims[7]
 
 
-@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
+@pytest.mark.slow  # the module fixture: 9 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_table1_sets_ours_with_calibrated_readings_beside_the_paper(paper_run):
     root = paper_run[0]
     with open(root / "results" / "paper" / "table1.csv") as f:
@@ -163,7 +168,7 @@ def test_table1_sets_ours_with_calibrated_readings_beside_the_paper(paper_run):
     assert "one seed pair: between-seed spread not measured" in recipes[("AT vs vanilla", "STIR(m2|m1)")]["interval holds"]
 
 
-@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
+@pytest.mark.slow  # the module fixture: 9 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_table1_has_stir_adv_under_the_published_objective_beside_the_constrained_one(paper_run):
     root, _, claims, _, _ = paper_run
     with open(root / "results" / "paper" / "table1.csv") as f:
@@ -188,7 +193,7 @@ def test_claim_4_is_judged_on_the_objective_of_the_published_row_where_it_was_me
     assert skipped.notes[-1] == "the original objective: not measured in this report (part seeds_original left out)"
 
 
-@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
+@pytest.mark.slow  # the module fixture: 9 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_every_claims_code_path_runs_on_models_in_its_roles(paper_run):
     root, trained = paper_run[0], paper_run[1]
     claims = claims_table(root, "paper_roles")
@@ -211,7 +216,7 @@ def _ablation(root: Path, name: str) -> dict:
         return {(r["arm"], r["quantity"]): r for r in csv.DictReader(f)}
 
 
-@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
+@pytest.mark.slow  # the module fixture: 9 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_the_recipe_ablation_reads_each_arm_against_the_baseline_over_its_seed_pairs(paper_run):
     """The preset's arms: the baseline (Table 1's vanilla pairs, served from the store) and the arms
     not trained, each with its train command; the roles run: arms of present models, one of them
@@ -232,7 +237,7 @@ def test_the_recipe_ablation_reads_each_arm_against_the_baseline_over_its_seed_p
     assert roles[("fp32", "-")]["ours"] == "not measured"
 
 
-@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
+@pytest.mark.slow  # the module fixture: 9 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_a_rerun_is_served_from_the_store(paper_run):
     root, _, first, store, _ = paper_run
     assert {p: p.stat().st_mtime_ns for p in store} == store  # nothing rewritten (the roles run adds its own)
@@ -241,7 +246,7 @@ def test_a_rerun_is_served_from_the_store(paper_run):
     assert claims_table(root) == first
 
 
-@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
+@pytest.mark.slow  # the module fixture: 9 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_skipped_parts_are_not_measured_in_this_report_and_the_rest_is_judged_as_before(paper_run):
     root, _, first, _, _ = paper_run
     skipped = claims_table(root, "paper_skip")
@@ -258,7 +263,7 @@ def test_skipped_parts_are_not_measured_in_this_report_and_the_rest_is_judged_as
     assert not (root / "results" / "paper_skip" / "table1.csv").exists()  # no Table 1 without its part
 
 
-@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
+@pytest.mark.slow  # the module fixture: 9 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_stored_only_measures_nothing_and_reports_what_the_store_holds(paper_run):
     _, _, first, _, _ = paper_run
     assert STORED["complete"] == first  # everything stored: the same report, nothing measured
@@ -276,6 +281,22 @@ def test_stored_only_measures_nothing_and_reports_what_the_store_holds(paper_run
     assert less[3]["verdict"] == NOT_RUN and "none of its 1 seed pair(s) (at / vanilla)" in less[3]["reason"]
     assert less[7]["verdict"] == NOT_RUN and "relative_robustness: not all of its measurements" in less[7]["reason"]
     assert less[1] == STORED["partial"][1] and less[4]["verdict"] in (HOLDS, FAILS, NOT_TESTABLE)
+
+
+@pytest.mark.slow  # the module fixture; CI: its slow line
+def test_stored_only_cuts_a_matrix_to_its_stored_models_and_the_claim_names_the_one_cut(paper_run):
+    root = paper_run[0]
+    roles, grown = claims_table(root, "paper_roles"), claims_table(root, "paper_roles_stored")
+    record = json.loads((root / "results" / "paper_roles_stored" / "record.json").read_text())
+    assert any(n.startswith("architectures: left out of its matrix, not yet measured") and n.endswith(": at_s1")
+               for n in record["notes"])
+    assert grown[11]["verdict"] == roles[11]["verdict"]  # the same stored cells, the same verdict
+    assert "not measured in this report (not in the results store yet): at_s1" in grown[11]["reason"]
+    assert "not measured in this report" not in roles[11]["reason"]
+    with open(root / "results" / "paper_roles_stored" / "architectures-matrix_stir.csv") as f:
+        header = next(csv.reader(f))
+    with open(root / "results" / "paper_roles" / "architectures-matrix_stir.csv") as f:
+        assert header == next(csv.reader(f))  # the measured matrix, nothing more
 
 
 def test_an_unknown_part_to_skip_is_refused_with_the_parts():
@@ -481,7 +502,7 @@ def test_one_seed_pair_keeps_its_own_interval_and_says_so():
                                       "here, 1 not measured in this report")
 
 
-@pytest.mark.slow  # the module fixture: 8 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
+@pytest.mark.slow  # the module fixture: 9 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line
 def test_the_docs_page_renders_the_committed_report_and_says_when_there_is_none(paper_run, tmp_path, monkeypatch):
     import importlib.util
 
