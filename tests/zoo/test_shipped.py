@@ -268,8 +268,11 @@ def test_the_repository_s_shipped_models_are_intact():
         total += entry.weights.stat().st_size
     # The issue's budget for all shipped weights together is "about 100 MB": 101 MB held figure 1's chains
     # and claim 12's third training seed; claim 11's nine architecture models (ResNet34, VGG16, VGG19 at
-    # three seeds, int8: 11.2 MB) take it to 112.0 MB, a decision stated in the issue's note. More is one too.
-    assert total < 113e6
+    # three seeds, int8: 11.2 MB) take it to 112.0 MB, and their AT twins (resnet34_at, vgg16_at, vgg19_at at
+    # three seeds, int8: 11.2 MB more) to 123.2 MB when all are shipped: claim 11 compares model families, which
+    # needs three seeds of each, and the issue asks for that too. A decision stated in the issue's note; more
+    # is one too.
+    assert total < 124e6
 
 
 def test_training_time_and_curve_of_a_resumed_run(tmp_path):
