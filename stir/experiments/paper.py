@@ -1063,10 +1063,11 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     f4, evidence[11] = figures4_8(ctx, cfg, chosen.get("architectures"), ok)
     f5, evidence[12] = figures5_9(ctx, cfg, ok, chosen.get("at_methods"))
     ablation = recipe_ablation(ctx, cfg, ok, chosen.get("recipe_ablation"))
-    for number, name in ((7, "relative_robustness"), (11, "architectures")):
-        if name in cut_models and evidence.get(number) is not None:  # the claim says which models its matrix lacks
-            evidence[number].notes.append(f"not measured in this report (not in the results store yet): "
-                                          f"{', '.join(cut_models[name])}")
+    for name, cut_out in cut_models.items():  # each claim the matrix feeds says which models it lacks
+        for number in PARTS[name]:
+            if evidence.get(number) is not None:
+                evidence[number].notes.append(f"not measured in this report (not in the results store yet): "
+                                              f"{', '.join(cut_out)}")
     evidence = {k: e for k, e in evidence.items() if e is not None}
     verdicts = judge(cfg, evidence, ok, left_out, unstored_rows(ctx, cfg, ok, chosen) if cfg.stored_only else {})
     claims = []
