@@ -270,9 +270,9 @@ def test_the_repository_s_shipped_models_are_intact():
     # and claim 12's third training seed; claim 11's nine architecture models (ResNet34, VGG16, VGG19 at
     # three seeds, int8: 11.2 MB) take it to 112.0 MB, and their AT twins (resnet34_at, vgg16_at, vgg19_at at
     # three seeds, int8: 11.2 MB more) to 123.2 MB when all are shipped: claim 11 compares model families, which
-    # needs three seeds of each, and the issue asks for that too. A decision stated in the issue's note; more
-    # is one too.
-    assert total < 124e6
+    # needs three seeds of each, and the issue asks for that too. Claim 12's VGG16 setting (vgg16_trades,
+    # vgg16_mart, int8: 1.9 MB) takes it to 125.1 MB. Decisions stated in the issue's notes; more is one too.
+    assert total < 126e6
 
 
 def test_training_time_and_curve_of_a_resumed_run(tmp_path):
