@@ -826,6 +826,7 @@ def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
     conf, z = ctx.estimator.calibration.confidence, _z(ctx)
     diffs, seeds, rows, absent, notes = {}, {}, [], [], []
     measured = {tuple(p) for p in part[0].pairs} if part else set()
+    unmeasured: List[str] = []  # settings whose models are here but not their pairs (stored_only: not stored yet)
     for setting, m in cfg.methods.items():
         positions, models, left = [], [], []
         for i, names in enumerate(method_positions(m)):
@@ -837,11 +838,13 @@ def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
                                           for d in DIRECTIONS], z, conf) for key, (a, b) in zip(METHOD_PAIRS, pairs)})
             models.append(tuple(names.values()))
         if not positions:
-            absent += left[0][1] if left else []
+            if left and ok.all(left[0][1]):
+                unmeasured.append(f"{setting} ({' / '.join(left[0][1])})")
+            else:
+                absent += left[0][1] if left else []
             continue
         if left:
-            notes.append(f"{setting}: seed position(s) {', '.join(str(i) for i, _ in left)} left out: "
-                         + (ok.why([n for _, names in left for n in names]) or "not measured in this report"))
+            notes.append(f"{setting}: seed position(s) {', '.join(str(i) for i, _ in left)} left out: {_why_left(ok, left)}")
         values, contrast, held = method_contrasts(positions, models, z, conf)
         diffs.update({f"{setting}: {name}": d for name, d in contrast.items()})
         seeds.update({f"{setting}: {name}": len(positions) for name in contrast})
@@ -850,10 +853,21 @@ def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
                      **{f"{METHOD_LABELS[a]} / {METHOD_LABELS[b]}": _cell(values[(a, b)]) for a, b in METHOD_PAIRS},
                      **{name: _cell(d) for name, d in contrast.items()}, "interval holds": held,
                      "paper": "AT / TRADES highest (values not in the sources)"})
+    not_here = f"not measured in this report (not in the results store yet): {', '.join(unmeasured)}" if unmeasured else ""
     if diffs and absent:
-        notes.append(f"settings left out: {ok.why(absent) or 'not measured in this report'}")
-    return rows, Evidence(v.ContrastEvidence(diffs, seed_positions=seeds) if diffs else None, missing=ok.why(absent),
-                          notes=notes)
+        notes.append(f"settings left out: {ok.why(absent)}")
+    notes += [not_here] if diffs and not_here else []
+    return rows, Evidence(v.ContrastEvidence(diffs, seed_positions=seeds) if diffs else None,
+                          missing="; ".join(filter(None, [ok.why(absent), not_here])), notes=notes)
+
+
+def _why_left(ok: Availability, left: List[Tuple[int, List[str]]]) -> str:
+    """Why the seed positions ``left`` ([(position, its models)]) are out of a setting: the missing
+    models' reasons, and the positions whose models are all here but not measured in this report."""
+    unmeasured = [str(i) for i, names in left if ok.all(names)]
+    return "; ".join(filter(None, [ok.why([n for _, names in left for n in names]),
+                                   f"position(s) {', '.join(unmeasured)} not measured in this report (not in the "
+                                   "results store yet)" if unmeasured else ""]))
 
 
 def recipe_ablation(ctx: Context, cfg: PaperConfig, ok: Availability,

@@ -104,10 +104,12 @@ def paper_run(tmp_path_factory):
                  "experiment.ablation.ls0=[vanilla_s2,vanilla,at]", "experiment.ablation.cosine=[at,at_s1]"]
         run_entry_point("evaluate", paper + roles, mp)
         # stored_only with one more model in the architectures matrix than was measured (shipped before it
-        # was evaluated): the matrix is cut to the stored models, and claim 11 names the one cut
+        # was evaluated): the matrix is cut to the stored models, and claim 11 names the one cut; and one
+        # more methods setting whose models are here but whose pairs were never measured: claim 12 names it
         grown = {"experiment.name=paper_roles": "experiment.name=paper_roles_stored",
                  roles[1]: roles[1].replace("vgg:[vanilla_s2]", "vgg:[vanilla_s2,at_s1]")}
-        run_entry_point("evaluate", [grown.get(a, a) for a in paper + roles] + ["experiment.stored_only=true"], mp)
+        run_entry_point("evaluate", [grown.get(a, a) for a in paper + roles] + [
+            "experiment.stored_only=true", "+experiment.methods.tiny2={at:[at_s1],trades:[vanilla],mart:[vanilla_s1]}"], mp)
     finally:
         mp.undo()
     return root, trained, first, store, after_paper
@@ -284,7 +286,7 @@ def test_stored_only_measures_nothing_and_reports_what_the_store_holds(paper_run
 
 
 @pytest.mark.slow  # the module fixture; CI: its slow line
-def test_stored_only_cuts_a_matrix_to_its_stored_models_and_the_claim_names_the_one_cut(paper_run):
+def test_stored_only_cuts_a_matrix_to_its_stored_models_and_the_claims_name_what_was_cut(paper_run):
     root = paper_run[0]
     roles, grown = claims_table(root, "paper_roles"), claims_table(root, "paper_roles_stored")
     record = json.loads((root / "results" / "paper_roles_stored" / "record.json").read_text())
@@ -293,6 +295,11 @@ def test_stored_only_cuts_a_matrix_to_its_stored_models_and_the_claim_names_the_
     assert grown[11]["verdict"] == roles[11]["verdict"]  # the same stored cells, the same verdict
     assert "not measured in this report (not in the results store yet): at_s1" in grown[11]["reason"]
     assert "not measured in this report" not in roles[11]["reason"]
+    # claim 12: the setting whose models are here but whose pairs are not stored is named, not dropped
+    # beside the settings whose models are missing (the default config's ResNet18 and VGG16 ones)
+    assert grown[12]["verdict"] == roles[12]["verdict"]
+    assert "not measured in this report (not in the results store yet): tiny2 (at_s1 / vanilla / vanilla_s1)" in grown[12]["reason"]
+    assert "is not trained or shipped" in grown[12]["reason"] and "tiny2" not in roles[12]["reason"]
     with open(root / "results" / "paper_roles_stored" / "architectures-matrix_stir.csv") as f:
         header = next(csv.reader(f))
     with open(root / "results" / "paper_roles" / "architectures-matrix_stir.csv") as f:
