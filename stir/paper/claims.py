@@ -144,7 +144,7 @@ CLAIMS: Tuple[Claim, ...] = (
           "STIR(m1|m2) when m1 is the more robust model.", "Table 2",
           Protocol(architectures=("resnet18",), layer="penultimate", iri="arbitrary",
                    models=("at_it10", "at", "at_it1", "vanilla"),
-                   note="at_it10 is the paper's AT (10 PGD steps), at the laptop profile's (2 steps): "
+                   note="at_it10 is the paper's AT (10 PGD steps), at the laptop profile's AT (2 steps); "
                         + PRESET.format("relative_robustness")),
           (Published("STIR(m2|m1) - STIR(m1|m2)", "at_it10 / at_it1"),
            Published("STIR(m2|m1) - STIR(m1|m2)", "at_it10 / vanilla"),
