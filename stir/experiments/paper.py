@@ -63,6 +63,8 @@ ONE_PAIR = "one seed pair: between-seed spread not measured"
 SHARED = ("the seed pairs of one recipe share models ((a, b), (a, c), (b, c)): they are not independent, "
           "so the random-effects interval over them is somewhat too narrow")
 DISJOINT = "the seed pairs share no model ((a_i, b_i) by seed): they are independent"
+# What a claim says of models that are here but whose results are not (experiment.stored_only).
+NOT_STORED = "not measured in this report (not in the results store yet)"
 # The parts of the report (PaperConfig.skip names them) and the claims each one's evidence is.
 PARTS = {"seeds": (1, 2, 3, 4, 5, 6), **{f"seeds_{o}": (4,) for o in ADVERSARIAL_OBJECTIVES},
          "relative_robustness": (7,), "incremental": (8,), "layers": (9, 10), "architectures": (11,), "at_methods": (12,),
@@ -682,7 +684,7 @@ def figures2_3(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
     readings = {dataset: _slope_reading(by_dataset[dataset], corrected_by_dataset[dataset]) for dataset in by_dataset}
     c10, c10_note = readings.get("cifar10", ({"vanilla": {}, "at": {}}, ""))
     left_out = ok.why(missing.get("cifar10", []))
-    not_here = [f"not measured in this report (not in the results store yet): {', '.join(unmeasured)}"] if unmeasured else []
+    not_here = [f"{NOT_STORED}: {', '.join(unmeasured)}"] if unmeasured else []
     if c10["vanilla"] and c10["at"]:
         evidence[9] = Evidence(v.SlopeEvidence(c10["vanilla"], c10["at"]),
                                notes=[c10_note] + ([f"settings left out: {left_out}"] if left_out else []) + not_here)
@@ -853,7 +855,7 @@ def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
                      **{f"{METHOD_LABELS[a]} / {METHOD_LABELS[b]}": _cell(values[(a, b)]) for a, b in METHOD_PAIRS},
                      **{name: _cell(d) for name, d in contrast.items()}, "interval holds": held,
                      "paper": "AT / TRADES highest (values not in the sources)"})
-    not_here = f"not measured in this report (not in the results store yet): {', '.join(unmeasured)}" if unmeasured else ""
+    not_here = f"{NOT_STORED}: {', '.join(unmeasured)}" if unmeasured else ""
     if diffs and absent:
         notes.append(f"settings left out: {ok.why(absent)}")
     notes += [not_here] if diffs and not_here else []
@@ -866,8 +868,7 @@ def _why_left(ok: Availability, left: List[Tuple[int, List[str]]]) -> str:
     models' reasons, and the positions whose models are all here but not measured in this report."""
     unmeasured = [str(i) for i, names in left if ok.all(names)]
     return "; ".join(filter(None, [ok.why([n for _, names in left for n in names]),
-                                   f"position(s) {', '.join(unmeasured)} not measured in this report (not in the "
-                                   "results store yet)" if unmeasured else ""]))
+                                   f"position(s) {', '.join(unmeasured)} {NOT_STORED}" if unmeasured else ""]))
 
 
 def recipe_ablation(ctx: Context, cfg: PaperConfig, ok: Availability,
@@ -1080,8 +1081,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     for name, cut_out in cut_models.items():  # each claim the matrix feeds says which models it lacks
         for number in PARTS[name]:
             if evidence.get(number) is not None:
-                evidence[number].notes.append(f"not measured in this report (not in the results store yet): "
-                                              f"{', '.join(cut_out)}")
+                evidence[number].notes.append(f"{NOT_STORED}: {', '.join(cut_out)}")
     evidence = {k: e for k, e in evidence.items() if e is not None}
     verdicts = judge(cfg, evidence, ok, left_out, unstored_rows(ctx, cfg, ok, chosen) if cfg.stored_only else {})
     claims = []
