@@ -61,6 +61,10 @@ def _validate(cfg: EvaluateConfig) -> None:
     if profiles:  # (a copy of the package without the repository's configs/ leaves it to the zoo's recipes)
         check_choice("zoo.profile", cfg.zoo.profile, profiles)
     check_choice("data.name", cfg.data.name, DATA_NAMES)  # images of models of other sources
+    for name in cfg.zoo.sources.named():
+        if name == cfg.data.name:
+            raise ConfigError(f"zoo.sources.{name}: the copy of data.name's data set ({name}) is data.source=PATH; "
+                              "zoo.sources names the copies of the others (zoo.sources.cifar100=PATH)")
     check_positive("shards", cfg.shards)
     if not 0 <= cfg.shard < cfg.shards:
         raise ConfigError(f"shard={cfg.shard} with shards={cfg.shards}: shard must be one of 0..{cfg.shards - 1}")

@@ -163,9 +163,10 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
     """The context of one evaluate.py run (nothing is loaded yet: models and images come on demand)."""
     zoo_file = Path(cfg.zoo.file)
     source = zoo_source(cfg)
-    overrides = [*cfg.zoo.overrides, *([f"data.source={source}"] if source else [])]
+    # data.source is the copy of data.name's data set; zoo.sources names those of the others (CIFAR-100)
+    sources = {**({cfg.data.name: source} if source else {}), **cfg.zoo.sources.named()}
     recipes = Recipes(zoo_file if zoo_file.is_absolute() else repo / zoo_file, repo / "configs",
-                      profile=cfg.zoo.profile, runs_dir=cfg.zoo.runs_dir, overrides=overrides)
+                      profile=cfg.zoo.profile, runs_dir=cfg.zoo.runs_dir, overrides=cfg.zoo.overrides, sources=sources)
     data_overrides = OmegaConf.to_container(OmegaConf.from_dotlist(
         [o[len("data."):] for o in cfg.zoo.overrides if o.startswith("data.")]))
     device = pick_device(cfg.device)

@@ -44,6 +44,17 @@ class LayersConfig:
 
 
 @dataclass
+class DataSources:
+    """A local copy (data.source: an image-folder tree or tar of one) per data set; None: not named."""
+
+    cifar10: Optional[str] = None
+    cifar100: Optional[str] = None
+
+    def named(self) -> Dict[str, str]:
+        return {name: path for name, path in dataclasses.asdict(self).items() if path is not None}
+
+
+@dataclass
 class ZooConfig:
     """How zoo names become trained models."""
 
@@ -54,6 +65,10 @@ class ZooConfig:
     # Deprecated: data.source=PATH says where CIFAR lives for the images and the zoo alike. Where given,
     # the zoo's recipes read this copy (a one-line warning says so).
     data_source: Optional[str] = None
+    # Local copies of the zoo's other data sets: zoo.sources.cifar100=PATH. data.source is the copy of
+    # data.name's (CIFAR-10 by default); a recipe reads the copy of its own data set only, and
+    # torchvision's files under data.root where none is named.
+    sources: DataSources = field(default_factory=DataSources)
     runs_dir: str = "runs"
     # The shipped models (weights in the repository, stir.zoo.shipped): a zoo name without a finished
     # run folder resolves to the entry of its name, profile and recipe; relative paths are taken from

@@ -174,7 +174,7 @@ CLAIMS: Tuple[Claim, ...] = (
           (Published("slope over depth", "cifar100 vanilla"), Published("slope over depth", "cifar100 AT")),
           v.same_across_datasets, "claim 9's slopes on CIFAR-10 and on CIFAR-100 (experiment=layers)",
           not_testable_here="CIFAR-100 is not available on this machine (the code path is tested on synthetic "
-                            "CIFAR-100-shaped data)"),
+                            "CIFAR-100-shaped data; zoo.sources.cifar100=PATH names a local copy)"),
     Claim(11, "residual_nets_share_more",
           "Residual architectures share more invariances among themselves than with non-residual (VGG) ones.",
           "Figures 4 and 8",

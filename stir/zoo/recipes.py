@@ -13,7 +13,7 @@ import logging
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from omegaconf import OmegaConf
 
@@ -96,13 +96,23 @@ class Recipes:
     """Resolve zoo names to run folders under one profile and set of common overrides."""
 
     def __init__(self, zoo_file: Path, config_dir: Path, profile: str = "full", overrides: Sequence[str] = (),
-                 runs_dir: Optional[str] = None):
+                 runs_dir: Optional[str] = None, sources: Optional[Mapping[str, str]] = None):
+        """``sources``: {data-set name: local copy}; a recipe gets ``data.source=`` of its own data set
+        only (a CIFAR-100 recipe is never pointed at the CIFAR-10 copy), none where it is not given."""
         self.recipes = load_zoo(Path(zoo_file))
         self.sourced = load_sourced(Path(zoo_file))  # entries naming models of other sources
         self.zoo_file = Path(zoo_file)
         self.config_dir = Path(config_dir)
         self.profile = profile
-        self.common = [f"profile={profile}", *overrides] + ([f"runs_dir={runs_dir}"] if runs_dir else [])
+        self.sources = dict(sources or {})
+        self.head = [f"profile={profile}", *overrides]
+        self.tail = [f"runs_dir={runs_dir}"] if runs_dir else []
+        self._default_data: Optional[str] = None
+
+    @property
+    def common(self) -> List[str]:
+        """The overrides every recipe of the default data set gets (its ``data.source`` included)."""
+        return [*self.head, *self._source(self.default_data), *self.tail]
 
     def overrides(self, name: str) -> List[str]:
         """The full train.py overrides of a zoo name (init_from resolved to its parent's run folder)."""
@@ -110,7 +120,21 @@ class Recipes:
         extra = []
         if recipe.init_from is not None:
             extra = [f"init_from={self.resolve(recipe.init_from, must_exist=True).run_dir}"]
-        return [*self.common, *recipe.train, *extra]
+        return [*self.head, *self._source(self.data_name(name)), *self.tail, *recipe.train, *extra]
+
+    def data_name(self, name: str) -> str:
+        """The data set a zoo name trains on: its recipe's last ``data=`` choice, else train.py's default."""
+        chosen = [o.split("=", 1)[1] for o in [*self.head, *self._recipe(name).train] if o.startswith("data=")]
+        return chosen[-1] if chosen else self.default_data
+
+    @property
+    def default_data(self) -> str:
+        if self._default_data is None:
+            self._default_data = compose_train(self.config_dir, self.head).data.name
+        return self._default_data
+
+    def _source(self, data: str) -> List[str]:
+        return [f"data.source={self.sources[data]}"] if data in self.sources else []
 
     def train_config(self, name: str) -> TrainConfig:
         return compose_train(self.config_dir, self.overrides(name))
@@ -145,7 +169,8 @@ class Recipes:
         try:  # the folder must hold this recipe, or evaluation would measure another model
             folder.check(cfg)
         except RecipeMismatchError as err:
-            raise RecipeMismatchError(mismatch_message(name, command, folder, cfg, err)) from None
+            key = "data.source" if cfg.data.name == self.default_data else f"zoo.sources.{cfg.data.name}"
+            raise RecipeMismatchError(mismatch_message(name, command, folder, cfg, err, key)) from None
         return model
 
     def ensure(self, name: str, train_missing: bool, allow_unfinished: bool = False) -> Run:
@@ -170,12 +195,14 @@ class Recipes:
         return self.recipes[name]
 
 
-def mismatch_message(name: str, command: str, folder: RunFolder, cfg: TrainConfig, err: Exception) -> str:
+def mismatch_message(name: str, command: str, folder: RunFolder, cfg: TrainConfig, err: Exception,
+                     source_key: str = "data.source") -> str:
     """Why a zoo model's run folder holds another recipe, and the evaluate.py key that fixes it.
 
     train.py's own advice (retrain=true, run_dir=PATH) is no evaluate.py key. The usual cause is the
     data: the folder was trained on a local copy (train.py data.source=PATH) and the evaluation does
-    not name it (data.source=PATH), or names another.
+    not name it (``source_key``=PATH: data.source, or zoo.sources.cifar100 for a CIFAR-100 recipe), or
+    names another.
     """
     from stir.training.runs import recipe_of
 
@@ -187,10 +214,10 @@ def mismatch_message(name: str, command: str, folder: RunFolder, cfg: TrainConfi
         trained_on = _trained_source(folder)
         if cfg.data.source is None:
             fixes.append(f"it was trained on data.source={trained_on or 'a local copy'}: evaluate it with "
-                         f"data.source={trained_on or 'PATH'}")
+                         f"{source_key}={trained_on or 'PATH'}")
         else:
             fixes.append(f"data.source: it was trained on {trained_on or old.get('data.source')!r}, this evaluation "
-                         f"gives {cfg.data.source!r} (other content): give the same data with data.source=PATH")
+                         f"gives {cfg.data.source!r} (other content): give the same data with {source_key}=PATH")
     others = [k for k in keys if k != "data.source"]
     if others:
         changes = ", ".join(f"{k}: {old.get(k)!r} here, {new.get(k)!r} asked" for k in others)

@@ -2,7 +2,10 @@
 (its older spelling) still works, with a one-line deprecation (issue 32)."""
 import logging
 
+import pytest
+
 from conftest import REPO
+from stir.config.validate import ConfigError
 from stir.experiments.config import compose_evaluate
 from stir.experiments.context import open_context, zoo_source
 
@@ -58,3 +61,29 @@ def test_evaluate_s_data_group_selects_images_and_the_zoo_trains_with_its_recipe
     assert training_only and all(getattr(loaded, f.name) == f.default for f in training_only)
     trained = ctx.zoo.recipes.train_config("vanilla").data
     assert type(trained) is DataConfig and (trained.augment, trained.batch_size, trained.name) == (False, 64, "cifar10")
+
+
+def test_a_cifar100_recipe_reads_its_own_copy_never_the_cifar10_one(tmp_path):
+    """data.source is the copy of data.name's data set (CIFAR-10): a CIFAR-100 zoo recipe (claim 10's
+    c100) is not pointed at it (its training would find 10 classes, and its train command in the
+    report would be wrong); zoo.sources.cifar100=PATH names its copy."""
+    cfg, experiment = compose_evaluate(CONFIGS, ["data.source=/data/cifar10.tar", f"out_dir={tmp_path}"])
+    recipes = open_context(cfg, experiment, repo=REPO).zoo.recipes
+    assert recipes.data_name("c100") == "cifar100" and recipes.data_name("vanilla") == "cifar10"
+    assert recipes.train_config("c100").data.source is None
+    assert "cifar10.tar" not in recipes.resolve("c100").command
+    # a CIFAR-10 recipe's command keeps its order (its run folder and its records are those of before)
+    assert recipes.resolve("vanilla").command == ("python train.py profile=full data.source=/data/cifar10.tar "
+                                                  "runs_dir=runs loss=vanilla")
+    cfg, experiment = compose_evaluate(CONFIGS, ["data.source=/data/cifar10.tar", "zoo.sources.cifar100=/data/c100.tar",
+                                                 f"out_dir={tmp_path}"])
+    recipes = open_context(cfg, experiment, repo=REPO).zoo.recipes
+    assert recipes.train_config("c100").data.source == "/data/c100.tar"
+    assert recipes.train_config("c100_at_s1").data.source == "/data/c100.tar"
+    assert recipes.train_config("vanilla").data.source == "/data/cifar10.tar"
+
+
+def test_a_second_copy_of_data_name_s_own_data_set_is_refused_in_one_line():
+    with pytest.raises(ConfigError, match=r"zoo.sources.cifar10: .* is data.source=PATH"):
+        compose_evaluate(CONFIGS, ["zoo.sources.cifar10=/x"])
+    compose_evaluate(CONFIGS, ["data=cifar100", "zoo.sources.cifar10=/x"])  # CIFAR-10 is the other one there
