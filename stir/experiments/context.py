@@ -166,7 +166,8 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
     # data.source is the copy of data.name's data set; zoo.sources names those of the others (CIFAR-100)
     sources = {**({cfg.data.name: source} if source else {}), **cfg.zoo.sources.named()}
     recipes = Recipes(zoo_file if zoo_file.is_absolute() else repo / zoo_file, repo / "configs",
-                      profile=cfg.zoo.profile, runs_dir=cfg.zoo.runs_dir, overrides=cfg.zoo.overrides, sources=sources)
+                      profile=cfg.zoo.profile, runs_dir=cfg.zoo.runs_dir, overrides=cfg.zoo.overrides, sources=sources,
+                      main_data=cfg.data.name)
     data_overrides = OmegaConf.to_container(OmegaConf.from_dotlist(
         [o[len("data."):] for o in cfg.zoo.overrides if o.startswith("data.")]))
     device = pick_device(cfg.device)

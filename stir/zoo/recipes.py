@@ -96,9 +96,12 @@ class Recipes:
     """Resolve zoo names to run folders under one profile and set of common overrides."""
 
     def __init__(self, zoo_file: Path, config_dir: Path, profile: str = "full", overrides: Sequence[str] = (),
-                 runs_dir: Optional[str] = None, sources: Optional[Mapping[str, str]] = None):
+                 runs_dir: Optional[str] = None, sources: Optional[Mapping[str, str]] = None,
+                 main_data: Optional[str] = None):
         """``sources``: {data-set name: local copy}; a recipe gets ``data.source=`` of its own data set
-        only (a CIFAR-100 recipe is never pointed at the CIFAR-10 copy), none where it is not given."""
+        only (a CIFAR-100 recipe is never pointed at the CIFAR-10 copy), none where it is not given.
+        ``main_data``: the data set whose copy evaluate.py's ``data.source`` names (the others':
+        ``zoo.sources.NAME``); None: train.py's default."""
         self.recipes = load_zoo(Path(zoo_file))
         self.sourced = load_sourced(Path(zoo_file))  # entries naming models of other sources
         self.zoo_file = Path(zoo_file)
@@ -108,6 +111,7 @@ class Recipes:
         self.head = [f"profile={profile}", *overrides]
         self.tail = [f"runs_dir={runs_dir}"] if runs_dir else []
         self._default_data: Optional[str] = None
+        self.main_data = main_data
 
     @property
     def common(self) -> List[str]:
@@ -169,7 +173,8 @@ class Recipes:
         try:  # the folder must hold this recipe, or evaluation would measure another model
             folder.check(cfg)
         except RecipeMismatchError as err:
-            key = "data.source" if cfg.data.name == self.default_data else f"zoo.sources.{cfg.data.name}"
+            main = cfg.data.name == (self.main_data or self.default_data)
+            key = "data.source" if main else f"zoo.sources.{cfg.data.name}"
             raise RecipeMismatchError(mismatch_message(name, command, folder, cfg, err, key)) from None
         return model
 

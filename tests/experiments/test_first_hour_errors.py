@@ -1,6 +1,7 @@
 """The errors a new user met in the first hour (issue 22), each through the real entry point: one line
 that names the key or value and the fix, exit status 2 (or, where nothing was refused, the behaviour
 the README promises). Errors 1 and 4 (key typos, --help) are tests/config/test_command_line.py."""
+import json
 import runpy
 import sys
 from pathlib import Path
@@ -30,6 +31,23 @@ def test_2_a_model_trained_on_a_local_copy_names_data_source(tmp_path, monkeypat
     assert message.startswith("zoo model 'vanilla' (`python train.py profile=full")
     assert f"it was trained on data.source={source}: evaluate it with data.source={source}" in message
     assert "retrain" not in message
+
+
+def test_2_a_cifar100_model_on_its_own_copy_names_zoo_sources_beside_the_cifar10_copy(tmp_path, monkeypatch, capsys):
+    """data.source is the CIFAR-10 copy; a CIFAR-100 zoo model trained on its own copy is found with
+    zoo.sources.cifar100=PATH, and the refusal without it names that key, not data.source."""
+    cifar10, cifar100 = tmp_path / "c10", tmp_path / "c100"
+    synthetic.write_image_folder(cifar10, n_train=100, n_test=20, seed=0)
+    synthetic.write_image_folder(cifar100, num_classes=100, n_train=200, n_test=100, seed=1)
+    run_entry_point("train", [*TINY_ZOO, "data=cifar100", f"data.source={cifar100}", f"runs_dir={tmp_path / 'runs'}"],
+                    monkeypatch)
+    both = ["ref=c100", "target=c100", f"data.source={cifar10}"]
+    message = refused("evaluate", zoo_args(tmp_path, *both), monkeypatch, capsys)
+    assert f"it was trained on data.source={cifar100}: evaluate it with zoo.sources.cifar100={cifar100}" in message
+    run_entry_point("evaluate", zoo_args(tmp_path, *both, f"zoo.sources.cifar100={cifar100}"), monkeypatch)
+    stored = [json.loads(f.read_text())["record"] for f in (tmp_path / "results" / "store").rglob("*.json")]
+    # X: the CIFAR-100 model's own images, from its own copy
+    assert stored and {(r["images"]["data"], r["images"]["source"]) for r in stored} == {("cifar100", str(cifar100))}
 
 
 def test_3_a_misspelt_zoo_name_names_close_matches_not_the_whole_list(tmp_path, monkeypatch, capsys):
