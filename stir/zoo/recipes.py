@@ -113,18 +113,13 @@ class Recipes:
         self._default_data: Optional[str] = None
         self.main_data = main_data
 
-    @property
-    def common(self) -> List[str]:
-        """The overrides every recipe of the default data set gets (its ``data.source`` included)."""
-        return [*self.head, *self._source(self.default_data), *self.tail]
-
     def overrides(self, name: str) -> List[str]:
         """The full train.py overrides of a zoo name (init_from resolved to its parent's run folder)."""
         recipe = self._recipe(name)
         extra = []
         if recipe.init_from is not None:
             extra = [f"init_from={self.resolve(recipe.init_from, must_exist=True).run_dir}"]
-        return [*self.head, *self._source(self.data_name(name)), *self.tail, *recipe.train, *extra]
+        return [*self.head, *self._source(name), *self.tail, *recipe.train, *extra]
 
     def data_name(self, name: str) -> str:
         """The data set a zoo name trains on: its recipe's last ``data=`` choice, else train.py's default."""
@@ -137,7 +132,9 @@ class Recipes:
             self._default_data = compose_train(self.config_dir, self.head).data.name
         return self._default_data
 
-    def _source(self, data: str) -> List[str]:
+    def _source(self, name: str) -> List[str]:
+        """``data.source=`` of the copy of the zoo name's own data set, where one is named."""
+        data = self.data_name(name) if self.sources else None  # no copies: no compose for the default
         return [f"data.source={self.sources[data]}"] if data in self.sources else []
 
     def train_config(self, name: str) -> TrainConfig:

@@ -18,7 +18,7 @@ def test_data_source_alone_is_where_the_zoo_was_trained(tmp_path, caplog):
         assert zoo_source(cfg) == "/data/cifar10.tar"
         ctx = open_context(cfg, experiment, repo=REPO)
     assert not [r for r in caplog.records if "deprecated" in r.getMessage()]
-    assert "data.source=/data/cifar10.tar" in ctx.zoo.recipes.common  # every recipe reads that copy
+    assert "data.source=/data/cifar10.tar" in ctx.zoo.recipes.overrides("vanilla")  # every CIFAR-10 recipe reads that copy
     assert ctx.zoo.recipes.train_config("vanilla").data.source == "/data/cifar10.tar"
     assert ctx.zoo.data.source == "/data/cifar10.tar"  # and the images of models of other sources
 
