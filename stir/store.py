@@ -9,8 +9,10 @@ Layout: ``<root>/<kind>/<key>.json`` where ``kind`` names the unit of work ("dir
 
 A run killed mid-experiment leaves every finished measurement on disk and no partial file
 (``stir.atomic.write_json``: temp file + rename), so the rerun recomputes only what is missing. A
-file that fails to parse or to validate is logged, moved aside to ``<key>.json.corrupt`` and
-treated as missing: recomputed, never trusted.
+file that fails to parse or to validate (its parser checks the entry's own consistency: a value
+inside its interval, a mean equal to the mean of its values, no missing number) is logged in one
+line, moved aside to ``<key>.json.corrupt`` (``.corrupt-2``, ... beside an earlier one, never
+replacing it) and treated as missing: recomputed, never trusted.
 
 ``cached(kind, parts, compute, parse)`` is the one way results enter the store, for every kind of
 measurement: the key is derived from ``parts``; a stored entry is parsed and returned; otherwise
@@ -25,6 +27,9 @@ entry of the same key there is copied, unchanged (its provenance says where and 
 computed), into this store and served (``shipped_hits``). Its keys are content hashes of the models
 (weights and code), the images and every setting that fixes the result, so a shipped entry is served
 only for the very measurement it holds; an unusable shipped entry is logged and ignored, never moved.
+Before the first shipped entry is served, every file of the shipped store is checked against the
+manifest that pins it (``stir.manifest``: ``<shipped>/../MANIFEST.sha256``): an edited, unlisted or
+missing file refuses the evaluation (``ManifestError``, one line naming the file and the fix).
 Without it (``zoo.shipped_results=false``) everything is computed here.
 """
 from __future__ import annotations
@@ -40,7 +45,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, TypeV
 
 from filelock import FileLock, Timeout
 
-from stir.atomic import write_json, write_text as atomic_write_text
+from stir import manifest
+from stir.atomic import move_aside as set_aside, write_json, write_text as atomic_write_text
 from stir.provenance import library_versions
 
 log = logging.getLogger(__name__)
@@ -89,6 +95,7 @@ class ResultStore:
         self.misses = 0
         self.shipped_hits = 0  # of the hits, those copied from the shipped store
         self._shipped_checked = False
+        self._shipped_pinned = False
         self._version_checked = False
 
     def _check_version(self) -> None:
@@ -237,6 +244,9 @@ class ResultStore:
             self._check_shipped_version()
         if self.shipped is None:
             return None
+        if not self._shipped_pinned:  # every shipped file is the pinned one, checked once, before the first is served
+            manifest.verify(self.shipped.parent, self.shipped.name)
+            self._shipped_pinned = True
         path = self.shipped / kind / f"{key}.json"
         entry = self._load(path, kind, key, validate, move_aside=False)
         if entry is None:
@@ -269,9 +279,8 @@ class ResultStore:
             if not move_aside:  # a read-only (shipped) store: leave the file, compute here
                 log.warning("shipped result %s is unusable (%s: %s); computing it here", path, type(err).__name__, err)
                 return None
-            aside = path.with_name(path.name + ".corrupt")
+            aside = set_aside(path)  # <key>.json.corrupt, .corrupt-2, ...: an earlier copy is never replaced
             log.warning("result store entry %s is unusable (%s: %s); moved to %s, recomputing",
                         path, type(err).__name__, err, aside.name)
-            os.replace(path, aside)
             return None
         return entry

@@ -4,12 +4,14 @@ dataclasses (``stir.experiments.schema``), the presets' YAML, the zoo's YAML and
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from omegaconf import OmegaConf
 
+from stir import manifest
 from stir.config.argv import OPEN, Command, group_choices, schema_tree
 from stir.config.commands import launchers, profile_sizes, profiles_text
 from stir.config.help import Group, preset_descriptions, render
@@ -73,9 +75,19 @@ def shipped_zoo(repo: Path) -> List[Tuple[str, str]]:
     overrides) is left to that file: with it, ablation arms' lines wrapped past the help's width."""
     defaults = ZooConfig()
     out = []
-    for entry in sorted((repo / str(defaults.shipped_dir) / "models").glob("*.json")):
+    folder = repo / str(defaults.shipped_dir)
+    try:
+        pins = manifest.read(folder) or {}
+    except manifest.ManifestError:
+        pins = {}
+    for entry in sorted((folder / "models").glob("*.json")):
+        data = entry.read_bytes()
+        if pins.get(f"models/{entry.name}") != hashlib.sha256(data).hexdigest():
+            out.append((entry.stem, f"not served: not the file {folder.name}/{manifest.MANIFEST} pins "
+                                    f"(python -m stir.zoo.manifest says why)"))
+            continue  # an edited accuracy is never shown as the model's
         try:
-            e = json.loads(entry.read_text(encoding="utf-8"))
+            e = json.loads(data.decode("utf-8"))
             name, model, test = str(e["name"]), e.get("model") or {}, e.get("test") or {}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue  # an unreadable entry is reported where it is loaded (stir.zoo.shipped)

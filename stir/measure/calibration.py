@@ -114,13 +114,20 @@ class Calibration:
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "Calibration":
-        known = {f.name for f in fields(cls)}
+        known = {f.name: f for f in fields(cls)}
         kwargs = {}
         for k, v in d.items():
             if k not in known:
                 continue
+            if known[k].type in ("float", "int") and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise ValueError(f"calibration field {k} is {v!r}, not a number")  # a null field: never served
             kwargs[k] = v if k in ("resamples", "permutations", "flags") or not isinstance(v, (int, float)) else float(v)
-        return cls(**kwargs)
+        cal = cls(**kwargs)
+        if cal.interval_reading == "half_sampling" and all(map(math.isfinite, (cal.value, cal.low, cal.high))) \
+                and not cal.low - 1e-9 <= cal.value <= cal.high + 1e-9:  # value +- z se holds its value
+            raise ValueError(f"calibration value {cal.value:.4g} lies outside its own interval "
+                             f"[{cal.low:.4g}, {cal.high:.4g}]")
+        return cal
 
 
 def permutation_floor(measure: str, x: Tensor, y: Tensor, permutations: int,

@@ -59,7 +59,13 @@ class Stat:
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "Stat":
-        return cls(float(d["mean"]), float(d["std"]), [float(v) for v in d["values"]])
+        """The stored Stat, checked: a mean that is not the mean of its values (an edited entry) is refused."""
+        stat = cls(float(d["mean"]), float(d["std"]), [float(v) for v in d["values"]])
+        if stat.values and all(map(math.isfinite, stat.values)):
+            mean = sum(stat.values) / len(stat.values)
+            if not abs(stat.mean - mean) <= 1e-9 * max(1.0, abs(mean)):
+                raise ValueError(f"mean {stat.mean!r} is not the mean {mean!r} of its values")
+        return stat
 
     def __str__(self) -> str:
         """'0.512 ± 0.010 over 2 draws' (``repr`` keeps every field)."""
@@ -139,6 +145,14 @@ class DirectionResult:
         kwargs.update({name: _stat_or_none(d[name]) for name in cls.STATS})
         kwargs["calibration"] = {name: Calibration.from_dict(c) for name, c in d["calibration"].items()}
         kwargs["debiased"] = {name: Stat.from_dict(v) for name, v in d["debiased"].items()}
+        for name in ("n", "k"):
+            if isinstance(kwargs[name], bool) or not isinstance(kwargs[name], int):
+                raise ValueError(f"{name} is {kwargs[name]!r}, not an integer")
+        for name, cal in kwargs["calibration"].items():  # the calibrated value is the Stat's mean
+            stat = kwargs.get(name)
+            if isinstance(stat, Stat) and math.isfinite(stat.mean) and math.isfinite(cal.value) \
+                    and not abs(stat.mean - cal.value) <= 1e-9 * max(1.0, abs(cal.value)):
+                raise ValueError(f"calibration.{name}.value {cal.value!r} is not {name}.mean {stat.mean!r}")
         return cls(**kwargs)
 
 

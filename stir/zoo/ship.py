@@ -40,6 +40,7 @@ from stir.training.runs import FINISHED, RunFolder, load_state_dict, recipe_diff
 from stir.zoo import checkpoints
 from stir.zoo.recipes import Recipes
 from stir.zoo.quantize import dequantize
+from stir import manifest
 from stir.zoo.shipped import (DEFAULT_DIR, DTYPES, ENTRIES, REPO, WEIGHTS, ShippedModel, entry_stem, export_state, now,
                               recipe_identity, relative, same_logits, training_curve, training_wall_s)
 
@@ -131,6 +132,7 @@ def ship(run_dir: Path, name: str, profile: str, folder: Path = DEFAULT_DIR,
         "source_run": str(run.path.resolve()), "shipped_at": now(),
     }
     atomic.write_json(entry, record)
+    manifest.pin(folder, [entry])  # the new entry is served only pinned (stir.manifest)
     shipped = ShippedModel.read(entry)
     shipped.state_dict()  # the file on disk has the sha256 the entry records
     log.info("shipped %s (profile=%s) as %s: test/acc %.4f, %d bytes", name, profile, relative(weights),

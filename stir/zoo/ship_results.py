@@ -12,6 +12,9 @@ entry whose file exists is left as it is (a recomputation elsewhere may differ b
 first shipped value stays, and the count of differing ones is said). Entries of another store version,
 and files that do not parse, are refused with their count. A bad input is one line and exit status 2.
 
+What is written is pinned in the zoo folder's manifest (``stir.manifest``: ``zoo/MANIFEST.sha256``, the
+other pins unchanged); an evaluation serves no shipped file that differs from its pin.
+
 One exception, asked for by name: ``--supersede-older-readings`` replaces a shipped entry whose result
 lacks fields that the new entry of the same key has and has none the new one lacks (a measurement
 stored before a reading was added, e.g. the chance-corrected STIR of issue 31, measured again). The
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Set
 
-from stir import atomic
+from stir import atomic, manifest
 from stir.cli import EXPECTED_ERRORS, one_line_errors
 from stir.store import STORE_VERSION, canonical_json
 from stir.zoo.shipped import DEFAULT_DIR
@@ -88,6 +91,7 @@ def ship_results(store: Path, folder: Path = DEFAULT_DIR / STORE, supersede_olde
         raise ValueError(f"{store} is a store of version {version}, not {STORE_VERSION}: rerun its evaluation "
                          "with this checkout, then ship that store")
     done = Shipped()
+    written = []
     for kind_dir in sorted(p for p in store.iterdir() if p.is_dir() and not p.name.startswith(".")):
         kind = kind_dir.name
         for path in sorted(kind_dir.glob("*.json")):
@@ -104,15 +108,20 @@ def ship_results(store: Path, folder: Path = DEFAULT_DIR / STORE, supersede_olde
                 same = canonical_json(shipped) == canonical_json(entry["result"])  # NaN fields compare equal
                 if not same and supersede_older_readings and has_more_readings(entry["result"], shipped):
                     atomic.write_json(target, entry)
+                    written.append(target)
                     done.superseded[kind] = done.superseded.get(kind, 0) + 1
                     continue
                 counts = done.present if same else done.differing
                 counts[kind] = counts.get(kind, 0) + 1
                 continue
             atomic.write_json(target, entry)
+            written.append(target)
             done.added[kind] = done.added.get(kind, 0) + 1
     if sum(done.added.values()) and not (folder / "VERSION").is_file():
         atomic.write_text(folder / "VERSION", f"{STORE_VERSION}\n")
+        written.append(folder / "VERSION")
+    if written:  # what was shipped is pinned (stir.manifest: <zoo>/MANIFEST.sha256), nothing else re-pinned
+        manifest.pin(folder.parent, written)
     return done
 
 

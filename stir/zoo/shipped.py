@@ -17,7 +17,8 @@ entry wins).
 A zoo name resolves to a shipped model when no finished run folder of its recipe exists (a local run
 of the same recipe wins) and an entry of the same name and profile has exactly the recipe identity
 the name resolves to now (``recipe_identity(recipe_of(config))``: every key that changes the trained
-weights, the data by content). The weights' sha256 is checked when they are loaded.
+weights, the data by content). The weights' sha256 is checked when they are loaded; the entries are pinned by the zoo folder's
+manifest (``stir.manifest``, ``zoo/MANIFEST.sha256``), checked before the first entry is read.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import torch
 from torch import Tensor, nn
 
+from stir import manifest
 from stir.provenance import file_sha256
 from stir.zoo.quantize import dequantize, quantize_state
 
@@ -115,9 +117,17 @@ class ShippedZoo:
 
     def __init__(self, folder: Path = DEFAULT_DIR):
         self.folder = Path(folder)
+        self._pinned = False
 
     def entries(self) -> List[ShippedModel]:
-        """Every entry, oldest shipped first."""
+        """Every entry, oldest shipped first, after checking that every entry file is the one the
+        manifest pins (``stir.manifest``, once: an edited accuracy or recipe is refused, not served)."""
+        if not self._pinned:
+            try:
+                manifest.verify(self.folder, ENTRIES)
+            except manifest.ManifestError as err:
+                raise ShippedModelError(str(err)) from None
+            self._pinned = True
         found = [ShippedModel.read(p) for p in sorted((self.folder / ENTRIES).glob("*.json"))]
         return sorted(found, key=lambda e: (e.shipped_at, e.entry.name))
 

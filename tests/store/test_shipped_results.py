@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from stir import manifest
 from stir.inversion import ExecutionConfig, InversionConfig
 from stir.measure import CalibrationConfig, Estimator, evaluate_pair
 from stir.store import STORE_VERSION, ResultStore
@@ -58,11 +59,49 @@ def test_an_unusable_shipped_entry_is_computed_here_and_left_in_place(tmp_path, 
     ship_results(tmp_path / "computed", tmp_path / "shipped")
     broken = next((tmp_path / "shipped" / "direction").glob("*.json"))
     broken.write_text("{ not json")
+    manifest.write(tmp_path)  # shipped as it is on purpose: pinned (an unpinned edit is refused, test below)
     store = ResultStore(tmp_path / "fresh", shipped=tmp_path / "shipped")
     pair(store, images, m1, m2)
     assert store.shipped_hits == 2 and store.misses == 1
     assert broken.read_text() == "{ not json"  # a read-only store: nothing moved aside
     assert not list((tmp_path / "shipped" / "direction").glob("*.corrupt"))
+
+
+def test_a_shipped_file_that_is_not_the_pinned_one_is_refused_before_anything_is_served(tmp_path, images):
+    """zoo/store is pinned by zoo/MANIFEST.sha256 (stir.manifest): an edited entry, an entry the manifest
+    does not list and a pinned entry that is missing each refuse, naming the file and the fix."""
+    m1, m2 = net(0), net(1)
+    pair(ResultStore(tmp_path / "computed"), images, m1, m2)
+    ship_results(tmp_path / "computed", tmp_path / "zoo" / "store")
+    assert (tmp_path / "zoo" / manifest.MANIFEST).is_file()  # shipping pins what it wrote
+    edited = next((tmp_path / "zoo" / "store" / "direction").glob("*.json"))
+    original = edited.read_text()
+    entry = json.loads(original)
+    entry["result"]["stir"]["mean"] = 0.938
+    edited.write_text(json.dumps(entry))
+    store = ResultStore(tmp_path / "fresh", shipped=tmp_path / "zoo" / "store")
+    with pytest.raises(manifest.ManifestError, match=rf"{edited.name} has sha256 .* it was edited; restore it .*"
+                                                     r"python -m stir.zoo.manifest --write"):
+        pair(store, images, m1, m2)
+    assert not (tmp_path / "fresh" / "direction").exists()  # nothing served, nothing copied
+    edited.write_text(original)
+    extra = edited.with_name("0" * 64 + ".json")
+    extra.write_text(original)
+    with pytest.raises(manifest.ManifestError, match="is not in .*MANIFEST.sha256"):
+        pair(ResultStore(tmp_path / "fresh2", shipped=tmp_path / "zoo" / "store"), images, m1, m2)
+    extra.unlink()
+    edited.unlink()
+    with pytest.raises(manifest.ManifestError, match="is pinned by .* but missing"):
+        pair(ResultStore(tmp_path / "fresh3", shipped=tmp_path / "zoo" / "store"), images, m1, m2)
+
+
+def test_the_committed_manifest_pins_every_shipped_file():
+    """zoo/MANIFEST.sha256 matches zoo/models and zoo/store as committed: shipping without pinning
+    (or an edit) fails here. The fix: python -m stir.zoo.manifest --write."""
+    from stir.zoo.shipped import DEFAULT_DIR
+
+    for part in manifest.PARTS:
+        manifest.verify(DEFAULT_DIR, part)
 
 
 def test_shipped_results_of_another_store_version_are_not_used(tmp_path, images, caplog):

@@ -94,6 +94,36 @@ def test_a_truncated_entry_is_moved_aside_recomputed_and_rewritten(tmp_path, ima
     assert path.with_name(path.name + ".corrupt").exists()
 
 
+@pytest.mark.parametrize("edit, why", [
+    (lambda r: r["calibration"]["stir"].update(low=None), "calibration field low is None, not a number"),
+    (lambda r: r["stir"].update(mean=0.938), "is not the mean"),
+    (lambda r: r["calibration"]["stir"].update(value=r["calibration"]["stir"]["high"] + 0.3), "outside its own interval"),
+    (lambda r: r.update(k=None), "k is None, not an integer"),
+])
+def test_an_inconsistent_entry_is_moved_aside_numbered_and_recomputed_with_one_warning(tmp_path, images, caplog, edit,
+                                                                                       why):
+    """Issue 54: a store entry is checked on read (no null number, a mean that is its values' mean, a
+    value inside its own interval); a bad one is moved aside (.corrupt, then .corrupt-2: an earlier
+    copy is never replaced) and recomputed, with one warning line, instead of a TypeError on every run."""
+    m1, m2 = Counting(0), Counting(1)
+    store = ResultStore(tmp_path)
+    first = run_pair(store, images, m1, m2, directions=("m2|m1",))
+    [path] = (tmp_path / "direction").glob("*.json")
+    for n, aside in enumerate((".corrupt", ".corrupt-2")):
+        entry = json.loads(path.read_text())
+        edit(entry["result"])
+        path.write_text(json.dumps(entry))
+        with caplog.at_level("WARNING", logger="stir.store"):
+            caplog.clear()
+            second = run_pair(ResultStore(tmp_path), images, m1, m2, directions=("m2|m1",))
+        said = [r.getMessage() for r in caplog.records if r.name == "stir.store"]
+        assert len(said) == 1 and why in said[0] and aside in said[0], said
+        assert second.stat("m2|m1", "stir") == first.stat("m2|m1", "stir")  # recomputed: the true value
+        assert json.loads(path.with_name(path.name + aside).read_text())["result"] != json.loads(path.read_text())["result"]
+    assert json.loads(path.with_name(path.name + ".corrupt").read_text())["result"] == \
+        json.loads(path.with_name(path.name + ".corrupt-2").read_text())["result"]  # the first copy kept
+
+
 def test_entries_that_parse_but_do_not_validate_are_not_trusted(tmp_path):
     store = ResultStore(tmp_path)
     key = ResultStore.key(x=1)

@@ -118,6 +118,41 @@ def test_evaluate_measures_the_shipped_pair_on_a_fresh_clone(trained, cifar10_ro
     assert any(n.startswith("model vanilla: the shipped ") and entries[0].sha256[:12] in n for n in notes), notes
 
 
+def test_an_edited_shipped_result_or_entry_is_refused_by_evaluate_not_served(trained, cifar10_root, tmp_path,
+                                                                               monkeypatch, capsys):
+    """Issue 54, High 1: a shipped result edited to 0.938 (outside its own interval) was served and
+    copied into the user's store; an edited test/acc fed --help and the claims. zoo/MANIFEST.sha256
+    pins both (stir.manifest): evaluate.py refuses in one line naming the file, before serving any."""
+    from stir.zoo.ship_results import ship_results
+
+    _, _, zoo, _ = trained
+    mine = tmp_path / "zoo"
+    shutil.copytree(zoo, mine)
+    overrides = ",".join(f'"{o}"' for o in tiny(cifar10_root))
+    args = ["ref=vanilla", "target=vanilla_s1", f"zoo.profile={PROFILE}", f"zoo.shipped_dir={mine}",
+            f"zoo.overrides=[{overrides}]", f"zoo.runs_dir={tmp_path / 'runs'}", "n=12", "k=2", "inversion.steps=5",
+            "min_fraction_iri=0", "iri_grid_images=4", "calibration.permutations=4", "calibration.resamples=20",
+            "logger.wandb.mode=disabled"]
+    run_entry_point("evaluate", [*args, f"out_dir={tmp_path / 'computed'}"], monkeypatch)
+    assert ship_results(tmp_path / "computed" / "store", mine / "store").added["direction"] == 2
+    path = next((mine / "store" / "direction").glob("*.json"))
+    original = path.read_text()
+    entry = json.loads(original)
+    entry["result"]["stir"]["mean"] = entry["result"]["calibration"]["stir"]["value"] = 0.938
+    path.write_text(json.dumps(entry))
+    message = refused("evaluate", [*args, f"out_dir={tmp_path / 'fresh'}"], monkeypatch, capsys)
+    assert path.name in message and "it was edited" in message and "python -m stir.zoo.manifest --write" in message
+    assert not list((tmp_path / "fresh" / "store").glob("*/*.json"))  # nothing served, nothing copied
+
+    path.write_text(original)
+    model_entry = next((mine / "models").glob("vanilla-*.json"))
+    record = json.loads(model_entry.read_text())
+    record["test"]["test/acc"] = 0.999
+    model_entry.write_text(json.dumps(record))
+    message = refused("evaluate", [*args, f"out_dir={tmp_path / 'fresh'}"], monkeypatch, capsys)
+    assert model_entry.name in message and "it was edited" in message
+
+
 def test_shipped_dir_null_turns_the_shipped_models_off(tmp_path):
     from stir.experiments.config import ZooConfig
     from stir.experiments.context import _shipped_zoo

@@ -1,0 +1,119 @@
+"""The sha256 manifest that pins the shipped data (``zoo/MANIFEST.sha256``): nothing shipped is served
+unless its bytes are the committed ones.
+
+The shipped weights are pinned by the sha256 their entry records; the entries themselves
+(``zoo/models``) and the shipped results (``zoo/store``) are pinned here: one line per file,
+``<sha256>  <path relative to the zoo folder>``, sorted by path, as ``sha256sum`` prints it (so
+``cd zoo && sha256sum -c MANIFEST.sha256`` checks it too). A reader verifies one part (``models`` or
+``store``) before it serves anything of it: a file whose sha256 is not the pinned one, a file the
+manifest does not list, and a listed file that is missing are refused (``ManifestError``, one line
+naming the file and the fix). An edited result (a value set outside its own interval) or an edited
+accuracy is therefore never served; a result shipped on purpose is pinned by writing the manifest
+again (``python -m stir.zoo.manifest --write``; ``stir.zoo.ship`` and ``stir.zoo.ship_results`` do it
+themselves).
+
+Cost: one read and one sha256 of each file of the part, once per process and part (about 28 MB and
+1,600 files for ``zoo/store``: ``bench/bench_manifest.py``).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Dict, Iterable, Optional, Union
+
+PathLike = Union[str, os.PathLike]
+MANIFEST = "MANIFEST.sha256"
+PARTS = ("models", "store")  # the pinned subfolders of the zoo folder
+WRITE_COMMAND = "python -m stir.zoo.manifest --write"
+
+
+class ManifestError(ValueError):
+    """A pinned file differs from the manifest, is not in it, or is missing; or there is no manifest."""
+
+
+def digests(folder: PathLike, parts: Iterable[str] = PARTS) -> Dict[str, str]:
+    """{path relative to ``folder`` (posix): sha256 hex} of every regular file under ``folder/<part>``."""
+    root = Path(folder)
+    out: Dict[str, str] = {}
+    for part in parts:
+        base = root / part
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            if path.is_file():
+                out[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def render(pins: Dict[str, str]) -> str:
+    return "".join(f"{digest}  {name}\n" for name, digest in sorted(pins.items()))
+
+
+def write(folder: PathLike) -> Path:
+    """Write ``folder/MANIFEST.sha256`` over every file of ``PARTS`` and of any other folder the manifest
+    already pins (atomically: temp file + rename)."""
+    pinned = {name.split("/", 1)[0] for name in (read(folder) or {})}
+    return _save(folder, digests(folder, sorted(set(PARTS) | pinned)))
+
+
+def pin(folder: PathLike, files: Iterable[PathLike]) -> Path:
+    """Add (or update) the pins of ``files`` (under ``folder``) to its manifest, the other pins unchanged:
+    what a ship command does for the files it wrote; without a manifest, every file is pinned."""
+    pins = read(folder)
+    if pins is None:
+        pins = digests(folder)
+    root = Path(folder).resolve()
+    for f in files:
+        pins[Path(f).resolve().relative_to(root).as_posix()] = hashlib.sha256(Path(f).read_bytes()).hexdigest()
+    return _save(folder, pins)
+
+
+def _save(folder: PathLike, pins: Dict[str, str]) -> Path:
+    path = Path(folder) / MANIFEST
+    tmp = path.with_name(f".{MANIFEST}.tmp-{os.getpid()}")
+    tmp.write_text(render(pins), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def read(folder: PathLike) -> Optional[Dict[str, str]]:
+    """{path: sha256} of ``folder/MANIFEST.sha256``; None when there is no manifest."""
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        return None
+    pins: Dict[str, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64:
+            raise ManifestError(f"{path} line {number} is not '<sha256>  <path>'; write it again: "
+                                f"{WRITE_COMMAND} (after git checkout -- {Path(folder).name}/ if it was not you)")
+        pins[name] = digest
+    return pins
+
+
+def verify(folder: PathLike, part: str) -> None:
+    """Raise ``ManifestError`` unless every file under ``folder/part`` is exactly the one the manifest
+    pins, and every file it pins there exists. Names the first offending file and both fixes."""
+    folder = Path(folder)
+    if not (folder / part).is_dir():
+        return  # nothing shipped there: nothing to serve
+    pins = read(folder)
+    fix = (f"restore it (git checkout -- {folder.name}/{part}) or, if you shipped it on purpose, pin it: "
+           f"{WRITE_COMMAND}" + ("" if folder.name == "zoo" else f" {folder}"))
+    if pins is None:
+        raise ManifestError(f"{folder / MANIFEST} is missing: the shipped {folder / part} is not pinned and is not "
+                            f"served; {fix}")
+    found = digests(folder, (part,))
+    for name, digest in sorted(found.items()):
+        pinned = pins.get(name)
+        if pinned is None:
+            raise ManifestError(f"{folder / name} is not in {folder / MANIFEST}: an unpinned shipped file is not "
+                                f"served; {fix}")
+        if pinned != digest:
+            raise ManifestError(f"{folder / name} has sha256 {digest[:12]}..., not the {pinned[:12]}... that "
+                                f"{folder / MANIFEST} pins: it was edited; {fix}")
+    missing = sorted(n for n in pins if n.startswith(f"{part}/") and n not in found)
+    if missing:
+        raise ManifestError(f"{folder / missing[0]} is pinned by {folder / MANIFEST} but missing"
+                            f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}; {fix}")
