@@ -66,9 +66,11 @@ def check_command_line(argv: Sequence[str], command: Command) -> None:
     (``-m``) is composed by Hydra itself; ``--config-name`` and the like skip the check.
     """
     from stir.config import ConfigError
-    from stir.config.argv import check_overrides, parse
+    from stir.config.argv import check_overrides, parse, refuse_code
 
     line = parse(argv)
+    with one_line_errors(ConfigError):
+        refuse_code(line)  # before everything: whichever config is composed, no override names code
     if line.other_config:
         return
     if line.wants_help:

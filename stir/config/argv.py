@@ -14,7 +14,8 @@ of every preset. ``check_overrides`` reads the overrides of ``sys.argv`` first a
 
 The schema is a tree of dataclasses (``schema_tree``); ``Any`` and ``Dict`` fields are open (any key
 below them passes here and is checked where it is read). Hydra's own keys (``hydra.*``,
-``hydra/launcher=...``) and flags (``-m``, ``--cfg job`` ...) are left to Hydra.
+``hydra/launcher=...``) and flags (``-m``, ``--cfg job`` ...) are left to Hydra, except what would
+run code (``refuse_code``): a ``_target_`` in a key or value, and ``hydra.callbacks``.
 """
 from __future__ import annotations
 
@@ -172,6 +173,22 @@ def moved_to(key: str, moved: Mapping[str, str]) -> Optional[Tuple[str, str]]:
         if old.endswith(".") and key.startswith(old):
             return new + key[len(old):], note
     return None
+
+
+# What makes Hydra (or an instantiate) call a named callable: a ``_target_`` anywhere in a key or a
+# value, and the run's callbacks (``hydra.callbacks.NAME._target_=builtins.open`` truncated a file).
+_CODE_KEYS = ("hydra.callbacks", "hydra/callbacks")
+
+
+def refuse_code(line: CommandLine) -> None:
+    """Raise ``ConfigError`` for an override that would name code to run: a ``_target_`` (in its key or
+    its value) or a Hydra callback. A command line sets values; it never runs a callable it names."""
+    for o in line.overrides:
+        key = o.key.replace("/", ".")
+        if "_target_" in o.key.split(".") or "_target_" in (o.value or "") or key.startswith(_CODE_KEYS[0]):
+            what = "a Hydra callback" if key.startswith(_CODE_KEYS[0]) else "a _target_ (a callable to instantiate)"
+            raise ConfigError(f"{o.raw}: the command line names {what}, and a command line runs no code it names; "
+                              "remove it (a model of your own code is ref=python:your_module:make_net)")
 
 
 def check_overrides(line: CommandLine, tree: Mapping[str, Any], groups: Mapping[str, Sequence[str]],

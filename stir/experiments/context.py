@@ -175,7 +175,7 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
               robustbench=dataclasses.asdict(cfg.robustbench), download=cfg.download_weights,
               weights_root=cfg.zoo.weights_root, train_missing=cfg.train_missing, device=device,
               allow_nonfinite=cfg.allow_nonfinite, allow_unfinished=cfg.allow_unfinished,
-              shipped=_shipped_zoo(cfg.zoo.shipped_dir, repo))
+              shipped=_shipped_zoo(cfg.zoo.shipped_dir, repo), allow_code=cfg.zoo.allow_code)
     config = {**{k: v for k, v in OmegaConf.to_container(OmegaConf.structured(cfg)).items() if k != "experiment"},
               "experiment": dataclasses.asdict(experiment)}
     # The budget as run, not null: records, report settings and index.md show 1000 for the default run.

@@ -78,6 +78,9 @@ class ZooConfig:
     # python -m stir.zoo.ship_results): a measurement whose key is there is copied from it, not
     # computed (its record says where and when it was computed); false: compute everything here.
     shipped_results: bool = True
+    # A zoo file entry whose source (or tap) is python:module:name runs that code when named: only with
+    # allow_code=true (a zoo file is data; opt in for your own zoo file's python: entries).
+    allow_code: bool = False
     # The folder of the real pretrained networks (realnet: sources, the zoo's r20, r56_b, rob_* ...);
     # None: $STIR_REALNETS, else ../shared/realnets beside the repository.
     weights_root: Optional[str] = None

@@ -74,6 +74,7 @@ class Zoo:
         train_missing: train zoo models that have no finished run.  device: where models live.
         allow_nonfinite: measure models that are not finite (every number of theirs NaN) instead of refusing them.
         allow_unfinished: evaluate an unfinished run from its last checkpoint instead of refusing it.
+        allow_code: load zoo file entries that name code (``python:`` sources or taps); refused otherwise.
         shipped: the shipped models (``zoo.shipped_dir``) that serve zoo names without a finished run
             folder; None: none.
     """
@@ -82,7 +83,7 @@ class Zoo:
                  data_overrides: Optional[Mapping[str, Any]] = None, robustbench: Optional[Mapping[str, Any]] = None,
                  download: bool = False, weights_root: Optional[str] = None, train_missing: bool = False,
                  device: torch.device = torch.device("cpu"), allow_nonfinite: bool = False,
-                 allow_unfinished: bool = False, shipped: Optional[ShippedZoo] = None):
+                 allow_unfinished: bool = False, shipped: Optional[ShippedZoo] = None, allow_code: bool = False):
         self.recipes = recipes
         self.shipped = shipped
         self.data = dataclasses.replace(data.for_loading(), source=data.source or local_source)
@@ -92,6 +93,7 @@ class Zoo:
         self.download, self.train_missing, self.device = download, train_missing, device
         self.weights_root = weights_root
         self.allow_nonfinite, self.allow_unfinished = allow_nonfinite, allow_unfinished
+        self.allow_code = allow_code
         self._models: Dict[Request, Model] = {}
         self._labels: Dict[str, Request] = {}
 
@@ -120,6 +122,14 @@ class Zoo:
         model.record["nonfinite"] = reason
         model.metrics = {k: float("nan") for k in model.metrics}  # its run's accuracy is not this module's
 
+    def _check_code(self, name: str, source: str, options: Mapping[str, Any]) -> None:
+        """A zoo file is data: an entry naming code (a ``python:`` source or tap) is refused, before any
+        import, unless ``zoo.allow_code=true`` (the user's own file, opted in)."""
+        named = [str(v) for v in (source, options.get("tap")) if str(v).startswith("python:")]
+        if named and not self.allow_code:
+            raise ConfigError(f"zoo entry {name!r} of {self.recipes.zoo_file} names code ({named[0]}): a zoo file runs "
+                              "no code unless zoo.allow_code=true (give it for a zoo file you wrote)")
+
     def resolved(self) -> Dict[str, Model]:
         """Every model resolved so far, by label."""
         return {m.label: m for m in self._models.values()}
@@ -127,6 +137,7 @@ class Zoo:
     def _resolve(self, name: str, tap: Optional[str], weights: Optional[str]) -> Model:
         if name in self.recipes.sourced:
             entry = self.recipes.sourced[name]
+            self._check_code(name, entry.source, entry.options)
             return self._sourced(entry.source, {**entry.options, **_given(tap, weights)}, label=name)
         prefix, _ = sources.split_spec(name)
         if sources.is_sourced(name):

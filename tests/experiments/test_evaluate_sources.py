@@ -103,8 +103,8 @@ def test_zoo_entries_of_other_sources_share_a_matrix_with_zoo_models(workspace, 
     zoo["fac"] = {"source": FACTORY, "kwargs": {"width": 4}}
     zoo["fac_tap"] = {"source": FACTORY, "kwargs": {"width": 4}, "tap": "body.4"}
     OmegaConf.save(zoo, tmp_path / "zoo.yaml")
-    run_entry_point("evaluate", args(workspace, cifar10_root, f"zoo.file={tmp_path / 'zoo.yaml'}", "experiment=relative_robustness",
-                                     "experiment.models=[vanilla,fac,fac_tap]", f"out_dir={tmp_path / 'out'}"), monkeypatch)
+    run_entry_point("evaluate", args(workspace, cifar10_root, f"zoo.file={tmp_path / 'zoo.yaml'}", "zoo.allow_code=true",
+                                     "experiment=relative_robustness", "experiment.models=[vanilla,fac,fac_tap]", f"out_dir={tmp_path / 'out'}"), monkeypatch)
     matrix = rows(tmp_path / "out/relative_robustness/matrix_stir.csv")
     assert [r["m1 (ref) \\ m2 (target)"] for r in matrix] == ["vanilla", "fac", "fac_tap"]
     assert all(0 <= float(r[c]) <= 1.0001 for r in matrix for c in ("vanilla", "fac", "fac_tap"))

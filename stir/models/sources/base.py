@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import json
 import logging
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
@@ -180,10 +182,17 @@ def check_logits(model: nn.Module, x: Tensor, spec: str) -> None:
 
 
 def import_object(path: str, what: str) -> Any:
-    """``module.path:attribute`` -> the object (importlib; no eval)."""
+    """``module.path:attribute`` -> the object (importlib; no eval): a class or function of a module
+    outside the standard library. ``os:system``, ``builtins:open``, ``subprocess:run`` ... are refused
+    by name before anything is imported (``SourceError``); so is anything that is not a class or a
+    Python function (a builtin, an instance with ``__call__``)."""
     module_name, sep, attr = path.partition(":")
     if not sep or not module_name or not attr:
         raise SourceError(f"{what} {path!r} must be written module.path:name (e.g. mypackage.nets:make_net)")
+    top = module_name.split(".")[0]
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names or top in ("builtins", "__main__"):
+        raise SourceError(f"{what} {path!r} names the standard library ({top}), not a class or function of your "
+                          "own module: a python: source is code you wrote (mypackage.nets:make_net)")
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
@@ -195,6 +204,8 @@ def import_object(path: str, what: str) -> Any:
         if not hasattr(obj, part):
             raise SourceError(f"{what} {path!r}: module {module_name!r} has no {attr!r}")
         obj = getattr(obj, part)
+    if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+        raise SourceError(f"{what} {path!r} is a {type(obj).__name__}, not a class or function of your own module")
     return obj
 
 
