@@ -2,7 +2,8 @@
 unless its bytes are the committed ones.
 
 The shipped weights are pinned by the sha256 their entry records; the entries themselves
-(``zoo/models``) and the shipped results (``zoo/store``) are pinned here: one line per file,
+(``zoo/models``), the shipped results (``zoo/store``) and the shipped models' behaviour fingerprints
+(``zoo/fingerprints``, ``stir.models.behaviour``) are pinned here: one line per file,
 ``<sha256>  <path relative to the zoo folder>``, sorted by path, as ``sha256sum`` prints it (so
 ``cd zoo && sha256sum -c MANIFEST.sha256`` checks it too). A reader verifies one part (``models`` or
 ``store``) before it serves anything of it: a file whose sha256 is not the pinned one, a file the
@@ -24,7 +25,7 @@ from typing import Dict, Iterable, Optional, Union
 
 PathLike = Union[str, os.PathLike]
 MANIFEST = "MANIFEST.sha256"
-PARTS = ("models", "store")  # the pinned subfolders of the zoo folder
+PARTS = ("fingerprints", "models", "store")  # the pinned subfolders of the zoo folder
 WRITE_COMMAND = "python -m stir.zoo.manifest --write"
 
 

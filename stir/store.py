@@ -47,6 +47,7 @@ from filelock import FileLock, Timeout
 
 from stir import manifest
 from stir.atomic import move_aside as set_aside, write_json, write_text as atomic_write_text
+from stir.models.behaviour import Fingerprints
 from stir.provenance import library_versions
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ STORE_VERSION = 4
 _REQUIRED = ("kind", "key", "store_version", "result", "versions", "timestamp")
 
 R = TypeVar("R")
+FINGERPRINTS = "fingerprints"  # <root>/fingerprints: what each model computed (stir.models.behaviour)
 
 
 class NotStored(LookupError):
@@ -96,6 +98,7 @@ class ResultStore:
         self.shipped_hits = 0  # of the hits, those copied from the shipped store
         self._shipped_checked = False
         self._shipped_pinned = False
+        self._fingerprints: Optional[Fingerprints] = None
         self._version_checked = False
 
     def _check_version(self) -> None:
@@ -130,6 +133,22 @@ class ResultStore:
         builds these parts for STIR (``direction_parts``, ``similarity_parts``).
         """
         return hashlib.sha256(canonical_json({"store_version": STORE_VERSION, **parts}).encode()).hexdigest()
+
+    def fingerprints(self) -> Fingerprints:
+        """The behaviour fingerprints of the models this store holds results of (``<root>/fingerprints``),
+        after the shipped models' (``<shipped>/../fingerprints``, checked against the manifest first):
+        ``stir.models.behaviour``. One object per store: its files are read as needed."""
+        if self._fingerprints is None:
+            shipped = None
+            if self.shipped is not None:
+                if not self._shipped_checked:
+                    self._shipped_checked = True
+                    self._check_shipped_version()
+                if self.shipped is not None and (self.shipped.parent / FINGERPRINTS).is_dir():
+                    manifest.verify(self.shipped.parent, FINGERPRINTS)
+                    shipped = self.shipped.parent / FINGERPRINTS
+            self._fingerprints = Fingerprints(self.root / FINGERPRINTS, shipped)
+        return self._fingerprints
 
     def path(self, kind: str, key: str) -> Path:
         return self.root / kind / f"{key}.json"

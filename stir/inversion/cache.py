@@ -5,8 +5,9 @@ one reference reuses one inversion, and a matrix over N models costs N inversion
 
 Key = sha256 over (JSON of):
     ALGORITHM_VERSION                        bumped whenever the engine's algorithm changes
-    for each model that shapes x':           ``stir.models.identity.content_identity`` (every
-                                             parameter and buffer, bytes in a canonical order) and its tap
+    for each model that shapes x':           ``stir.models.behaviour.effective_identity``: the
+                                             content identity (weights and code), or that of the
+                                             behaviour variant its last probe found, and its tap
                                              (m1 for arbitrary IRIs; m1 and m2 for adversarial ones)
     the images                               dtype, shape and bytes
     the settings that fix x'                 ``InversionConfig.key_settings`` (the same description
@@ -33,7 +34,8 @@ from torch import Tensor, nn
 
 from stir.atomic import torch_save
 from stir.untrusted import load_plain
-from stir.models.identity import content_identity, tensor_digest
+from stir.models.behaviour import effective_identity
+from stir.models.identity import tensor_digest
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +47,7 @@ def cache_key(models: Sequence[Tuple[nn.Module, str]], images: Tensor, settings:
     """sha256 hex key of (algorithm version, each (model, tap), images, settings)."""
     blob = {
         "version": ALGORITHM_VERSION,
-        "models": [[content_identity(m), tap] for m, tap in models],
+        "models": [[effective_identity(m), tap] for m, tap in models],
         "images": tensor_digest(images),
         "settings": settings,
     }

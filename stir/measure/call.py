@@ -9,7 +9,9 @@ similarity and two directions of one ``Call`` (the second direction reads it ``r
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from torch import nn
@@ -17,8 +19,13 @@ from torch import nn
 from stir.inversion import ExecutionConfig
 from stir.measure.plan import Estimator, Images, Plan, make_plan
 from stir.measure.undefined import nonfinite_models
+from stir.models.behaviour import (Fingerprints, check_batch_independent, probe_batch, probe_key, probe_taps,
+                                   remember_variant, variant_identity)
 from stir.models.identity import content_identity
+from stir.models.taps import LOGITS
 from stir.store import ResultStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -40,10 +47,38 @@ class Call:
 def open_call(m1: nn.Module, m2: nn.Module, images: Images, estimator: Optional[Estimator] = None,
               run: Optional[ExecutionConfig] = None, names: Tuple[str, str] = ("m1", "m2"),
               ids: Optional[Tuple[str, str]] = None, store: Optional[ResultStore] = None,
-              record: Optional[Dict[str, Any]] = None) -> Call:
-    """Check the images and settings (``make_plan``), hash the models unless ``ids`` are given, and
-    probe both for non-finite weights or outputs (``stir.measure.undefined``)."""
+              record: Optional[Dict[str, Any]] = None, taps: Tuple[str, str] = (LOGITS, LOGITS)) -> Call:
+    """Check the images and settings (``make_plan``), hash the models unless ``ids`` are given, probe
+    both for non-finite weights or outputs (``stir.measure.undefined``), then for what they compute
+    (``behaviour_ids``: a batch-coupled model is refused; ids become those of the behaviour seen)."""
     plan = make_plan(images, estimator, run)
     ids = tuple(ids) if ids is not None else (content_identity(m1), content_identity(m2))
     broken = nonfinite_models(plan, [(names[0], m1), (names[1], m2)])
+    if broken is None:
+        ids = behaviour_ids(plan, (m1, m2), tuple(names), ids, taps, store)
     return Call(plan, tuple(names), ids, broken, store, record)
+
+
+def behaviour_ids(plan: Plan, models: Tuple[nn.Module, nn.Module], names: Tuple[str, str], ids: Tuple[str, str],
+                  taps: Tuple[str, str], store: Optional[ResultStore]) -> Tuple[str, str]:
+    """The identities the store and the inversion cache key the two models by (``stir.models.behaviour``):
+    each model's fingerprint at its tap and the logits on the probe batch, read at once and one image
+    at a time (``BatchCoupledError`` when they differ), matched against the fingerprints its static
+    identity had before (the store's, after the shipped ones; the inversion cache folder's without a
+    store): the first keeps ``ids``, another gets its variant's identity and one line says why."""
+    images = probe_batch(plan.images.shape[1:], plan.images.device, plan.images.dtype)
+    registry = store.fingerprints() if store is not None else Fingerprints(
+        Path(plan.run.cache_dir) / "fingerprints" if plan.run.cache_dir else None)
+    out = []
+    for model, name, static, tap in zip(models, names, ids, taps):
+        read = probe_taps(model, [tap])
+        found = check_batch_independent(model, name, images, read)
+        probe = probe_key(images, read)
+        j, why = registry.variant(static, probe, found)
+        if why is not None:
+            log.warning("model %r computes otherwise than when its identity %s... was first measured (%s on the probe "
+                        "batch: a module global, an environment variable, a hook or bytecode changed what it computes): "
+                        "its results are measured again, as behaviour variant %d", name, static[:12], why, j)
+        remember_variant(model, content_identity(model) if j else None, f"{probe}|{j}" if j else None)
+        out.append(static if j == 0 else variant_identity(static, probe, j))
+    return tuple(out)

@@ -71,8 +71,9 @@ def evaluate_direction(
         store: if given, the result is looked up first and saved the moment it is computed.
         record: provenance stored beside the result (resolved config, checkpoint paths, ...).
     """
-    call = open_call(ref, target, images, estimator, run, names, ids, store, record)
-    return direction_of(call, (ref, target), (tap_ref, tap_target or tap_ref))
+    taps = (tap_ref, tap_target or tap_ref)
+    call = open_call(ref, target, images, estimator, run, names, ids, store, record, taps=taps)
+    return direction_of(call, (ref, target), taps)
 
 
 def direction_of(call: Call, models: Tuple[nn.Module, nn.Module], taps: Tuple[str, str],

@@ -87,8 +87,8 @@ def evaluate_pair(
     unknown = [d for d in directions if d not in DIRECTIONS]
     if unknown or not directions:
         raise ValueError(f"directions must be a non-empty subset of {DIRECTIONS}, got {list(directions)}")
-    call = open_call(m1, m2, images, estimator, run, names, ids, store, record)
     models, taps = (m1, m2), (tap1, tap2 or tap1)
+    call = open_call(m1, m2, images, estimator, run, names, ids, store, record, taps=taps)
     reps = {}
 
     def representations():  # (n, d_i) of both models on X, once, for whatever is computed

@@ -34,8 +34,10 @@ def evaluate_similarity(
 
     Identical representations give the measure's identity value exactly (1, or 0 for a distance).
     """
-    call = open_call(m1, m2, images, Estimator(measure=measure, k=1, iri="arbitrary"), run, names, ids, store, record)
-    return similarity_of(call, (m1, m2), (tap1, tap2 or tap1))
+    taps = (tap1, tap2 or tap1)
+    call = open_call(m1, m2, images, Estimator(measure=measure, k=1, iri="arbitrary"), run, names, ids, store, record,
+                     taps=taps)
+    return similarity_of(call, (m1, m2), taps)
 
 
 def similarity_of(call: Call, models: Tuple[nn.Module, nn.Module], taps: Tuple[str, str],

@@ -63,9 +63,10 @@ def test_second_call_is_served_from_the_store_without_any_forward_pass(tmp_path,
     m1.forwards = m2.forwards = 0
     second = run_pair(store, images, m1, m2, names=("a", "b"))
     assert (store.hits, store.misses) == (3, 3)  # misses unchanged: nothing recomputed
-    # One forward each: the finiteness probe on 4 images of X (stir.measure.undefined, run before the
-    # store so that no stored entry is ever served for a model that is not finite); no inversion, no representation.
-    assert m1.forwards == 1 and m2.forwards == 1
+    # Six forwards each: the finiteness probe on 4 images of X (stir.measure.undefined, run before the
+    # store so that no stored entry is ever served for a model that is not finite), and the behaviour
+    # probe (stir.models.behaviour: its 4 images at once, then one at a time); no inversion, no representation.
+    assert m1.forwards == 6 and m2.forwards == 6
     assert (second.ref, second.target) == ("a", "b")  # names are display only
     for d in ("m2|m1", "m1|m2"):
         assert second.get(d).stir == first.get(d).stir
@@ -204,8 +205,8 @@ def test_resume_after_a_kill_computes_only_what_is_missing(tmp_path, images):
     store = ResultStore(tmp_path)  # a fresh process
     results = sweep(store)
     assert (store.hits, store.misses) == (2, 1)
-    # The stored two: only the finiteness probe (one forward of 4 images); the third recomputed.
-    assert targets[0].forwards == 1 and targets[1].forwards == 1 and targets[2].forwards > 1
+    # The stored two: only the finiteness and behaviour probes (six forwards of at most 4 images); the third recomputed.
+    assert targets[0].forwards == 6 and targets[1].forwards == 6 and targets[2].forwards > 6
     assert [r.target for r in results] == ["t0", "t1", "t2"] and results[2].stir is not None
     assert len(store.entries("direction")) == 3
 
