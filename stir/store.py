@@ -66,6 +66,10 @@ R = TypeVar("R")
 FINGERPRINTS = "fingerprints"  # <root>/fingerprints: what each model computed (stir.models.behaviour)
 
 
+class UnsafeStoreFolder(ValueError):
+    """A folder of the results store (or the inversion cache) is a symbolic link."""
+
+
 class NotStored(LookupError):
     """A read-only store (``ResultStore.as_read_only``) was asked for a measurement it does not hold."""
 
@@ -151,7 +155,14 @@ class ResultStore:
         return self._fingerprints
 
     def path(self, kind: str, key: str) -> Path:
-        return self.root / kind / f"{key}.json"
+        """``<root>/<kind>/<key>.json``; ``UnsafeStoreFolder`` when ``<root>/<kind>`` is a symbolic link
+        (results are never read or written through one, as reports are not: ``check_report_dir``)."""
+        folder = self.root / kind
+        if folder.is_symlink():
+            raise UnsafeStoreFolder(f"results store folder {folder} is a symbolic link (to {os.readlink(folder)}); no "
+                                    "result is read or written through one: remove the link (or copy its files "
+                                    "there) and run again")
+        return folder / f"{key}.json"
 
     def get(self, kind: str, key: str, validate: Optional[Callable[[Dict[str, Any]], Any]] = None,
             recheck: bool = False) -> Optional[Dict[str, Any]]:

@@ -1,6 +1,7 @@
 """Checks that types alone cannot express: each error names the key, the value and the choices."""
 from __future__ import annotations
 
+import math
 import re
 
 from typing import Iterable
@@ -32,8 +33,26 @@ def check_choice(key: str, value: object, choices: Iterable[object]) -> None:
 
 
 def check_positive(key: str, value: float, allow_zero: bool = False) -> None:
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ConfigError(f"{key}={value!r} must be {'>= 0' if allow_zero else '> 0'}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):  # NaN compares false: named here
+        raise ConfigError(f"{key}={value!r} must be a finite number {'>= 0' if allow_zero else '> 0'}")
+
+
+def check_trainer_devices(accelerator: str, devices: object) -> None:
+    """``trainer.accelerator`` names a device this machine has, and ``trainer.devices`` selects at
+    least one (Lightning's tracebacks otherwise come after the run folder was made)."""
+    import torch
+
+    wants = {"gpu": "cuda", "cuda": "cuda", "mps": "mps"}.get(str(accelerator))
+    has = {"cuda": torch.cuda.is_available(),
+           "mps": bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())}
+    if wants is not None and not has[wants]:
+        raise ConfigError(f"trainer.accelerator={accelerator} but this machine has no {wants.upper()} device; "
+                          "use trainer.accelerator=cpu (or auto)")
+    none = devices in (0, "0", "") or (isinstance(devices, (list, tuple)) and not devices) or \
+        (isinstance(devices, int) and not isinstance(devices, bool) and devices < -1)
+    if none:
+        raise ConfigError(f"trainer.devices={devices!r} selects no device: give a count >= 1, a list of device ids, "
+                          "-1 (all) or auto")
 
 
 def validate_train(cfg: TrainConfig) -> None:
@@ -67,6 +86,9 @@ def validate_train(cfg: TrainConfig) -> None:
         raise ConfigError(f"robust_check.max_drop={cfg.robust_check.max_drop!r} must be in (0, 1]")
     check_positive("data.batch_size", cfg.data.batch_size)
     check_sync_batchnorm(cfg.trainer.sync_batchnorm, cfg.trainer.accelerator)
+    check_trainer_devices(cfg.trainer.accelerator, cfg.trainer.devices)
+    check_positive("optim.weight_decay", cfg.optim.weight_decay, allow_zero=True)
+    check_positive("optim.momentum", cfg.optim.momentum, allow_zero=True)
     check_positive("data.num_classes", cfg.data.num_classes)
     check_positive("trainer.max_epochs", cfg.trainer.max_epochs)
     if cfg.data.train_size is not None:

@@ -74,6 +74,9 @@ def _validate(cfg: EvaluateConfig) -> None:
             "zoo models first (one run with train_missing=true, or train.py), then start the shards"
         )
     check_positive("n", cfg.n)
+    if cfg.iri_grid_images < 1:  # checked before the work, not when the grid is drawn after it
+        raise ConfigError(f"iri_grid_images={cfg.iri_grid_images} must be >= 1 (the originals and IRIs shown in the "
+                          "example grid)")
     try:  # an inversion budget that cannot fit: refused before any model loads
         cfg.inversion.check_budget(cfg.n * cfg.k)  # the k draws are inverted together
     except ValueError as err:

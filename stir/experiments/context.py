@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -26,7 +27,7 @@ from stir.measure import (
     evaluate_layers, evaluate_pair, evaluate_similarity,
 )
 from stir.measure.plan import Images
-from stir.store import ResultStore
+from stir.store import ResultStore, UnsafeStoreFolder
 from stir.zoo import Model, Recipes, Zoo
 from stir.zoo.shipped import ShippedZoo
 
@@ -34,11 +35,22 @@ log = logging.getLogger(__name__)
 
 
 def pick_device(name: str) -> torch.device:
+    """The device of ``device=`` (auto: CUDA when there is one); ConfigError (one line) for a name
+    torch does not know or a device this machine does not have, before anything is loaded."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={name!r} but CUDA is not available here; use device=cpu or device=auto")
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError, TypeError):
+        raise ConfigError(f"device={name!r} is not a device; use device=cpu, cuda, cuda:N or auto") from None
+    available = {"cpu": True, "cuda": torch.cuda.is_available(),
+                 "mps": bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())}
+    if not available.get(device.type, False):
+        raise ConfigError(f"device={name!r} but {device.type.upper()} is not available here; use device=cpu or "
+                          "device=auto")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise ConfigError(f"device={name!r} but this machine has {torch.cuda.device_count()} CUDA device(s); use "
+                          "device=cuda:0 or device=auto")
     return device
 
 
@@ -183,12 +195,27 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
     # The DataConfig that models of other sources load their images through (training keys at their
     # defaults), as records and report folders have always named it.
     config["data"] = dataclasses.asdict(cfg.data.for_loading())
+    check_not_linked(Path(cfg.out_dir), cfg.execution.cache_dir is None)
     return Context(
         zoo=zoo, store=ResultStore(Path(cfg.out_dir) / "store", shipped=_shipped_store(cfg.zoo, repo)), estimator=cfg.estimator(), run=cfg.run(),
         layers=cfg.layers, images_spec=ImagesSpec(cfg.n, cfg.split, cfg.image_seed, cfg.resample_images),
         device=device, config=config, iri_grid_images=cfg.iri_grid_images,
         roles={"ref": (cfg.ref, cfg.tap_ref, cfg.weights_ref), "target": (cfg.target, cfg.tap_target, cfg.weights_target)},
     )
+
+
+def check_not_linked(out_dir: Path, own_cache: bool) -> None:
+    """Refuse (one line) an ``out_dir/store``, a folder of it, or the default ``out_dir/inversion-cache``
+    that is a symbolic link: results and inversions are never written through one (as reports are
+    not: ``stir.reporting.index.check_report_dir``); a cache named by ``execution.cache_dir`` is the user's."""
+    store = out_dir / "store"
+    linked = [store, *(p for p in sorted(store.iterdir()) if p.is_symlink())] if store.is_dir() else [store]
+    if own_cache:
+        linked.append(out_dir / "inversion-cache")
+    for path in linked:
+        if path.is_symlink():
+            raise UnsafeStoreFolder(f"{path} is a symbolic link (to {os.readlink(path)}); nothing is written through "
+                                    "one: remove the link and run again (or name a cache with execution.cache_dir)")
 
 
 def zoo_source(cfg: EvaluateConfig) -> Optional[str]:

@@ -53,7 +53,7 @@ def open_call(m1: nn.Module, m2: nn.Module, images: Images, estimator: Optional[
     (``behaviour_ids``: a batch-coupled model is refused; ids become those of the behaviour seen)."""
     plan = make_plan(images, estimator, run)
     ids = tuple(ids) if ids is not None else (content_identity(m1), content_identity(m2))
-    broken = nonfinite_models(plan, [(names[0], m1), (names[1], m2)])
+    broken = nonfinite_models(plan, [(names[0], m1), (names[1], m2)], taps)
     if broken is None:
         ids = behaviour_ids(plan, (m1, m2), tuple(names), ids, taps, store)
     return Call(plan, tuple(names), ids, broken, store, record)

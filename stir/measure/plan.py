@@ -81,6 +81,9 @@ def check_iri(iri: str, key: str = "iri") -> None:
         raise ValueError(f"{key} must be one of {list(IRI_KINDS)}, got {iri!r}")
 
 
+MAX_K = 1000  # seed draws: each one inverts all n images again
+
+
 def check_estimator(estimator: Estimator) -> None:
     """The one check of an estimator's own settings: a ValueError naming the key (the keys of
     ``python evaluate.py`` have the same names; its config reports the error as a one-line
@@ -93,6 +96,9 @@ def check_estimator(estimator: Estimator) -> None:
     k = estimator.k
     if int(k) != k or k < 1:
         raise ValueError(f"k (seed draws) must be a positive integer, got {k!r}")
+    if k > MAX_K:
+        raise ValueError(f"k={k} seed draws is beyond {MAX_K}: each draw is a full inversion of the n images "
+                         "(the paper's k is 5; the interval over images, not more draws, is the precision); lower it")
     for key in ("min_fraction_iri", "min_fraction_adversarial"):
         value = getattr(estimator, key)
         if not 0 <= value <= 1:

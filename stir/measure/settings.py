@@ -11,6 +11,11 @@ FLOORS = ("iris", "images")
 INTERVALS = ("half_sampling", "bootstrap")
 
 
+# The most permutations or resamples a calibration draws: far beyond any precision they buy (1000
+# resamples give the interval's ends to about 1%), and within memory at n in the thousands.
+MAX_DRAWS = 100_000
+
+
 @dataclass
 class CalibrationConfig:
     """How every STIR and STIR_adv value is calibrated (``stir.measure.calibration``'s docstring); ``calibration.*`` of
@@ -29,6 +34,10 @@ class CalibrationConfig:
         if self.permutations < 0 or self.resamples < 0:
             raise ValueError(f"calibration.permutations and calibration.resamples must be >= 0, got "
                              f"{self.permutations}, {self.resamples}")
+        for key, value in (("permutations", self.permutations), ("resamples", self.resamples)):
+            if value > MAX_DRAWS:  # each is a (draws, n) index tensor and as many similarity evaluations
+                raise ValueError(f"calibration.{key}={value} is beyond {MAX_DRAWS:,}: the interval and the p-value "
+                                 f"settle long before (the defaults: 199 permutations, 1000 resamples); lower it")
         if self.floor not in FLOORS:
             raise ValueError(f"calibration.floor must be one of {FLOORS}, got {self.floor!r}")
         if self.ceiling not in CEILINGS:

@@ -26,12 +26,13 @@ _CENSORED = ("fraction", "median", "median_censored", "restricted_mean", "max_di
              "restricted_mean_low", "restricted_mean_high")
 
 
-def nonfinite_models(plan: Plan, models: Sequence[Tuple[str, nn.Module]]) -> Optional[str]:
+def nonfinite_models(plan: Plan, models: Sequence[Tuple[str, nn.Module]], taps: Sequence[str] = ()) -> Optional[str]:
     """"model 'm2' is not finite (parameter conv.weight (8, 3, 3, 3): 1 NaN, 0 Inf of 216)" for the
-    first of ``models`` whose tensors, or outputs on the first images of X, are not finite; else None."""
+    first of ``models`` whose tensors, or outputs on the first images of X, or reading at its tap
+    (``taps[i]`` of ``models[i]``), are not finite; else None."""
     probe = plan.images[:PROBE]
-    for name, module in models:
-        reason = nonfinite_reason(module, probe)
+    for i, (name, module) in enumerate(models):
+        reason = nonfinite_reason(module, probe, taps[i:i + 1])
         if reason is not None:
             return f"model {name!r} is not finite ({reason})"
     return None

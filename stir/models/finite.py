@@ -9,7 +9,7 @@ the first tensor that is not finite.
 from __future__ import annotations
 
 import itertools
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -53,8 +53,30 @@ def probe_images(device: torch.device, shape: Tuple[int, ...] = PROBE_SHAPE, see
     return torch.rand(shape, generator=g).to(device)
 
 
-def nonfinite_reason(module: nn.Module, images: Optional[Tensor] = None) -> Optional[str]:
-    """Why ``module`` is not finite (its first non-finite tensor, else its outputs on ``images``), or None.
+def nonfinite_taps(module: nn.Module, images: Tensor, taps: Sequence[str]) -> Optional[str]:
+    """'its tap 'penultimate' on a probe batch of 4 images: 16 NaN, 0 Inf of 32' for the first of
+    ``taps`` (those the model has) whose reading is not finite though the logits may be; else None."""
+    from stir.models.taps import LOGITS, read_taps, split_reduction, tap_point
+
+    for tap in taps:
+        name = split_reduction(tap)[0]
+        if name == LOGITS:
+            continue
+        try:
+            tap_point(module, name)
+        except ValueError:
+            continue  # not a tap of this model: the measurement names it
+        with frozen(module), torch.no_grad():
+            value = read_taps(module, images, [name])[name]
+        finite = torch.isfinite(value)
+        if not bool(finite.all()):
+            return f"its tap {name!r} on a probe batch of {images.shape[0]} images: {_counts(value, finite)}"
+    return None
+
+
+def nonfinite_reason(module: nn.Module, images: Optional[Tensor] = None, taps: Sequence[str] = ()) -> Optional[str]:
+    """Why ``module`` is not finite (its first non-finite tensor, else its outputs on ``images``, else
+    its reading at one of ``taps``: finite logits over a NaN penultimate tap are no measurement), or None.
 
     A model that cannot take ``images`` (another input size) is judged by its tensors alone.
     """
@@ -62,8 +84,8 @@ def nonfinite_reason(module: nn.Module, images: Optional[Tensor] = None) -> Opti
     if reason is not None or images is None:
         return reason
     try:
-        return nonfinite_outputs(module, images)
-    except RuntimeError:  # another input shape: the measurement's own checks will say so
+        return nonfinite_outputs(module, images) or (nonfinite_taps(module, images, taps) if taps else None)
+    except (RuntimeError, ValueError):  # another input shape, a tap it cannot give: the measurement's checks say so
         return None
 
 

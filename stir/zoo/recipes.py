@@ -61,8 +61,26 @@ class MissingModelError(FileNotFoundError):
     pass
 
 
+def read_zoo_file(path: Path) -> Dict[str, Any]:
+    """The zoo file as plain data; ValueError (one line naming the file, the line and the fix) for one
+    that is not YAML or not a mapping of names."""
+    import yaml
+
+    try:
+        raw = OmegaConf.to_container(OmegaConf.load(path))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ValueError(f"zoo.file {path} is not valid YAML{where} ({problem}); fix that line, or give another "
+                         "zoo.file") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"zoo.file {path} holds a {type(raw).__name__}, not a mapping of zoo names to recipes")
+    return raw
+
+
 def load_zoo(path: Path) -> Dict[str, Recipe]:
-    raw = OmegaConf.to_container(OmegaConf.load(path))
+    raw = read_zoo_file(path)
     zoo = {}
     for name, entry in raw.items():
         if isinstance(entry, dict) and "source" in entry:
@@ -81,7 +99,7 @@ def load_zoo(path: Path) -> Dict[str, Recipe]:
 
 def load_sourced(path: Path) -> Dict[str, SourcedEntry]:
     """The zoo entries that name models of other sources ({source: PREFIX:NAME, weights: ..., tap: ...})."""
-    raw = OmegaConf.to_container(OmegaConf.load(path))
+    raw = read_zoo_file(path)
     out = {}
     for name, entry in raw.items():
         if isinstance(entry, dict) and "source" in entry:

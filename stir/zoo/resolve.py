@@ -110,7 +110,8 @@ class Zoo:
 
     def _check_finite(self, model: Model, name: str) -> None:
         """Refuse a model whose tensors or probe outputs are not finite, or (allow_nonfinite) record why."""
-        reason = nonfinite_reason(model.module, probe_images(self.device, (2, *PROBE_SHAPE[1:])))
+        # the logits and the penultimate tap: finite logits over a NaN representation are no measurement either
+        reason = nonfinite_reason(model.module, probe_images(self.device, (2, *PROBE_SHAPE[1:])), ("penultimate",))
         if reason is None:
             return
         if not self.allow_nonfinite:

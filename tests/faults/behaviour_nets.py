@@ -61,3 +61,20 @@ class PartnerNet(SmallNet):
 
 def relu_tanh_partner() -> nn.Module:
     return PartnerNet()
+
+
+class NanTapNet(SmallNet):
+    """Finite logits, but its module ``side`` (read as its penultimate tap) gives NaN in one column."""
+
+    def __init__(self):
+        super().__init__()
+        self.side = nn.Identity()
+
+    def forward(self, x: Tensor) -> Tensor:
+        f = self.features(x)
+        self.side(torch.cat([f[:, :1] * float("nan"), f[:, 1:]], dim=1))  # a reading nothing downstream uses
+        return self.head(f)
+
+
+def nan_tap_net() -> nn.Module:
+    return NanTapNet()
