@@ -18,6 +18,7 @@ from torch import nn
 
 from stir.inversion import ExecutionConfig
 from stir.measure.plan import Estimator, Images, Plan, make_plan
+from stir.measure.observe import check_models
 from stir.measure.undefined import nonfinite_models
 from stir.models.behaviour import (Fingerprints, check_batch_independent, probe_batch, probe_key, probe_taps,
                                    remember_variant, variant_identity)
@@ -72,7 +73,11 @@ def behaviour_ids(plan: Plan, models: Tuple[nn.Module, nn.Module], names: Tuple[
     out = []
     for model, name, static, tap in zip(models, names, ids, taps):
         read = probe_taps(model, [tap])
-        found = check_batch_independent(model, name, images, read)
+        try:
+            found = check_batch_independent(model, name, images, read)
+        except (RuntimeError, AssertionError, IndexError, TypeError):  # a model that cannot take these images, ...
+            check_models(plan.images, [(name, model, tap)])  # ... said in one line as a measurement would say it
+            raise
         probe = probe_key(images, read)
         j, why = registry.variant(static, probe, found)
         if why is not None:
