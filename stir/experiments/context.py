@@ -26,7 +26,9 @@ from stir.measure import (
     DEFAULT_TAP, DirectionResult, Estimator, LayerwiseResult, PairResult, SimilarityResult, evaluate_direction,
     evaluate_layers, evaluate_pair, evaluate_similarity,
 )
+from stir.measure.call import behaviour_id
 from stir.measure.plan import Images
+from stir.models.taps import LOGITS
 from stir.store import ResultStore, UnsafeStoreFolder
 from stir.zoo import Model, Recipes, Zoo
 from stir.zoo.shipped import ShippedZoo
@@ -104,6 +106,12 @@ class Context:
             raise ConfigError(f"model {model.label} is not finite ({model.record['nonfinite']}); experiment kind "
                               f"{kind!r} cannot report it (allow_nonfinite=true is for kinds {able})")
         return model
+
+    def identity(self, model: Model, tap: str = LOGITS) -> str:
+        """What the store keys ``model`` by in the kinds that key by it themselves (layer matching,
+        stitching, grounding, G-EED): its identity while it computes what that identity computed when
+        first probed, else its behaviour variant's (``stir.measure.call.behaviour_id``, one line says so)."""
+        return behaviour_id(model.module, model.label, model.identity, self.images(model), tap, self.store.fingerprints())
 
     def labelled_images(self, model: Model, split: Optional[str] = None, n: Optional[int] = None,
                         offset: int = 0) -> Tuple[Tensor, Tensor]:

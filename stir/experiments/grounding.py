@@ -77,7 +77,7 @@ class _Data:
 
     def parts(self, test: str, measures, models: List[Model]) -> Dict[str, Any]:
         cfg = self.cfg
-        return dict(test=test, measures=measures, models=[m.identity for m in models], taps=self.taps,
+        return dict(test=test, measures=measures, models=[self.ctx.identity(m) for m in models], taps=self.taps,
                     images=digest(self.images), n=self.ctx.images_spec.n,
                     ks=list(cfg.pc_ks) if test == "pc_deletion" else None,
                     pc_order=cfg.pc_order if test == "pc_deletion" else None, max_assignment_dim=MAX_ASSIGNMENT_DIM)

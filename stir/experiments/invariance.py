@@ -54,7 +54,7 @@ def measure_model(ctx: Context, cfg: InvarianceConfig, name: str) -> GEEDResult:
     net = random_init(first, ctx.device) if name == RANDOM_INIT else source.module
     images = ctx.images(first)
     taps = taps_of(ctx.layers, source)
-    identity = f"{RANDOM_INIT}:{first.identity}" if name == RANDOM_INIT else source.identity
+    identity = f"{RANDOM_INIT}:{ctx.identity(first)}" if name == RANDOM_INIT else ctx.identity(source)
     label = RANDOM_INIT if name == RANDOM_INIT else source.label
     parts = dict(model=identity, taps=taps, transforms=list(cfg.transforms), distances=list(cfg.distances),
                  noise=[float(s) for s in cfg.noise], images=digest(images), noise_seed=ctx.images_spec.seed)

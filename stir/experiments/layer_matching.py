@@ -53,7 +53,7 @@ def measure_all(ctx: Context, cfg: LayerMatchingConfig) -> Dict[str, LayerMatchi
                 reps[m.label] = [by_tap[t] for t in taps]
         return reps
 
-    ids = [m.identity for m in models]
+    ids = [ctx.identity(m) for m in models]  # probed: what each computes (stir.models.behaviour)
     out = {}
     for measure in check_measures(cfg.measures):
         parts = dict(models=ids, taps=taps, images=digest(images), measure=measure, max_assignment_dim=MAX_ASSIGNMENT_DIM)

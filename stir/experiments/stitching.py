@@ -121,7 +121,7 @@ def direction(data: _Data, front: Model, back: Model) -> List[Row]:
         raise ValueError(f"cannot stitch {front.label} ({front.data.name}) into {back.label} ({back.data.name}): "
                          "stitching needs both models trained on the same data set")
     splits = data.splits(back)
-    ids, settings, record = (front.identity, back.identity), cfg.settings(), ctx.record(front, back)
+    ids, settings, record = (ctx.identity(front), ctx.identity(back)), cfg.settings(), ctx.record(front, back)
     rows = []
     for tap_a, tap_b, depth in _taps(ctx, front, back):
         stir = ctx.direction(front, back, tap_a, tap_b, images=ctx.images(front))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
-from torch import nn
+from torch import Tensor, nn
 
 from stir.inversion import ExecutionConfig
 from stir.measure.plan import Estimator, Images, Plan, make_plan
@@ -67,23 +67,27 @@ def behaviour_ids(plan: Plan, models: Tuple[nn.Module, nn.Module], names: Tuple[
     at a time (``BatchCoupledError`` when they differ), matched against the fingerprints its static
     identity had before (the store's, after the shipped ones; the inversion cache folder's without a
     store): the first keeps ``ids``, another gets its variant's identity and one line says why."""
-    images = probe_batch(plan.images.shape[1:], plan.images.device, plan.images.dtype)
     registry = store.fingerprints() if store is not None else Fingerprints(
         Path(plan.run.cache_dir) / "fingerprints" if plan.run.cache_dir else None)
-    out = []
-    for model, name, static, tap in zip(models, names, ids, taps):
-        read = probe_taps(model, [tap])
-        try:
-            found = check_batch_independent(model, name, images, read)
-        except (RuntimeError, AssertionError, IndexError, TypeError):  # a model that cannot take these images, ...
-            check_models(plan.images, [(name, model, tap)])  # ... said in one line as a measurement would say it
-            raise
-        probe = probe_key(images, read)
-        j, why = registry.variant(static, probe, found)
-        if why is not None:
-            log.warning("model %r computes otherwise than when its identity %s... was first measured (%s on the probe "
-                        "batch: a module global, an environment variable, a hook or bytecode changed what it computes): "
-                        "its results are measured again, as behaviour variant %d", name, static[:12], why, j)
-        remember_variant(model, content_identity(model) if j else None, f"{probe}|{j}" if j else None)
-        out.append(static if j == 0 else variant_identity(static, probe, j))
-    return tuple(out)
+    return tuple(behaviour_id(model, name, static, plan.images, tap, registry)
+                 for model, name, static, tap in zip(models, names, ids, taps))
+
+
+def behaviour_id(model: nn.Module, name: str, static: str, images: Tensor, tap: str, registry: Fingerprints) -> str:
+    """The identity ``model`` is keyed by: ``static`` while it computes what it computed when
+    ``static`` was first probed (``registry``), else its behaviour variant's (``behaviour_ids``)."""
+    probe_images = probe_batch(images.shape[1:], images.device, images.dtype)
+    read = probe_taps(model, [tap])
+    try:
+        found = check_batch_independent(model, name, probe_images, read)
+    except (RuntimeError, AssertionError, IndexError, TypeError):  # a model that cannot take these images, ...
+        check_models(images, [(name, model, tap)])  # ... said in one line as a measurement would say it
+        raise
+    probe = probe_key(probe_images, read)
+    j, why = registry.variant(static, probe, found)
+    if why is not None:
+        log.warning("model %r computes otherwise than when its identity %s... was first measured (%s on the probe "
+                    "batch: a module global, an environment variable, a hook or bytecode changed what it computes): "
+                    "its results are measured again, as behaviour variant %d", name, static[:12], why, j)
+    remember_variant(model, content_identity(model) if j else None, f"{probe}|{j}" if j else None)
+    return static if j == 0 else variant_identity(static, probe, j)
