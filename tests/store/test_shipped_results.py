@@ -181,3 +181,26 @@ def test_the_evaluation_reads_zoo_store_unless_told_not_to(tmp_path):
     assert _shipped_store(ZooConfig(shipped_dir="/elsewhere"), tmp_path).as_posix() == "/elsewhere/store"
     assert _shipped_store(ZooConfig(shipped_results=False), tmp_path) is None
     assert _shipped_store(ZooConfig(shipped_dir=None), tmp_path) is None
+
+
+def test_help_lists_no_shipped_entry_that_is_not_the_pinned_file(tmp_path):
+    """--help's list of shipped models reads zoo/models: an edited accuracy (0.999) is not shown as the
+    model's; the entry says it is not served."""
+    import shutil
+
+    from stir.experiments.commands import shipped_zoo
+    from stir.zoo.shipped import DEFAULT_DIR
+
+    models = tmp_path / "zoo" / "models"
+    models.mkdir(parents=True)
+    for entry in sorted((DEFAULT_DIR / "models").glob("vanilla_paper*.json"))[:2]:
+        shutil.copy(entry, models / entry.name)
+    manifest.write(tmp_path / "zoo")
+    assert all("accuracy" in line for _, line in shipped_zoo(tmp_path))
+    edited = sorted(models.glob("*.json"))[0]
+    record = json.loads(edited.read_text())
+    record["test"]["test/acc"] = 0.999
+    edited.write_text(json.dumps(record))
+    lines = dict(shipped_zoo(tmp_path))
+    assert lines[edited.stem].startswith("not served: not the file zoo/MANIFEST.sha256 pins")
+    assert "0.999" not in " ".join(lines.values())
