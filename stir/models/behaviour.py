@@ -197,6 +197,11 @@ class Fingerprints:
         self.folder = Path(folder) if folder is not None else None
         self.shipped = Path(shipped) if shipped is not None else None
 
+    @property
+    def key(self) -> str:
+        """Which folders these are (a module probed against one store is probed again against another)."""
+        return f"{self.folder}|{self.shipped}"
+
     def _read(self, folder: Optional[Path], static: str) -> Dict[str, List[Fingerprint]]:
         from stir.untrusted import load_plain
 
