@@ -95,7 +95,8 @@ def main(argv=None) -> Dict[str, object]:
         measured = sorted(p.name for p in (Path(out) / "store").glob("*/*.json"))
     before, after, probe = (statistics.median(walls["before"]), statistics.median(walls["after"]),
                             statistics.median(probes))
-    result = {"command": " ".join(command[1:-4] + ["data.source=PATH"]), "repeats": args.repeats,
+    result = {"command": f"python bench/bench_probe.py --source PATH --repeats {args.repeats}",
+              "pair": " ".join(command[1:-4] + ["data.source=PATH"]), "repeats": args.repeats,
               "wall_before_s": round(before, 3), "wall_after_s": round(after, 3), "probe_s": round(probe, 4),
               "probe_share": round(probe / after, 4), "wall_ratio": round(after / before, 4),
               "walls": walls, "probes": probes, "entries_in_store": len(measured), "threads": 1,
