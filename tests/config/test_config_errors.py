@@ -55,7 +55,7 @@ def test_unknown_group_choice_lists_the_choices():
         ("model.arch=alexnet", r"model.arch='alexnet'.*resnet18"),
         ("attack.norm=l1", r"attack.norm='l1'.*\['l2'\]"),
         ("logger.wandb.mode=cloud", r"logger.wandb.mode='cloud'.*offline"),
-        ("attack.eps=-1", r"attack.eps=-1.0 must be > 0"),
+        ("attack.eps=-1", r"attack.eps=-1.0 must be a finite number > 0"),
         ("data.num_classes=7", r"data.num_classes=7 but data.name=cifar10 has 10"),
     ],
 )
