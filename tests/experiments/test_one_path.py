@@ -54,8 +54,8 @@ def factory_weights(tmp_path_factory):
 
 
 def common(cifar10_root: Path, tmp_path: Path, zoo: Path) -> list:
-    return [f"zoo.file={zoo}", f"out_dir={tmp_path / 'results'}", f"data.root={cifar10_root}", "data.download=false",
-            "data.holdout_size=40", *QUICK]
+    return [f"zoo.file={zoo}", "zoo.allow_code=true", f"out_dir={tmp_path / 'results'}", f"data.root={cifar10_root}",
+            "data.download=false", "data.holdout_size=40", *QUICK]  # allow_code: the zoo file's python: entries
 
 
 def test_invariance_takes_models_of_another_source(cifar10_root, tmp_path, monkeypatch, factory_weights):
