@@ -161,8 +161,11 @@ def controversial_stimuli(m1: nn.Module, m2: nn.Module, images: Tensor, tap1: st
             index = torch.arange(images.shape[0], device=images.device)
             seen = published_clamp(result.x)
             d1, d2 = first.distance(seen, index, forward), second.distance(seen, index, forward)
+    def from_x(t: Tensor) -> Tensor:  # (n, c, h, w) -> (n,) l2 distance from the images
+        return (t - images).flatten(1).norm(dim=1)
+
     return Stimuli(
-        x_c=result.x, distance=(result.x - images).flatten(1).norm(dim=1), start_distance=(x0.clamp(0, 1) - images).flatten(1).norm(dim=1),
+        x_c=result.x, distance=from_x(result.x), start_distance=from_x(x0.clamp(0, 1)),
         r1=first.relative(d1, index), r2=second.relative(d2, index), d1=d1, d2=d2, loss_start=result.history[0],
         loss=result.loss, history=result.history,
-        along={t: (x - images).flatten(1).norm(dim=1) for t, x in result.snapshots.items()})
+        along={t: from_x(x) for t, x in result.snapshots.items()})
