@@ -15,6 +15,8 @@ Public API:
     controversial_perturbation(m1, m2, images, tap1, tap2, cfg, inversion) -> ControversialResult
                                       the smallest perturbation of x that m1 ignores and m2 does not
     ControversialConfig               its settings (difficulty.* in evaluate.py)
+    controversial_stimuli(m1, m2, images, tap1, tap2, cfg) -> Stimuli
+                                      eq. 8 solved as appendix C did (Table 3's Delta); StimulusConfig its settings
     InversionResult                   x_prime, residual, m2_distance, l2_to_original, steps, ...
     make_seed(kind, images, generator), SEED_KINDS                    seed images
     relative_distance(model, tap, x_prime, images)                    ||m(x') - m(x)|| / ||m(x)||
@@ -28,6 +30,8 @@ __all__ = [
     "ControversialResult",
     "ExecutionConfig",
     "InversionConfig",
+    "StimulusConfig",
+    "Stimuli",
     "InversionPredictor",
     "InversionResult",
     "PredictionFiles",
@@ -36,6 +40,7 @@ __all__ = [
     "cached",
     "concat_results",
     "controversial_perturbation",
+    "controversial_stimuli",
     "invert",
     "invert_adversarial",
     "invert_adversarial_draws",
@@ -53,6 +58,9 @@ __all__ = [
 _LAZY = {
     "ControversialResult": "stir.inversion.controversial",
     "controversial_perturbation": "stir.inversion.controversial",
+    "StimulusConfig": "stir.inversion.stimuli",
+    "Stimuli": "stir.inversion.stimuli",
+    "controversial_stimuli": "stir.inversion.stimuli",
     "InversionResult": "stir.inversion.engine",
     "Problem": "stir.inversion.engine",
     "cached": "stir.inversion.engine",

@@ -12,6 +12,8 @@ Public API:
     evaluate_similarity(m1, m2, images, tap1, tap2, measure, ...) -> SimilarityResult     plain S_r(m1(X), m2(X))
     evaluate_pair(m1, m2, images, tap1, tap2, estimator, *, directions, ...) -> PairResult
     evaluate_layers(m1, m2, images, estimator, *, taps, reduce, count, ...) -> LayerwiseResult
+    evaluate_delta(ref, target, images, tap_ref, tap_target, cfg, *, names, ids, store, record) -> DeltaResult
+                                Table 3's Delta (appendix C, eq. 8): mean ||x - x_c||_2, interval over images
     Estimator(measure, k, iri, inversion, difficulty, min_fraction_iri, calibration)
     CalibrationConfig, Calibration, calibrate          what a STIR value means
 """
@@ -24,6 +26,8 @@ _LAZY = {
     "Calibration": "stir.measure.calibration",
     "calibrate": "stir.measure.calibration",
     "evaluate_direction": "stir.measure.direction",
+    "DeltaResult": "stir.measure.delta",
+    "evaluate_delta": "stir.measure.delta",
     "evaluate_layers": "stir.measure.layers",
     "fit_slope": "stir.measure.layers",
     "slope_reason": "stir.measure.layers",
@@ -43,9 +47,9 @@ _LAZY = {
 }
 
 __all__ = [
-    "DEFAULT_TAP", "DIRECTIONS", "IRI_KINDS", "Calibration", "CalibrationConfig", "DirectionResult", "Estimator",
-    "LayerwiseResult", "PairResult", "Plan", "SimilarityResult", "Stat", "calibrate", "evaluate_direction",
-    "evaluate_layers", "evaluate_pair", "evaluate_similarity", "fit_slope", "make_plan", "slope_reason",
+    "DEFAULT_TAP", "DIRECTIONS", "IRI_KINDS", "Calibration", "CalibrationConfig", "DeltaResult", "DirectionResult",
+    "Estimator", "LayerwiseResult", "PairResult", "Plan", "SimilarityResult", "Stat", "calibrate", "evaluate_direction",
+    "evaluate_delta", "evaluate_layers", "evaluate_pair", "evaluate_similarity", "fit_slope", "make_plan", "slope_reason",
 ]
 
 
