@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 from contextlib import contextmanager
-from typing import Callable, Iterator, List, Sequence, Tuple, Type
+from typing import Any, Callable, Iterator, List, Sequence, Tuple, Type
 
 from stir.config.argv import Command  # noqa: F401  (what an entry point's command line is checked against)
 
@@ -66,7 +66,7 @@ def check_command_line(argv: Sequence[str], command: Command) -> None:
     (``-m``) is composed by Hydra itself; ``--config-name`` and the like skip the check.
     """
     from stir.config import ConfigError
-    from stir.config.argv import check_overrides, parse
+    from stir.config.argv import parse
 
     line = parse(argv)
     if line.other_config:
@@ -75,9 +75,17 @@ def check_command_line(argv: Sequence[str], command: Command) -> None:
         print(command.help(), end="")
         sys.exit(0)
     with one_line_errors(ConfigError):
-        check_overrides(line, command.tree(line), command.groups, command.moved, refused=command.refused)
-        if not line.multirun and not line.introspection:
-            _trial_compose(command, [o.raw for o in line.overrides if not o.key.startswith("hydra")])
+        check_line(line, command)
+
+
+def check_line(line: Any, command: Command) -> None:
+    """The checks of ``check_command_line`` on a parsed line (``stir.config.argv.CommandLine``), raising
+    ``ConfigError`` (one line) instead of exiting: the library's ``open_evaluation`` uses them too."""
+    from stir.config.argv import check_overrides
+
+    check_overrides(line, command.tree(line), command.groups, command.moved, refused=command.refused)
+    if not line.multirun and not line.introspection:
+        _trial_compose(command, [o.raw for o in line.overrides if not o.key.startswith("hydra")])
 
 
 def _trial_compose(command: Command, overrides: List[str]) -> None:

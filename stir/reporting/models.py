@@ -18,6 +18,7 @@ from stir.reporting.report import Table
 # the shipped laptop models reach 0.85 (vanilla) and 0.68 (AT); the 3-epoch profile=cpu ones 0.37-0.39.
 BARELY_TRAINED: Dict[str, float] = {"cifar10": 0.6}
 REPO = Path(__file__).resolve().parents[2]  # shipped entries are named relative to the repository
+TRAINING_SET = {"cifar10": 50_000, "cifar100": 50_000}  # images in the training split, before the holdout
 FLAG = "barely trained: read with care"
 
 
@@ -66,7 +67,9 @@ def model_row(model: Any) -> Dict[str, Any]:
     row: Dict[str, Any] = {"model": model.label, "source": _source(model)}
     if train is not None:
         data = train.data
-        images = data.train_size if data.train_size is not None else f"all ({data.name} minus {data.holdout_size} held out)"
+        whole = TRAINING_SET.get(data.name)
+        images = (data.train_size if data.train_size is not None
+                  else whole - data.holdout_size if whole is not None else f"all but {data.holdout_size} held out")
         row.update(loss=train.loss.name, epochs=train.trainer.max_epochs, arch=train.model.arch,
                    width=train.model.width, training_images=images, data=data.name)
         attack = train.eval_attack
