@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, List, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple, Type
 
 from stir.config.argv import Command  # noqa: F401  (what an entry point's command line is checked against)
 
@@ -139,7 +139,7 @@ def install_check(project: Callable[[], None] = lambda: None) -> int:
             version = "(not installed)"
         return fail(f"torchvision {version} does not work with torch {torch.__version__} ({first_line(err)}): install "
                     "both from one index, e.g. pip install --force-reinstall torch torchvision (the default index), "
-                    "then pip install -e .")
+                    f"then {reinstall_line(installed_extras())} (the extras installed here, and their pins)")
     try:
         import hydra
         import lightning
@@ -147,10 +147,73 @@ def install_check(project: Callable[[], None] = lambda: None) -> int:
         project()
     except Exception as err:
         return fail(f"the project does not import ({first_line(err)}): pip install -e \".[dev]\" in this environment")
+    extras = installed_extras()
+    for extra in extras:
+        broken = extra_error(extra)
+        if broken:
+            return fail(f"the {extra} extra is installed but does not import ({broken}): {EXTRAS[extra][2]}")
     device = f"cuda ({torch.cuda.device_count()} device(s))" if torch.cuda.is_available() else "cpu"
     print(f"stir ok: torch {torch.__version__} on {device}, torchvision {torchvision.__version__}, "
-          f"lightning {lightning.__version__}, hydra {hydra.__version__}")
+          f"lightning {lightning.__version__}, hydra {hydra.__version__}; extras that import: "
+          f"{', '.join(extras) or 'none installed'}")
     return 0
+
+
+def _import_robustbench() -> None:
+    from stir.models.sources import robustbench
+
+    robustbench._import()  # what robustbench: models import (with the pyautoattack alias)
+
+
+# pyproject's optional extras: {extra: (the distribution that says it is installed, what must import,
+# the line that repairs it)}. robustbench 1.1.1 imports pkg_resources, which setuptools 81 removed: a
+# later `pip install` that upgrades setuptools breaks it silently (issue 55).
+EXTRAS: Dict[str, Tuple[str, Any, str]] = {
+    "robustbench": ("robustbench", _import_robustbench,
+                    'pip install "setuptools<81" (robustbench imports pkg_resources), or pip install -e ".[robustbench]"'),
+    "timm": ("timm", "timm", 'pip install -e ".[timm]"'),
+    "cluster": ("hydra-submitit-launcher", "hydra_plugins.hydra_submitit_launcher.submitit_launcher",
+                'pip install -e ".[cluster]"'),
+    "dashboard": ("wandb-workspaces", "wandb_workspaces", 'pip install -e ".[dashboard]"'),
+}
+
+
+def installed_extras() -> List[str]:
+    """The extras of ``EXTRAS`` whose distribution is installed in this environment."""
+    from importlib import metadata
+
+    out = []
+    for extra, (distribution, _, _) in EXTRAS.items():
+        try:
+            metadata.distribution(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+        out.append(extra)
+    return out
+
+
+def reinstall_line(extras: Sequence[str]) -> str:
+    """``pip install -e .`` with the installed extras (``.[dev,robustbench]``): the reinstall keeps them
+    and their pins (setuptools<81 for robustbench)."""
+    return f'pip install -e ".[{",".join(["dev", *extras])}]"'
+
+
+def extra_error(extra: str) -> str:
+    """"" when the extra imports, else the first line of its import error."""
+    import importlib
+    import warnings
+
+    target = EXTRAS[extra][1]
+    try:
+        with warnings.catch_warnings():  # robustbench's pkg_resources deprecation: the check says what matters
+            warnings.simplefilter("ignore")
+            if callable(target):
+                target()
+            else:
+                importlib.import_module(target)
+    except Exception as err:  # a broken install raises more than ImportError
+        return (str(err).strip().splitlines() or [type(err).__name__])[0]
+    return ""
 
 
 def _torchvision_ops() -> None:
