@@ -69,7 +69,7 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
                 "linear_cka", "agreement_on_m1_iris", "difficulty_m2_given_m1",
                 "fraction_iri_arbitrary_m2_given_m1"):
         assert isinstance(wb.summary[key], float), key
-    assert not [k for k in wb.summary if "/" in k and k.split("/")[0] not in ("pairs", "convergence", "figures", "_wandb")]
+    assert not [k for k in wb.summary if "/" in k and k.split("/")[0] not in ("pairs", "convergence", "models", "figures", "_wandb")]
     assert wb.summary["pairs/_type"] == "table-file" and wb.summary["figures/iri_examples/_type"] == "image-file"
     assert wb.summary["convergence/_type"] == "table-file"  # STIR along the budget, in W&B too
     assert wb.summary["figures/convergence_at_vs_vanilla/_type"] == "image-file"
@@ -146,7 +146,8 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
         assert cell == pytest.approx(float(r["stir_normalised"]), nan_ok=True), (ref, target)
     readme = (out / "README.md").read_text()
     assert readme.index("## directions") < readme.index("## matrix_stir")  # the headline of the directions first
-    assert "[`directions.md`](directions.md)" in readme and "floor |" not in readme.split("## matrix_stir")[0]
+    # the headline carries each value's floor and ceiling (issue 55); every other column a link away
+    assert "[`directions.md`](directions.md)" in readme and "| floor | ceiling |" in readme.split("## matrix_stir")[0]
     from stir.reporting.dashboard import draw_local, missing_keys
     from stir.reporting.wandb_read import read_run
 
