@@ -169,7 +169,7 @@ def evaluate_command(config_dir: Path):
             "Directional STIR (both ways, with floor, ceiling and interval), STIR_adv, plain similarity, agreement "
             "and controversial-stimulus difficulty between zoo models (configs/zoo.yaml), run folders, checkpoints "
             "or models of other sources; presets run the paper's experiments. Results: out_dir/store/ (reused on "
-            "rerun) and out_dir/<name>-<settings hash>/ (out_dir/<name> links the latest). The tour: README.md; "
+            "rerun) and out_dir/<name>-<settings hash>/ (out_dir/<name>[@<profile>] links the latest). The tour: README.md; "
             "every page: docs/index.md.",
             listed, preset_descriptions(config_dir / "experiment"), EvaluateConfig, EVALUATE_PAGES,
             "docs/evaluation.md", kind_fields=("experiment", {f"kind {k}": KIND_CONFIGS[k] for k in sorted(KIND_CONFIGS)}),
