@@ -139,8 +139,12 @@ def main() -> None:
         else:
             rows = tour(str(Path(args.data).resolve()), work, env, args.own)
         extra = realnets(str(Path(args.data).resolve()), work, env) if args.realnets else None
-    if extra is None and Path(args.out + ".json").is_file():  # the 20-step row as last measured, kept
-        extra = json.loads(Path(args.out + ".json").read_text()).get("realnets_20_steps")
+    kept = extra is None and Path(args.out + ".json").is_file()
+    if kept:  # the 20-step row as last measured, kept (with the machine it was measured on)
+        last = json.loads(Path(args.out + ".json").read_text())
+        extra = last.get("realnets_20_steps")
+        if extra is not None:
+            extra = {**extra, "machine": extra.get("machine", last.get("machine"))}
     record = {"machine": {"cpus": os.cpu_count(), "cpu": cpu_name(), "threads": args.threads,
                           "python": platform.python_version()},
               "tour": [{k: v for k, v in r.items() if k != "output"} for r in rows],
@@ -159,7 +163,8 @@ def main() -> None:
     if extra is not None:
         lines += ["", f"20-step `evaluate.py` on the real ResNet20 pair: {extra['seconds']:.0f} s, of which "
                   f"{extra['inversions']:.0f} s inversions and {extra['walks']:.0f} s difficulty walks "
-                  f"(load {extra['load_before']:.1f} -> {extra['load_after']:.1f})."]
+                  f"(load {extra['load_before']:.1f} -> {extra['load_after']:.1f})"
+                  + (f"; measured earlier, on {extra['machine'].get('cpu')}." if kept and extra.get("machine") else ".")]
     write_text(Path(args.out + ".md"), "\n".join(lines) + "\n")
 
 
