@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
 
 from stir.config.argv import Command  # noqa: F401  (what an entry point's command line is checked against)
 
@@ -106,14 +106,17 @@ def _trial_compose(command: Command, overrides: List[str]) -> None:
         raise ConfigError(": ".join(messages) or type(err).__name__) from err
 
 
-def install_check(project: Callable[[], None] = lambda: None) -> int:
+def install_check(project: Callable[[], None] = lambda: None,
+                  importers: Optional[Mapping[str, Callable[[], None]]] = None) -> int:
     """``python -m stir``: the set-up works (torch, torchvision with its compiled operators, Lightning,
     Hydra, stir itself); one line either way, exit status 2 with the fix when it does not.
 
     A torchvision built for another torch (pip falling back to mismatched wheels when the CPU index
     was unreachable) imports with ``operator torchvision::nms does not exist``, or later when a
     data transform first needs it. ``project`` imports the rest of the project (``python -m stir``:
-    the application and everything below it).
+    the application and everything below it). Then each installed extra (``EXTRAS``) must import:
+    its module, or ``importers[extra]()`` where the project imports it its own way (robustbench through
+    ``stir.models.sources.robustbench``, which registers pyautoattack as autoattack).
     """
     from importlib import metadata
 
@@ -149,7 +152,7 @@ def install_check(project: Callable[[], None] = lambda: None) -> int:
         return fail(f"the project does not import ({first_line(err)}): pip install -e \".[dev]\" in this environment")
     extras = installed_extras()
     for extra in extras:
-        broken = extra_error(extra)
+        broken = extra_error(extra, (importers or {}).get(extra))
         if broken:
             return fail(f"the {extra} extra is installed but does not import ({broken}): {EXTRAS[extra][2]}")
     device = f"cuda ({torch.cuda.device_count()} device(s))" if torch.cuda.is_available() else "cpu"
@@ -159,17 +162,11 @@ def install_check(project: Callable[[], None] = lambda: None) -> int:
     return 0
 
 
-def _import_robustbench() -> None:
-    from stir.models.sources import robustbench
-
-    robustbench._import()  # what robustbench: models import (with the pyautoattack alias)
-
-
 # pyproject's optional extras: {extra: (the distribution that says it is installed, what must import,
 # the line that repairs it)}. robustbench 1.1.1 imports pkg_resources, which setuptools 81 removed: a
 # later `pip install` that upgrades setuptools breaks it silently (issue 55).
-EXTRAS: Dict[str, Tuple[str, Any, str]] = {
-    "robustbench": ("robustbench", _import_robustbench,
+EXTRAS: Dict[str, Tuple[str, str, str]] = {
+    "robustbench": ("robustbench", "robustbench.utils",
                     'pip install "setuptools<81" (robustbench imports pkg_resources), or pip install -e ".[robustbench]"'),
     "timm": ("timm", "timm", 'pip install -e ".[timm]"'),
     "cluster": ("hydra-submitit-launcher", "hydra_plugins.hydra_submitit_launcher.submitit_launcher",
@@ -198,8 +195,8 @@ def reinstall_line(extras: Sequence[str]) -> str:
     return f'pip install -e ".[{",".join(["dev", *extras])}]"'
 
 
-def extra_error(extra: str) -> str:
-    """"" when the extra imports, else the first line of its import error."""
+def extra_error(extra: str, importer: Optional[Callable[[], None]] = None) -> str:
+    """"" when the extra imports (``importer()``, else its module), else the first line of its import error."""
     import importlib
     import warnings
 
@@ -207,8 +204,8 @@ def extra_error(extra: str) -> str:
     try:
         with warnings.catch_warnings():  # robustbench's pkg_resources deprecation: the check says what matters
             warnings.simplefilter("ignore")
-            if callable(target):
-                target()
+            if importer is not None:
+                importer()
             else:
                 importlib.import_module(target)
     except Exception as err:  # a broken install raises more than ImportError
