@@ -64,6 +64,9 @@ def model_row(model: Any) -> Dict[str, Any]:
     accuracy (NaN when unknown), dtype, and ``flag`` (``FLAG`` or "") (``model``: a ``stir.zoo.Model``)."""
     train = model.train
     clean, robust = _number(model.metrics.get("test/acc")), _number(model.metrics.get("test/robust_acc"))
+    record = model.record
+    if clean is None and _number(record.get("accuracy_jpeg")) is not None:  # a real network: its catalogue entry
+        clean = _number(record["accuracy_jpeg"])
     row: Dict[str, Any] = {"model": model.label, "source": _source(model)}
     if train is not None:
         data = train.data
@@ -75,8 +78,13 @@ def model_row(model: Any) -> Dict[str, Any]:
         attack = train.eval_attack
         row["robust_attack"] = f"PGD-{attack.norm} eps {attack.eps:g}, {attack.steps} steps"
     else:
-        row.update(loss="-", epochs="-", arch="-", width="-", training_images="-", data=model.data.name,
-                   robust_attack="-")
+        attacks = record.get("robust_accuracy") or {}
+        if robust is None and len(attacks) == 1:  # a real network's one stated attack, named below
+            (attack, value), = attacks.items()
+            robust = _number(value)
+        row.update(loss=str(record.get("training") or "-"), epochs="-", arch=str(record.get("arch") or "-"),
+                   width=record.get("width", "-"), training_images="-", data=model.data.name,
+                   robust_attack=next(iter(attacks)) if robust is not None and len(attacks) == 1 else "-")
     floor = BARELY_TRAINED.get(row["data"])
     row.update(clean_accuracy=math.nan if clean is None else clean, robust_accuracy=math.nan if robust is None else robust,
                dtype=_dtype(model), flag=FLAG if clean is not None and floor is not None and clean < floor else "")
