@@ -45,6 +45,7 @@ def evaluate(cfg: DictConfig) -> None:
     from stir.experiments.config import evaluate_config
     from stir.experiments.context import open_context
     from stir.reporting.publish import publish_evaluation
+    from stir.reporting.wandb_log import offline_run_line
 
     config, experiment = evaluate_config(cfg)  # typed and checked before any work
     ctx = open_context(config, experiment, repo=REPO)
@@ -56,8 +57,9 @@ def evaluate(cfg: DictConfig) -> None:
     report = experiments.run(ctx, experiment)
     published = experiments.publication(ctx, experiment)
     out = publish_evaluation(report, Path(config.out_dir), logger=config.logger, **published)
-    log.info("results in %s (latest of its name: %s; all: %s)", out, Path(config.out_dir) / published["name"],
-             Path(config.out_dir) / "index.md")
+    log.info("results in %s (the latest of its name and profile: %s/README.md; all: %s)", out,
+             Path(config.out_dir) / published["latest"], Path(config.out_dir) / "index.md")
+    log.info("%s", offline_run_line(out, config.logger.wandb.mode))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ def main() -> None:
 
 @hydra.main(config_path=str(CONFIGS), config_name="train", version_base="1.3")
 def run(cfg: DictConfig) -> None:
+    from stir.reporting.wandb_log import offline_run_line
     from stir.training.pipeline import train
     from stir.training.runs import RecipeMismatchError
 
@@ -36,6 +37,7 @@ def run(cfg: DictConfig) -> None:
         config = train_config(cfg)  # typed and validated before any work
         run_dir = train(config)
     log.info("run folder: %s", run_dir)
+    log.info("%s", offline_run_line(run_dir, config.logger.wandb.mode))
 
 
 if __name__ == "__main__":

@@ -1,14 +1,17 @@
 """What the README's tour and its small runs cost, measured: the times the README states.
 
-    python bench/bench_tour.py --data PATH [--realnets]      # PATH: a CIFAR-10 copy (image tree or tar of one)
+    python bench/bench_tour.py --data PATH [--own] [--realnets]   # PATH: the CIFAR-10 copy the zoo was trained on
     python bench/bench_tour.py --data PATH --realnets --skip-tour   # the 20-step run again, the tour's rows kept
 
-In a fresh folder, the README's tour as written (its ``<!-- tour -->`` commands, each given the local
-copy: ``data.source=PATH`` to train.py and evaluate.py), then the README's
-library example on the same models (its own ``out_dir``, so nothing is served from the command's
-inversion cache), each timed from start to exit. ``--realnets``: a 20-step ``evaluate.py`` on the
-real ResNet20 seed pair (``ref=r20 target=r20_b inversion.steps=20``), timed, with the time its
-inversions and its difficulty walks took read from its progress lines: a small run stays small.
+In a fresh folder, the README's tour as written (its ``<!-- tour -->`` commands: shipped models,
+served from ``zoo/store``, PATH replaced by ``--data``), then the README's library example, then one
+served pair again (the first command, its data cache now warm): the unit the tour is read in, since
+a loaded machine's minutes are noise and its ratios are not. ``--own``: the "train your own" block
+too (``<!-- train-your-own -->``: two profile=cpu trainings and their evaluation, minutes), each
+given ``data.source=PATH``. Each command is timed from start to exit. ``--realnets``: a 20-step
+``evaluate.py`` on the real ResNet20 seed pair (``ref=r20 target=r20_b inversion.steps=20``), timed,
+with the time its inversions and its difficulty walks took read from its progress lines: a small
+run stays small.
 
 Every record says the machine (CPU count, model name), the threads each process had, and the load
 average before and after each command: a loaded machine is slower, and the README says on what its
@@ -39,10 +42,14 @@ log = logging.getLogger("bench_tour")
 README = (REPO / "README.md").read_text()
 
 
+def block(marker: str) -> List[str]:
+    """The commands of the README's block after ``marker``, comments stripped (as tests/test_readme_tour.py reads them)."""
+    text = README.split(marker, 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    return [line.split("#", 1)[0].strip() for line in text.strip().splitlines() if line.split("#", 1)[0].strip()]
+
+
 def tour_commands() -> List[str]:
-    """The README's tour commands, comments stripped (as tests/test_readme_tour.py reads them)."""
-    block = README.split("<!-- tour -->", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
-    return [line.split("#", 1)[0].strip() for line in block.strip().splitlines() if line.split("#", 1)[0].strip()]
+    return block("<!-- tour -->")
 
 
 def library_example() -> str:
@@ -72,17 +79,24 @@ def timed(words: List[str], cwd: Path, env: Dict[str, str], label: str) -> Dict[
             "load_after": round(os.getloadavg()[0], 2), "output": done.stdout + done.stderr}
 
 
-def tour(data: str, work: Path, env: Dict[str, str]) -> List[Dict[str, Any]]:
+def tour(data: str, work: Path, env: Dict[str, str], own: bool) -> List[Dict[str, Any]]:
+    """The tour's commands, the library example and a served pair (the unit), timed; ``ratio`` of each
+    row is its seconds over the served pair's."""
     rows = []
-    for command in tour_commands():
-        words = shlex.split(command)
+    commands = tour_commands() + (block("<!-- train-your-own -->") if own else [])
+    for command in commands:
+        words = [w.replace("PATH", data) for w in shlex.split(command)]
         if words[0] != "python":
             continue  # `cat` of the report
-        extra = [f"data.source={data}"]  # one key for train.py and evaluate.py
+        extra = [] if any(w.startswith("data.source=") for w in words) else [f"data.source={data}"]
         rows.append(timed([sys.executable, str(REPO / words[1]), *words[2:], *extra], work, env, command))
-    code = library_example().replace('open_evaluation("profile=cpu")',
-                                     f"open_evaluation('profile=cpu', 'data.source={data}', 'out_dir=library')")
+    code = library_example().replace("PATH", data)
     rows.append(timed([sys.executable, "-c", code], work, env, "the README's library example"))
+    first = [w.replace("PATH", data) for w in shlex.split(tour_commands()[0])]
+    unit = timed([sys.executable, str(REPO / first[1]), *first[2:]], work, env, "a served pair (the first command again)")
+    rows.append(unit)
+    for row in rows:
+        row["ratio"] = round(row["seconds"] / unit["seconds"], 2)
     return rows
 
 
@@ -110,6 +124,7 @@ def realnets(data: str, work: Path, env: Dict[str, str]) -> Dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="a local CIFAR-10 copy (image-folder tree or a tar of one)")
+    parser.add_argument("--own", action="store_true", help="also the README's train-your-own block (minutes)")
     parser.add_argument("--realnets", action="store_true", help="also the 20-step run on the real ResNet20 pair")
     parser.add_argument("--skip-tour", action="store_true", help="keep the tour's rows of the last --out record")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1)))
@@ -122,21 +137,34 @@ def main() -> None:
         if args.skip_tour:  # the tour's rows as last measured, with their own machine and load
             rows = json.loads(Path(args.out + ".json").read_text())["tour"]
         else:
-            rows = tour(str(Path(args.data).resolve()), work, env)
+            rows = tour(str(Path(args.data).resolve()), work, env, args.own)
         extra = realnets(str(Path(args.data).resolve()), work, env) if args.realnets else None
+    kept = extra is None and Path(args.out + ".json").is_file()
+    if kept:  # the 20-step row as last measured, kept (with the machine it was measured on)
+        last = json.loads(Path(args.out + ".json").read_text())
+        extra = last.get("realnets_20_steps")
+        if extra is not None:
+            extra = {**extra, "machine": extra.get("machine", last.get("machine"))}
     record = {"machine": {"cpus": os.cpu_count(), "cpu": cpu_name(), "threads": args.threads,
                           "python": platform.python_version()},
               "tour": [{k: v for k, v in r.items() if k != "output"} for r in rows],
               "realnets_20_steps": None if extra is None else {k: v for k, v in extra.items() if k != "output"}}
     write_text(Path(args.out + ".json"), json.dumps(record, indent=1) + "\n")
     lines = [f"# The README's tour, timed ({record['machine']['cpus']} CPUs, {record['machine']['cpu']}, "
-             f"OMP_NUM_THREADS={args.threads})", "", "| command | seconds | load before -> after |", "|---|---|---|"]
-    lines += [f"| `{r['command']}` | {r['seconds']:.0f} | {r['load_before']:.1f} -> {r['load_after']:.1f} |"
-              for r in record["tour"]]
+             f"OMP_NUM_THREADS={args.threads})", "",
+             "Ratio: the command's time over a served pair's (the tour's first command run again).", "",
+             "| command | seconds | ratio to a served pair | load before -> after |", "|---|---|---|---|"]
+    lines += [f"| `{r['command']}` | {r['seconds']:.0f} | {r.get('ratio', float('nan')):.2f} | "
+              f"{r['load_before']:.1f} -> {r['load_after']:.1f} |" for r in record["tour"]]
+    zoo = [r for r in record["tour"] if r["command"] in tour_commands()]
+    if zoo:
+        lines += ["", f"The tour's commands from the shipped zoo together: {sum(r['seconds'] for r in zoo):.0f} s "
+                  f"({sum(r['ratio'] for r in zoo):.1f} served pairs)."]
     if extra is not None:
         lines += ["", f"20-step `evaluate.py` on the real ResNet20 pair: {extra['seconds']:.0f} s, of which "
                   f"{extra['inversions']:.0f} s inversions and {extra['walks']:.0f} s difficulty walks "
-                  f"(load {extra['load_before']:.1f} -> {extra['load_after']:.1f})."]
+                  f"(load {extra['load_before']:.1f} -> {extra['load_after']:.1f})"
+                  + (f"; measured earlier, on {extra['machine'].get('cpu')}." if kept and extra.get("machine") else ".")]
     write_text(Path(args.out + ".md"), "\n".join(lines) + "\n")
 
 

@@ -8,5 +8,11 @@ def _project() -> None:
     import stir.experiments  # noqa: F401  (the evaluate.py application and every package below it)
 
 
+def _robustbench() -> None:
+    from stir.models.sources import robustbench
+
+    robustbench._import()  # as robustbench: models import it (pyautoattack registered as autoattack)
+
+
 if __name__ == "__main__":
-    sys.exit(install_check(_project))
+    sys.exit(install_check(_project, importers={"robustbench": _robustbench}))

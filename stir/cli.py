@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 from contextlib import contextmanager
-from typing import Callable, Iterator, List, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
 
 from stir.config.argv import Command  # noqa: F401  (what an entry point's command line is checked against)
 
@@ -66,7 +66,7 @@ def check_command_line(argv: Sequence[str], command: Command) -> None:
     (``-m``) is composed by Hydra itself; ``--config-name`` and the like skip the check.
     """
     from stir.config import ConfigError
-    from stir.config.argv import check_overrides, parse, refuse_code
+    from stir.config.argv import parse, refuse_code
 
     line = parse(argv)
     with one_line_errors(ConfigError):
@@ -77,9 +77,18 @@ def check_command_line(argv: Sequence[str], command: Command) -> None:
         print(command.help(), end="")
         sys.exit(0)
     with one_line_errors(ConfigError):
-        check_overrides(line, command.tree(line), command.groups, command.moved, refused=command.refused)
-        if not line.multirun and not line.introspection:
-            _trial_compose(command, [o.raw for o in line.overrides if not o.key.startswith("hydra")])
+        check_line(line, command)
+
+
+def check_line(line: Any, command: Command) -> None:
+    """The checks of ``check_command_line`` on a parsed line (``stir.config.argv.CommandLine``), raising
+    ``ConfigError`` (one line) instead of exiting: the library's ``open_evaluation`` uses them too."""
+    from stir.config.argv import check_overrides, refuse_code
+
+    refuse_code(line)  # the library's override strings too: no override names code
+    check_overrides(line, command.tree(line), command.groups, command.moved, refused=command.refused)
+    if not line.multirun and not line.introspection:
+        _trial_compose(command, [o.raw for o in line.overrides if not o.key.startswith("hydra")])
 
 
 def _trial_compose(command: Command, overrides: List[str]) -> None:
@@ -100,14 +109,17 @@ def _trial_compose(command: Command, overrides: List[str]) -> None:
         raise ConfigError(": ".join(messages) or type(err).__name__) from err
 
 
-def install_check(project: Callable[[], None] = lambda: None) -> int:
+def install_check(project: Callable[[], None] = lambda: None,
+                  importers: Optional[Mapping[str, Callable[[], None]]] = None) -> int:
     """``python -m stir``: the set-up works (torch, torchvision with its compiled operators, Lightning,
     Hydra, stir itself); one line either way, exit status 2 with the fix when it does not.
 
     A torchvision built for another torch (pip falling back to mismatched wheels when the CPU index
     was unreachable) imports with ``operator torchvision::nms does not exist``, or later when a
     data transform first needs it. ``project`` imports the rest of the project (``python -m stir``:
-    the application and everything below it).
+    the application and everything below it). Then each installed extra (``EXTRAS``) must import:
+    its module, or ``importers[extra]()`` where the project imports it its own way (robustbench through
+    ``stir.models.sources.robustbench``, which registers pyautoattack as autoattack).
     """
     from importlib import metadata
 
@@ -133,7 +145,7 @@ def install_check(project: Callable[[], None] = lambda: None) -> int:
             version = "(not installed)"
         return fail(f"torchvision {version} does not work with torch {torch.__version__} ({first_line(err)}): install "
                     "both from one index, e.g. pip install --force-reinstall torch torchvision (the default index), "
-                    "then pip install -e .")
+                    f"then {reinstall_line(installed_extras())} (the extras installed here, and their pins)")
     try:
         import hydra
         import lightning
@@ -141,10 +153,67 @@ def install_check(project: Callable[[], None] = lambda: None) -> int:
         project()
     except Exception as err:
         return fail(f"the project does not import ({first_line(err)}): pip install -e \".[dev]\" in this environment")
+    extras = installed_extras()
+    for extra in extras:
+        broken = extra_error(extra, (importers or {}).get(extra))
+        if broken:
+            return fail(f"the {extra} extra is installed but does not import ({broken}): {EXTRAS[extra][2]}")
     device = f"cuda ({torch.cuda.device_count()} device(s))" if torch.cuda.is_available() else "cpu"
     print(f"stir ok: torch {torch.__version__} on {device}, torchvision {torchvision.__version__}, "
-          f"lightning {lightning.__version__}, hydra {hydra.__version__}")
+          f"lightning {lightning.__version__}, hydra {hydra.__version__}; extras that import: "
+          f"{', '.join(extras) or 'none installed'}")
     return 0
+
+
+# pyproject's optional extras: {extra: (the distribution that says it is installed, what must import,
+# the line that repairs it)}. robustbench 1.1.1 imports pkg_resources, which setuptools 81 removed: a
+# later `pip install` that upgrades setuptools breaks it silently (issue 55).
+EXTRAS: Dict[str, Tuple[str, str, str]] = {
+    "robustbench": ("robustbench", "robustbench.utils",
+                    'pip install "setuptools<81" (robustbench imports pkg_resources), or pip install -e ".[robustbench]"'),
+    "timm": ("timm", "timm", 'pip install -e ".[timm]"'),
+    "cluster": ("hydra-submitit-launcher", "hydra_plugins.hydra_submitit_launcher.submitit_launcher",
+                'pip install -e ".[cluster]"'),
+    "dashboard": ("wandb-workspaces", "wandb_workspaces", 'pip install -e ".[dashboard]"'),
+}
+
+
+def installed_extras() -> List[str]:
+    """The extras of ``EXTRAS`` whose distribution is installed in this environment."""
+    from importlib import metadata
+
+    out = []
+    for extra, (distribution, _, _) in EXTRAS.items():
+        try:
+            metadata.distribution(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+        out.append(extra)
+    return out
+
+
+def reinstall_line(extras: Sequence[str]) -> str:
+    """``pip install -e .`` with the installed extras (``.[dev,robustbench]``): the reinstall keeps them
+    and their pins (setuptools<81 for robustbench)."""
+    return f'pip install -e ".[{",".join(["dev", *extras])}]"'
+
+
+def extra_error(extra: str, importer: Optional[Callable[[], None]] = None) -> str:
+    """"" when the extra imports (``importer()``, else its module), else the first line of its import error."""
+    import importlib
+    import warnings
+
+    target = EXTRAS[extra][1]
+    try:
+        with warnings.catch_warnings():  # robustbench's pkg_resources deprecation: the check says what matters
+            warnings.simplefilter("ignore")
+            if importer is not None:
+                importer()
+            else:
+                importlib.import_module(target)
+    except Exception as err:  # a broken install raises more than ImportError
+        return (str(err).strip().splitlines() or [type(err).__name__])[0]
+    return ""
 
 
 def _torchvision_ops() -> None:

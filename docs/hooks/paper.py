@@ -2,7 +2,7 @@
 ``experiment=paper`` (``docs/paper_report/``: the report folder as evaluate.py wrote it, its
 ``record.json`` and figures), so the page cannot show other numbers than the stored results.
 
-    python docs/hooks/paper.py --copy RESULTS/paper   # commit a finished report: copy it into docs/paper_report/
+    python docs/hooks/paper.py --copy RESULTS/paper@laptop   # commit a finished report: copy it into docs/paper_report/
     python docs/hooks/paper.py                        # print the block the page would get
 
 Without a committed report the page says the command and that it has not been run.
@@ -56,7 +56,8 @@ def block() -> str:
     readme = REPORT / "README.md"
     if not readme.is_file():
         return (f"Not run yet: no committed report in `docs/paper_report/`. Run\n\n```bash\n{COMMAND}\n```\n\n"
-                "then `python docs/hooks/paper.py --copy results/paper` and commit `docs/paper_report/`.\n")
+                "then `python docs/hooks/paper.py --copy results/paper@laptop` (the link profile=laptop writes) and "
+                "commit `docs/paper_report/`.\n")
     record = json.loads((REPORT / "record.json").read_text()) if (REPORT / "record.json").is_file() else {}
     text = readme.read_text()
     text = re.sub(r"^file: .*$\n?", "", text, flags=re.M)  # the report's own file links

@@ -89,8 +89,23 @@ def run(ctx: Context, experiment: Any) -> Report:
     if len(units) > 1:
         measure_units(list(enumerate(units, 1)), len(units), experiment.name, ctx.run.progress)
     report = kind.run(ctx, experiment)
+    name_models(report, list(ctx.zoo.resolved().values()))
     report.notes = estimator_notes(ctx) + model_notes(ctx) + store_notes(ctx) + report.notes
     return report
+
+
+def name_models(report: Report, models: Sequence[Any]) -> None:
+    """Every report names its models: the ``models`` table (source, recipe, accuracy, dtype, flag) shown
+    after the headline tables and in ``record.json``, and a note for each barely trained one."""
+    from stir.reporting.models import flagged, models_table
+
+    if not models:
+        return
+    table = models_table(models)
+    report.models = table.rows
+    report.tables = {**{k: v for k, v in report.tables.items() if v.headline is not None}, "models": table,
+                     **{k: v for k, v in report.tables.items() if v.headline is None and k != "models"}}
+    report.notes = flagged(models) + report.notes
 
 
 def publication(ctx: Context, experiment: Any) -> Dict[str, Any]:
@@ -102,11 +117,24 @@ def publication(ctx: Context, experiment: Any) -> Dict[str, Any]:
 
     models = ctx.zoo.resolved()
     estimator = ctx.estimator
-    return {"name": slug(get(experiment.kind).report_name(ctx, experiment)),
+    name = slug(get(experiment.kind).report_name(ctx, experiment))
+    return {"name": name, "latest": latest_link(name, ctx.config),
             "settings": models_settings(report_settings(ctx.config), {label: m.identity for label, m in models.items()}),
             "config": {**ctx.config, "models": {label: m.record for label, m in models.items()}},
             "tags": [experiment.kind, estimator.measure, estimator.iri],
             "nothing_new": ctx.store.misses == 0 and ctx.store.hits > 0}
+
+
+def latest_link(name: str, config: Dict[str, Any]) -> str:
+    """The name of the link to the latest report of ``name`` at its zoo profile: ``<name>`` at the
+    default profile (full, the paper's sizes), ``<name>@<profile>`` at another
+    (``pair_vanilla_vs_vanilla_s1@laptop``): a link never mixes profiles, so a cpu run of a pair never
+    takes the laptop run's link."""
+    from stir.experiments.schema import ZooConfig
+    from stir.reporting import slug
+
+    profile = (config.get("zoo") or {}).get("profile")
+    return name if not profile or profile == ZooConfig().profile else f"{name}@{slug(str(profile))}"
 
 
 def measure_units(numbered: Sequence[Tuple[int, Unit]], of: int, name: str, progress: bool) -> None:
@@ -135,7 +163,7 @@ def run_shard(ctx: Context, experiment: Any, shard: int, shards: int) -> int:
     return len(mine)
 
 
-__all__ = ["Context", "estimator_notes", "kinds", "model_notes", "publication", "run", "run_shard"]
+__all__ = ["Context", "estimator_notes", "kinds", "latest_link", "model_notes", "publication", "run", "run_shard"]
 
 
 def __getattr__(name: str):

@@ -98,6 +98,31 @@ def shipped_zoo(repo: Path) -> List[Tuple[str, str]]:
     return out
 
 
+def zoo_names(repo: Path) -> Tuple[List[Tuple[str, str]], List[Tuple[str, str]]]:
+    """Every other name of configs/zoo.yaml, read as YAML (no torch), each with where its weights come
+    from: ([(recipe name, its train.py overrides)] of the recipes that are not shipped (trained with
+    train_missing=true), [(name, its source and where that source's weights are)] of the models of
+    other sources: real networks under zoo.weights_root, RobustBench under robustbench.model_dir)."""
+    defaults = ZooConfig()
+    shipped = {name for name, _ in shipped_zoo(repo)}
+    try:
+        raw = OmegaConf.to_container(OmegaConf.load(repo / defaults.file)) or {}
+    except (OSError, ValueError):
+        return [], []  # an unreadable zoo file is reported where it is loaded (stir.zoo.recipes)
+    recipes, sourced = [], []
+    for name, entry in raw.items():
+        if isinstance(entry, dict) and "source" in entry:
+            source = str(entry["source"])
+            where = {"realnet": "weights under zoo.weights_root (default $STIR_REALNETS, else ../shared/realnets)",
+                     "robustbench": "weights under robustbench.model_dir (download_weights=true fetches them)"}
+            sourced.append((name, f"{source}: {where.get(source.split(':', 1)[0], 'its source (docs/models.md)')}"))
+        elif name not in shipped:
+            train = entry.get("train", []) if isinstance(entry, dict) else entry or []
+            warm = f", warm-started from {entry['init_from']}" if isinstance(entry, dict) and entry.get("init_from") else ""
+            recipes.append((name, (" ".join(str(o) for o in train) or "train.py defaults") + warm))
+    return recipes, sourced
+
+
 def evaluate_profile_sizes(config_dir: Path) -> Dict[str, str]:
     """{profile: its sizes} of ``python evaluate.py profile=NAME``, read from the composed config (n, k,
     the inversion's and the difficulty walk's steps, the zoo's train.py profile and its sizes)."""
@@ -115,6 +140,19 @@ def evaluate_profile_sizes(config_dir: Path) -> Dict[str, str]:
         out[name] = (f"n={cfg.n}, k={cfg.k}, {inversion.num_steps} {inversion.mode} inversion steps, walks of "
                      f"{walk.steps}; zoo models of train.py profile={zoo}: {train.get(zoo, '?')}")
     return out
+
+
+def model_sections(repo: Path) -> List[Tuple[str, List[Tuple[str, str]]]]:
+    """--help's model names: every name ref= and target= take, grouped by where its weights come from."""
+    zoo = ZooConfig()
+    recipes, sourced = zoo_names(repo)
+    return [(f"Shipped zoo models (ref=NAME target=NAME with their profile, profile=laptop: weights in {zoo.shipped_dir}/, "
+             "no training; at another profile they train with train_missing=true):", shipped_zoo(repo)),
+            (f"Zoo recipes not shipped ({zoo.file}; weights from runs/ once trained: add train_missing=true, or run "
+             "train.py with the overrides shown and the profile's):", recipes),
+            ("Models of other sources (never trained here; docs/models.md):", sourced),
+            ("Any other model: a run folder or checkpoint path, or SOURCE:NAME (torchvision:, timm:, robustbench:, "
+             "realnet:, python:module:factory; docs/models.md#models-of-other-sources).", [])]
 
 
 def evaluate_command(config_dir: Path):
@@ -143,13 +181,11 @@ def evaluate_command(config_dir: Path):
             "Directional STIR (both ways, with floor, ceiling and interval), STIR_adv, plain similarity, agreement "
             "and controversial-stimulus difficulty between zoo models (configs/zoo.yaml), run folders, checkpoints "
             "or models of other sources; presets run the paper's experiments. Results: out_dir/store/ (reused on "
-            "rerun) and out_dir/<name>-<settings hash>/ (out_dir/<name> links the latest). The tour: README.md; "
+            "rerun) and out_dir/<name>-<settings hash>/ (out_dir/<name>[@<profile>] links the latest). The tour: README.md; "
             "every page: docs/index.md.",
             listed, preset_descriptions(config_dir / "experiment"), EvaluateConfig, EVALUATE_PAGES,
             "docs/evaluation.md", kind_fields=("experiment", {f"kind {k}": KIND_CONFIGS[k] for k in sorted(KIND_CONFIGS)}),
-            sections=[(f"Shipped zoo models (ref=NAME target=NAME with their profile: weights in {ZooConfig().shipped_dir}/, "
-                       f"no training; recipes and the other names in {ZooConfig().file}, which train with train_missing=true):",
-                       shipped_zoo(config_dir.parent.parent))],
+            sections=model_sections(config_dir.parent.parent),
             footer="Every key and its value: python evaluate.py --cfg job (with experiment=PRESET: that preset's). "
                    "Keys that moved: inversion.batch_size and the other run settings are execution.*, "
                    "stitching.* / grounding.* / layer_matching.* / invariance.* are experiment.*. A mistyped key "

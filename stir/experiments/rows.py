@@ -188,12 +188,14 @@ def iri_status(d: DirectionResult, kind: str = "arbitrary") -> str:
     return f"{q['fraction_iri']:.0%} reached the bound{null}"
 
 
-HEADLINE = ("direction", "STIR", "normalised", "IRIs", "STIR_adv")  # the headline's columns, besides names and similarity
+# The headline's columns, besides names and similarity: a value beside the floor and ceiling it is read against.
+HEADLINE = ("direction", "STIR", "floor", "ceiling", "normalised", "IRIs", "STIR_adv")
 
 
 def _headline_cells(d: DirectionResult, direction: str) -> Row:
     cal, adv = d.calibration.get("stir"), d.calibration.get("stir_adv")
-    return {"direction": direction, "STIR": interval(d.stir, cal), "normalised": normalised_cell(cal), "IRIs": iri_status(d),
+    return {"direction": direction, "STIR": interval(d.stir, cal), "floor": calibration_cell(cal, "floor"),
+            "ceiling": calibration_cell(cal, "ceiling"), "normalised": normalised_cell(cal), "IRIs": iri_status(d),
             "STIR_adv": "not measured" if d.stir_adv is None else interval(d.stir_adv, adv)}
 
 
@@ -207,8 +209,8 @@ def pair_headline(pair: PairResult) -> List[Row]:
         d = pair.get(direction)
         if d is not None:
             cells = _headline_cells(d, direction)
-            out.append({"m1 (ref)": s.ref, "m2 (target)": s.target, **{k: cells[k] for k in HEADLINE[:3]}, **similarity,
-                        **{k: cells[k] for k in HEADLINE[3:]}})
+            out.append({"m1 (ref)": s.ref, "m2 (target)": s.target, **{k: cells[k] for k in HEADLINE[:5]}, **similarity,
+                        **{k: cells[k] for k in HEADLINE[5:]}})
     return out
 
 

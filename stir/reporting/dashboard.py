@@ -29,7 +29,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -125,6 +125,11 @@ def _latest(results: Path, pattern: str) -> Optional[Path]:
     return found[-1] if found else None
 
 
+def _empty(ax: Any, why: str) -> None:
+    """Say in an empty panel why it is empty, not leave blank axes."""
+    ax.text(0.5, 0.5, why, ha="center", va="center", wrap=True, fontsize=8, transform=ax.transAxes, color="0.4")
+
+
 def draw_local(runs: Path, results: Path, out: Path) -> Path:
     """The dashboard's panels from local files (no W&B): training curves, STIR matrix, STIR vs CKA, incremental."""
     fig = Figure(figsize=(16, 8), dpi=110, layout="constrained")
@@ -141,6 +146,8 @@ def draw_local(runs: Path, results: Path, out: Path) -> Path:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
         if ax.has_data():
             ax.legend(fontsize=6)
+        else:
+            _empty(ax, f"no training CSV logs under {runs} (train.py writes them)")
     ax = axes[1, 0]
     matrix = _latest(Path(results), "*/matrix_stir.csv")
     if matrix is not None:
@@ -154,16 +161,22 @@ def draw_local(runs: Path, results: Path, out: Path) -> Path:
             for j in range(len(names)):
                 ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", color="w", fontsize=8)
         fig.colorbar(im, ax=ax)
+    else:
+        _empty(ax, f"no matrix report under {results} (e.g. experiment=relative_robustness)")
     ax.set(title="STIR matrix: STIR(column | row)", xlabel="m2 (target)", ylabel="m1 (ref)")
     ax = axes[1, 1]
     points: Dict[str, list] = defaultdict(list)  # direction -> [(cka, stir, pair)]
     for record in sorted(Path(results).glob("*/record.json")):
         if record.parent.is_symlink():  # results/<name> links the latest report: counted once, by its folder
             continue
-        keys = json.loads(record.read_text()).get("summary", {})
+        content = json.loads(record.read_text())
+        keys = content.get("summary", {})
+        # the zoo profile beside the name: a cpu and a laptop report of one pair are two points, told apart
+        profile = ((content.get("config") or {}).get("zoo") or {}).get("profile")
+        label = record.parent.name.rsplit("-", 1)[0] + (f" ({profile})" if profile else "")
         for direction in ("stir_m2_given_m1", "stir_m1_given_m2"):
             if "linear_cka" in keys and direction in keys:
-                points[direction].append((keys["linear_cka"], keys[direction], record.parent.name.rsplit("-", 1)[0]))
+                points[direction].append((keys["linear_cka"], keys[direction], label))
     for direction, marker in (("stir_m2_given_m1", "o"), ("stir_m1_given_m2", "^")):
         if points[direction]:
             xs, ys, labels = zip(*points[direction])
@@ -173,6 +186,8 @@ def draw_local(runs: Path, results: Path, out: Path) -> Path:
     ax.set(title="Directional STIR vs CKA (one point per pair report)", xlabel="linear CKA", ylabel="STIR")
     if ax.has_data():
         ax.legend(fontsize=7)
+    else:
+        _empty(ax, f"no pair report with STIR and CKA under {results} (evaluate.py ref=... target=...)")
     ax = axes[1, 2]
     incremental = _latest(Path(results), "*/incremental.csv")
     if incremental is not None:
@@ -185,6 +200,8 @@ def draw_local(runs: Path, results: Path, out: Path) -> Path:
                 ys = [float(r[key]) if r.get(key) else math.nan for r in rows]
                 ax.plot(xs, ys, marker="o", label=f"{chain}: {label}")
         ax.legend(fontsize=7)
+    else:
+        _empty(ax, f"no incremental report under {results} (experiment=incremental)")
     ax.set(title="Incremental STIR along growing training sets", xlabel="training set size of m_t", ylabel="STIR")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -5,8 +5,10 @@ inversion budget, the zoo recipes ...) used to write the same ``results/pair_a_v
 now goes to ``<out_dir>/<name>-<hash>/``, ``hash`` being 8 hex digits of every setting that
 changes its numbers (``report_settings``), and:
 
-- ``<out_dir>/<name>`` is a symbolic link to the latest report of that name (a real folder of
-  that name from an older version is left alone);
+- ``<out_dir>/<name>`` (default profile, full) or ``<out_dir>/<name>@<profile>``
+  (``pair_vanilla_vs_vanilla_s1@laptop``; ``stir.experiments.latest_link``) is a symbolic link to the
+  latest report of that name at that zoo profile: a cpu run of a pair never takes the laptop run's
+  link (a real folder of that name from an older version is left alone);
 - ``<out_dir>/index.json`` lists every report folder with its name, settings and time, and
   ``<out_dir>/index.md`` shows, per name, only the settings in which its folders differ, each
   folder a relative link to its README.md (and the latest report of the name linked above them).
@@ -24,7 +26,7 @@ import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 from urllib.parse import quote
 
 from filelock import FileLock
@@ -95,17 +97,18 @@ def check_report_dir(root: Path, folder: Path) -> None:
                                      f"out_dir {top}; remove it and run again (the results are stored)")
 
 
-def record_report(root: Path, name: str, folder: Path, settings: Dict[str, Any]) -> None:
-    """Add ``folder`` to the index and point ``root/<name>`` at it (under a lock: reports may finish together)."""
+def record_report(root: Path, name: str, folder: Path, settings: Dict[str, Any], latest: Optional[str] = None) -> None:
+    """Add ``folder`` to the index and point ``root/<latest>`` (default ``root/<name>``) at it (under a
+    lock: reports may finish together)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     with FileLock(str(root / ".index.lock")):
         index_file = root / "index.json"
         index = _read_index(root)
-        index[folder.name] = {"name": name, "settings": settings,
+        index[folder.name] = {"name": name, "settings": settings, "latest": latest or name,
                               "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         atomic.write_json(index_file, index)
-        _point(root / name, folder)  # first: index.md links the latest report through it
+        _point(root / (latest or name), folder)  # first: index.md links the latest report through it
         atomic.write_text(root / "index.md", _markdown(index, root))
 
 
@@ -180,8 +183,9 @@ def _markdown(index: Dict[str, Dict[str, Any]], root: Path) -> str:
         keys = [k for k in keys if len({json.dumps(e["settings"].get(k), default=str) for _, e in entries}) > 1]
         header = ["folder", "updated", *keys]
         lines.append(f"## {name}\n")
-        if (root / name).is_symlink() and (root / name / "README.md").is_file():
-            lines.append(f"Latest: [{name}]({quote(name)}/README.md) (now {os.readlink(root / name)})\n")
+        for link in sorted({e.get("latest", name) for _, e in entries}):  # one latest report per profile
+            if (root / link).is_symlink() and (root / link / "README.md").is_file():
+                lines.append(f"Latest: [{link}]({quote(link)}/README.md) (now {os.readlink(root / link)})\n")
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for folder, e in entries:
             cells = [_link(root, folder), e["updated"], *(json.dumps(e["settings"].get(k), default=str) for k in keys)]

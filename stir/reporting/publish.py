@@ -107,7 +107,7 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
         log.info("figure %s: %s", name, path)
     atomic.write_text(out / "README.md", "\n".join(sections))
     atomic.write_json(out / "record.json", {"config": config, "versions": library_versions(), "summary": report.summary,
-                                             "notes": report.notes})
+                                             "notes": report.notes, "models": report.models})
     run = log_report(
         project=logger.wandb.project, run_name=run_name, directory=out, mode=logger.wandb.mode, config=config,
         tables={name: (t.rows, t.columns) for name, t in report.tables.items()},
@@ -115,7 +115,7 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
         entity=logger.wandb.entity, tags=tags, job_type="evaluate",
     )
     if run is not None:
-        log.info("W&B run: %s (upload with `wandb sync %s`)", run, run)
+        log.info("W&B run: %s (upload with `wandb sync %s`; dashboards: docs/evaluation.md#dashboard)", run, run)
     return figures
 
 
@@ -144,13 +144,14 @@ def publish_once(report: Report, out: Path, logger: LoggerConfig, config: Dict[s
 
 
 def publish_evaluation(report: Report, out_dir: Path, name: str, settings: Dict[str, Any], logger: LoggerConfig,
-                       config: Dict[str, Any], tags: List[str], nothing_new: bool) -> Path:
+                       config: Dict[str, Any], tags: List[str], nothing_new: bool, latest: Optional[str] = None) -> Path:
     """An evaluation's report into ``out_dir/<name>-<hash of settings>/`` (``publish_once``), added to
-    ``out_dir/index.md``; the folder is checked first (no symbolic link, inside ``out_dir``). Returns it."""
+    ``out_dir/index.md`` and linked as ``out_dir/<latest>`` (default: ``name``); the folder is checked
+    first (no symbolic link, inside ``out_dir``). Returns it."""
     from stir.reporting.index import check_report_dir, record_report, report_dir
 
     out = report_dir(out_dir, name, settings)
     check_report_dir(out_dir, out)  # never through a symbolic link, never outside out_dir
     publish_once(report, out, logger, config, run_name=f"evaluate/{name}", tags=tags, nothing_new=nothing_new)
-    record_report(out_dir, name, out, settings)
+    record_report(out_dir, name, out, settings, latest=latest)
     return out

@@ -55,21 +55,24 @@ class Report:
     figures: Dict[str, Figure] = field(default_factory=dict)  # file-name stem -> figure
     summary: Dict[str, float] = field(default_factory=dict)  # stable keys (W&B summary, record.json)
     notes: List[str] = field(default_factory=list)  # said once, above the tables (e.g. which estimator)
+    models: List[Row] = field(default_factory=list)  # what each model is (stir.reporting.models), in record.json
 
 
 SLUG_LIMIT = 120  # characters of a file or folder name made from labels; a name may have 255 bytes
 
 
 def slug(name: str) -> str:
-    """A name fit for a file name: path separators, colons and other characters outside
-    [A-Za-z0-9._-] become "-" (``convergence_vanilla-n5000/seed0_vs_r20`` ->
-    ``convergence_vanilla-n5000-seed0_vs_r20``). A longer result than ``SLUG_LIMIT`` keeps its
+    """A name fit for a file name: path separators, colons and other characters that are neither
+    letters nor digits (of any script) nor ``._-`` become "-" (``convergence_vanilla-n5000/seed0_vs_r20``
+    -> ``convergence_vanilla-n5000-seed0_vs_r20``; ``模型_a`` stays ``模型_a``: a label in another
+    script never collapses to "-"). A result longer than ``SLUG_LIMIT`` bytes (UTF-8) keeps its
     start and ends in 8 hex digits of the whole name, so that labels made of long folder names never
     reach the file system's limit (Errno 36) and two long names stay two names."""
-    text = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "unnamed"
-    if len(text) <= SLUG_LIMIT:
+    text = re.sub(r"[^\w.-]+", "-", name).strip("-") or "unnamed"
+    if len(text.encode()) <= SLUG_LIMIT:
         return text
-    return f"{text[:SLUG_LIMIT - 9].rstrip('-.')}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    head = text.encode()[:SLUG_LIMIT - 9].decode(errors="ignore")  # never half a character
+    return f"{head.rstrip('-.')}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def unique_slugs(names: Iterable[str]) -> Dict[str, str]:

@@ -35,7 +35,8 @@ from typing import Any, Mapping, Sequence, Union
 
 from stir.atomic import write_json
 
-__all__ = ["complete_runs", "log_report", "WANDB_MODES"]
+__all__ = ["complete_runs", "log_report", "offline_run_line", "WANDB_MODES"]
+DASHBOARD = "docs/evaluation.md#dashboard"  # where the dashboards are explained
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,18 @@ def complete_runs(directory: PathLike) -> list[str]:
     except (OSError, ValueError):
         return []
     return [str(r) for r in runs] if isinstance(runs, list) else []
+
+
+def offline_run_line(directory: PathLike, mode: str) -> str:
+    """One line for the end of train.py and evaluate.py: where the newest W&B run of ``directory``
+    (a run folder or a report folder) lies, the command that uploads it and the dashboards' page; or
+    why there is none (``logger.wandb.mode=disabled``)."""
+    if mode == "disabled":
+        return f"W&B: off (logger.wandb.mode=disabled); dashboards: {DASHBOARD}"
+    runs = sorted(Path(directory).glob("wandb/offline-run-*"), key=lambda p: p.stat().st_mtime)
+    if mode == "online" or not runs:
+        return f"W&B: logged {mode} from {directory}; dashboards: {DASHBOARD}"
+    return f"W&B offline run: {runs[-1]} (upload: `wandb sync {runs[-1]}`; dashboards: {DASHBOARD})"
 
 
 def _scalar(value: Any) -> Any:

@@ -1,6 +1,6 @@
 """Run folders: one deterministic folder per training recipe, holding everything about the run.
 
-    runs/<data>/<arch>[-w<width>]/<loss>[-<recipe>][-b<beta>][-eps<eps>][-it<steps>][-n<train_size>][-from<id>]/seed<seed>/
+    runs/<data>/<arch>[-w<width>]/<loss>[-<recipe>][-<variant>][-b<beta>][-eps<eps>][-it<steps>][-n<train_size>][-from<id>]/seed<seed>/
         config.yaml     resolved config, written before training starts
         recipe.json     the recipe: every key that changes the trained weights (data.source by content)
         last.ckpt       Lightning checkpoint of the last finished epoch (resume point)

@@ -151,6 +151,25 @@ def test_the_command_line_is_checked_before_torch_and_lightning_are_imported(arg
     assert last == f"HEAVY {code} []", (last, done.stderr[-2000:])
 
 
+def test_evaluate_help_lists_every_model_name_with_where_its_weights_come_from(monkeypatch, capsys):
+    """Every name of configs/zoo.yaml (shipped, recipes to train, real networks, RobustBench) is in
+    --help, under the section that says where its weights come from (issue 55: r20 was missing)."""
+    from omegaconf import OmegaConf
+
+    text = _help("evaluate", monkeypatch, capsys)
+    names = list(OmegaConf.to_container(OmegaConf.load(REPO / "configs" / "zoo.yaml")))
+    assert "r20" in names and "at_e025" in names
+    listed = set(re.findall(r"^  (\S+)\s", text, re.M))
+    assert not set(names) - listed, sorted(set(names) - listed)
+    sections = text.split("\n\n")
+    section_of = {name: next(s.splitlines()[0] for s in sections if re.search(rf"^  {re.escape(name)}\s", s, re.M))
+                  for name in ("vanilla", "at_e025", "r20", "rb_rice2020")}
+    assert section_of["vanilla"].startswith("Shipped zoo models")
+    assert section_of["at_e025"].startswith("Zoo recipes not shipped") and "train_missing=true" in text
+    assert section_of["r20"].startswith("Models of other sources")
+    assert re.search(r"^  r20\s+realnet:resnet20-akamaster: weights under zoo.weights_root", text, re.M)
+
+
 def test_evaluate_help_lists_each_shipped_zoo_model_on_one_line(monkeypatch, capsys):
     import json
 

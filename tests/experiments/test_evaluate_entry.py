@@ -53,7 +53,8 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
     readme = (out / "README.md").read_text()  # issue 34: the headline first, every column a link away
     header = next(line for line in readme.splitlines() if line.startswith("|"))
     assert [c.strip() for c in header.strip("|").split("|")] == ["m1 (ref)", "m2 (target)", "direction", "STIR",
-                                                                "normalised", "linear_cka", "IRIs", "STIR_adv", "notes"]
+                                                                "floor", "ceiling", "normalised", "linear_cka", "IRIs",
+                                                                "STIR_adv", "notes"]
     assert "floor(m2" not in readme and "[`pairs.md`](pairs.md)" in readme
     (wandb_file,) = out.glob("wandb/offline-run-*/run-*.wandb")
     assert b"pairs" in wandb_file.read_bytes()
@@ -68,7 +69,7 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
                 "linear_cka", "agreement_on_m1_iris", "difficulty_m2_given_m1",
                 "fraction_iri_arbitrary_m2_given_m1"):
         assert isinstance(wb.summary[key], float), key
-    assert not [k for k in wb.summary if "/" in k and k.split("/")[0] not in ("pairs", "convergence", "figures", "_wandb")]
+    assert not [k for k in wb.summary if "/" in k and k.split("/")[0] not in ("pairs", "convergence", "models", "figures", "_wandb")]
     assert wb.summary["pairs/_type"] == "table-file" and wb.summary["figures/iri_examples/_type"] == "image-file"
     assert wb.summary["convergence/_type"] == "table-file"  # STIR along the budget, in W&B too
     assert wb.summary["figures/convergence_at_vs_vanilla/_type"] == "image-file"
@@ -77,6 +78,14 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
     assert missing_keys(wb) == []  # the dashboard's STIR-vs-CKA panel finds its keys
     record = json.loads((out / "record.json").read_text())
     assert record["config"]["ref"] == "at" and "torch" in record["versions"]
+    # issue 55: the report names its models (source, recipe, accuracy, dtype) and flags barely trained ones
+    models = {m["model"]: m for m in record["models"]}
+    assert set(models) == {"at", "vanilla"} and models["at"]["loss"] == "at" and models["vanilla"]["epochs"] == 1
+    assert models["at"]["width"] == 4 and models["at"]["source"].startswith("trained here (")
+    assert 0 <= models["at"]["clean_accuracy"] < 0.6 and models["at"]["dtype"] == "float32"
+    assert all(m["flag"] == "barely trained: read with care" for m in models.values())
+    assert "## models" in readme and readme.count("barely trained: read with care") >= 4  # table rows and notes
+    assert readme.index("## pairs") < readme.index("## models") < readme.index("## convergence")
     entry = json.loads(next((workspace / "results/store/direction").glob("*.json")).read_text())
     assert entry["record"]["models"]["at"]["sha256"] and entry["record"]["config"]["k"] == 2
     assert entry["result"]["stir"]["values"] and len(entry["result"]["stir"]["values"]) == 2
@@ -137,7 +146,8 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
         assert cell == pytest.approx(float(r["stir_normalised"]), nan_ok=True), (ref, target)
     readme = (out / "README.md").read_text()
     assert readme.index("## directions") < readme.index("## matrix_stir")  # the headline of the directions first
-    assert "[`directions.md`](directions.md)" in readme and "floor |" not in readme.split("## matrix_stir")[0]
+    # the headline carries each value's floor and ceiling (issue 55); every other column a link away
+    assert "[`directions.md`](directions.md)" in readme and "| floor | ceiling |" in readme.split("## matrix_stir")[0]
     from stir.reporting.dashboard import draw_local, missing_keys
     from stir.reporting.wandb_read import read_run
 

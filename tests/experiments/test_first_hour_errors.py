@@ -112,6 +112,32 @@ def test_8_the_install_check_names_a_torchvision_that_does_not_fit_torch(monkeyp
     assert "install both from one index" in line
 
 
+def test_8_the_install_check_names_an_installed_extra_that_does_not_import(monkeypatch, capsys):
+    """Issue 55: a reinstall that upgraded setuptools past 80 broke robustbench (no pkg_resources) while
+    the check still said ok; now each installed extra must import, and the line names the repair."""
+    import stir.cli
+    from stir.models.sources import robustbench
+
+    def no_pkg_resources():
+        raise ModuleNotFoundError("No module named 'pkg_resources'")
+
+    monkeypatch.setattr(robustbench, "_import", no_pkg_resources)  # what python -m stir imports robustbench with
+    monkeypatch.setattr(stir.cli, "installed_extras", lambda: ["robustbench"])
+    monkeypatch.setattr(sys, "argv", ["python -m stir"])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_module("stir", run_name="__main__", alter_sys=False)
+    assert done.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: the robustbench extra is installed but does not import (No module named 'pkg_resources')")
+    assert 'pip install "setuptools<81"' in line
+
+
+def test_8_the_torchvision_fix_keeps_the_installed_extras():
+    import stir.cli
+
+    assert stir.cli.reinstall_line(["robustbench", "cluster"]) == 'pip install -e ".[dev,robustbench,cluster]"'
+
+
 def test_8_the_install_check_passes_here(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["python -m stir"])
     with pytest.raises(SystemExit) as done:

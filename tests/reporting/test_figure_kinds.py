@@ -300,3 +300,31 @@ def test_dashboard_training_panels_have_y_labels_and_whole_epochs(tmp_path, monk
     assert len(training) == 3 and all(y for _, y in training)
     ticks = [t for ticks in f["xticks"][:3] for t in ticks]
     assert ticks and all(t.lstrip("−-").isdigit() for t in ticks)
+
+
+def test_dashboard_says_why_a_panel_is_empty_and_tells_profiles_apart(tmp_path, monkeypatch):
+    """Issue 55: empty panels were drawn blank, and a cpu and a laptop report of one pair shared a label."""
+    import json
+
+    from stir.reporting import dashboard
+
+    said, labels = [], []
+    monkeypatch.setattr(dashboard, "_empty", lambda ax, why: said.append(why))
+    for profile in ("cpu", "laptop"):
+        folder = tmp_path / "results" / f"pair_a_vs_b-{profile[:2]}345678"
+        folder.mkdir(parents=True)
+        (folder / "record.json").write_text(json.dumps({"config": {"zoo": {"profile": profile}},
+                                                        "summary": {"linear_cka": 0.9, "stir_m2_given_m1": 0.5}}))
+    real_annotate = dashboard.Figure.subplots
+
+    def subplots(self, *args, **kwargs):
+        axes = real_annotate(self, *args, **kwargs)
+        original = axes[1, 1].annotate
+        axes[1, 1].annotate = lambda text, *a, **k: labels.append(text) or original(text, *a, **k)
+        return axes
+
+    monkeypatch.setattr(dashboard.Figure, "subplots", subplots)
+    dashboard.draw_local(tmp_path / "runs", tmp_path / "results", tmp_path / "d.png")
+    assert sum("no training CSV logs" in w for w in said) == 3 and any("no matrix report" in w for w in said)
+    assert any("no incremental report" in w for w in said) and not any("STIR and CKA" in w for w in said)
+    assert sorted(labels) == ["a_vs_b (cpu)", "a_vs_b (laptop)"]

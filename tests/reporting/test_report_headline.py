@@ -10,7 +10,7 @@ from stir.measure import Calibration, DirectionResult, PairResult, SimilarityRes
 from stir.reporting import Report, Table
 from stir.reporting.publish import publish
 
-HEADLINE_COLUMNS = ["m1 (ref)", "m2 (target)", "direction", "STIR", "normalised", "linear_cka", "IRIs", "STIR_adv", "notes"]
+HEADLINE_COLUMNS = ["m1 (ref)", "m2 (target)", "direction", "STIR", "floor", "ceiling", "normalised", "linear_cka", "IRIs", "STIR_adv", "notes"]
 
 
 def calibration(value: float) -> Calibration:
@@ -98,7 +98,7 @@ def test_a_pair_report_opens_with_the_headline_and_keeps_every_column_in_its_fil
 def test_a_matrix_headline_names_both_models_and_has_no_direction_column():
     d = direction("a", "b", 0.5, adversarial=False)
     table = rows.direction_headline_table([d, d])
-    assert list(table.rows[0]) == ["m1 (ref)", "m2 (target)", "STIR", "normalised", "IRIs", "STIR_adv"]
+    assert list(table.rows[0]) == ["m1 (ref)", "m2 (target)", "STIR", "floor", "ceiling", "normalised", "IRIs", "STIR_adv"]
     assert table.rows[0]["STIR_adv"] == "not measured" and len(table.notes) == 2
 
 

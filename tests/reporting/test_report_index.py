@@ -64,3 +64,35 @@ def test_a_folder_removed_since_it_was_indexed_is_listed_without_a_dead_link(tmp
     assert f"{gone.name} (no README.md)" in text
     for _, target in links(text):
         assert (tmp_path / target).is_file(), target
+
+
+def test_the_latest_link_is_keyed_by_profile_and_never_mixes_two(tmp_path):
+    """Issue 55: after a laptop run of a pair, results/pair_a_vs_b showed the laptop report to a user who
+    had just run the cpu one. Each profile has its link; the default profile keeps the plain name."""
+    from stir.experiments import latest_link
+
+    assert latest_link("pair_a_vs_b", {"zoo": {"profile": "full"}}) == "pair_a_vs_b"
+    assert latest_link("pair_a_vs_b", {"zoo": {"profile": "cpu"}}) == "pair_a_vs_b@cpu"
+    made = {}
+    for profile in ("cpu", "laptop", "cpu"):
+        settings = {"zoo.profile": profile, "n": len(made)}
+        folder = report_dir(tmp_path, "pair_a_vs_b", settings)
+        folder.mkdir(parents=True)
+        (folder / "README.md").write_text(f"# {profile}\n")
+        record_report(tmp_path, "pair_a_vs_b", folder, settings, latest=latest_link("pair_a_vs_b", {"zoo": {"profile": profile}}))
+        made[profile] = folder
+    assert (tmp_path / "pair_a_vs_b@cpu" / "README.md").read_text() == "# cpu\n"  # the newest cpu report
+    assert (tmp_path / "pair_a_vs_b@cpu").resolve() == made["cpu"].resolve()
+    assert (tmp_path / "pair_a_vs_b@laptop" / "README.md").read_text() == "# laptop\n"
+    assert not (tmp_path / "pair_a_vs_b").exists()
+    text = (tmp_path / "index.md").read_text()
+    assert "Latest: [pair_a_vs_b@cpu]" in text and "Latest: [pair_a_vs_b@laptop]" in text
+
+
+def test_labels_in_any_script_keep_their_letters_in_file_names():
+    from stir.reporting.report import SLUG_LIMIT, slug
+
+    assert slug("pair_模型_vs_b") == "pair_模型_vs_b" and slug("pair_模型_vs_b") != slug("pair_网络_vs_b")
+    assert slug("modèle/seed0") == "modèle-seed0"
+    long = slug("模" * 300)
+    assert len(long.encode()) <= SLUG_LIMIT and long != slug("模" * 301)

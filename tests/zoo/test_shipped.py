@@ -109,7 +109,7 @@ def test_evaluate_measures_the_shipped_pair_on_a_fresh_clone(trained, cifar10_ro
         "n=12", "k=2", "inversion.steps=15", "inversion.tolerance=0.05", "min_fraction_iri=0", "iri_grid_images=4",
         "calibration.permutations=4", "calibration.resamples=50", "logger.wandb.mode=disabled"], monkeypatch)
     assert not (tmp_path / "runs").exists()  # nothing trained
-    record = tmp_path / "results/pair_vanilla_vs_vanilla_s1/record.json"  # the link to the newest report
+    record = tmp_path / "results/pair_vanilla_vs_vanilla_s1@laptop/record.json"  # the link to the newest report
     models = json.loads(record.read_text())["config"]["models"]
     for label, entry in zip(("vanilla", "vanilla_s1"), entries):
         assert models[label]["source"] == "shipped" and models[label]["shipped_sha256"] == entry.sha256
