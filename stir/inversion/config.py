@@ -93,7 +93,8 @@ class InversionConfig:
     # keys: the folded copy takes another rounding path, so x' differs in its last bits.
     fold_batch_norm: bool = True
     # A continuation after the published procedure (faithful mode), to drive X' to the tolerance: up to
-    # continue_steps more steps from the best iterate, normalised-gradient steps whose length starts at
+    # continue_steps more steps from the best iterate, normalised steps along r1's TRUE gradient (FakeReLU
+    # off: its surrogate stalls the published steps on ResNet18s), whose length starts at
     # step_size * continue_shrink and shrinks by continue_shrink for an image whose residual has not
     # improved for continue_patience steps (stir.descent.HalvingLengthStep), each image stopped once
     # within stop_fraction * tolerance. 0: off (the published procedure alone, the default). The value
@@ -234,6 +235,10 @@ class InversionConfig:
         settings = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         settings.update(precision=precision, steps=self.num_steps, adversarial=adversarial,
                         fake_relu=self.fake_relu_key, record_steps=list(self.snapshot_steps))
+        if self.continue_steps:
+            # the continuation follows r1's true gradient (FakeReLU off) since issue 53: a key of its own, so a
+            # continuation cached when it kept the published FakeReLU is never served as this one
+            settings["continue_fake_relu"] = False
         return settings
 
 
