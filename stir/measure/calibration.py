@@ -344,7 +344,11 @@ def calibrate(
     low = high = n_low = n_high = c_low = c_high = math.nan
     resamples = 0
     method = "no interval (calibration.resamples=0)"
-    if cfg.resamples > 0 and math.isfinite(value):
+    if cfg.interval == "jackknife" and cfg.resamples > 0 and math.isfinite(value):  # resamples > 0: an interval asked for
+        low, high, n_low, n_high, c_low, c_high, resamples, method = _jackknife(
+            measure, target, target_primes, draw_values, reference, ceiling_primes, chosen.mean, ceiling_floor.mean,
+            identity, cfg, normalised, corrected)
+    elif cfg.resamples > 0 and math.isfinite(value):
         half = cfg.interval == "half_sampling"
         rows = resample_rows(n, cfg.resamples, gen, without_replacement=half)
         draws = torch.randint(0, k, (cfg.resamples, k), generator=gen) if k > 1 else torch.zeros(cfg.resamples, 1, dtype=torch.long)
@@ -388,6 +392,85 @@ def calibrate(
     )
     cal.flags = _flags(cal)
     return cal
+
+
+def leave_one_out(n: int) -> Tensor:
+    """(n, n - 1) int64 row indices: row i holds every image but i."""
+    full = torch.arange(n).expand(n, n)
+    return full[~torch.eye(n, dtype=torch.bool)].view(n, n - 1)
+
+
+def _z(confidence: float) -> float:
+    return float(torch.distributions.Normal(0.0, 1.0).icdf(torch.tensor(0.5 + confidence / 2)))
+
+
+def jackknife_se(leave_out: Tensor, per_draw: Tensor) -> float:
+    """The standard error of a mean over k draws of a statistic of n images, the draws nested in the images:
+
+        se^2 = (n - 1) / n sum_i (t_(i) - t_(.))^2  +  s_draws^2 / k
+
+    ``leave_out`` (n,): the draw-mean statistic without image i (the delete-one jackknife over images);
+    ``per_draw`` (k,): each draw's statistic on all images (their sample variance s_draws^2 is the
+    inversion's seed variance given these images; 0 for k = 1, where it cannot be measured)."""
+    finite = leave_out[torch.isfinite(leave_out)]
+    n = finite.numel()
+    if n < 2:
+        return math.nan
+    images = (n - 1) / n * float(((finite - finite.mean()) ** 2).sum())
+    draws = per_draw[torch.isfinite(per_draw)]
+    between = float(draws.var(unbiased=True)) / draws.numel() if draws.numel() > 1 else 0.0
+    return math.sqrt(images + between)
+
+
+def _jackknife(measure: str, target: Tensor, target_primes: Sequence[Tensor], draw_values: Sequence[float],
+               reference: Tensor, ceiling_primes: Sequence[Tensor], floor: float, ceiling_floor: float,
+               identity: Optional[float], cfg: CalibrationConfig, normalised: float, corrected: float):
+    """The ``jackknife`` interval reading (``jackknife_se``) of the value, the normalised and the
+    chance-corrected value, each +- z se: the draw-mean statistic recomputed without each image, with
+    the floors (closed form for linear CKA, else held fixed) and the ceiling on the same rows."""
+    n, k = target.shape[0], len(target_primes)
+    z = _z(cfg.confidence)
+    rows, full = leave_one_out(n), torch.arange(n).view(1, n)
+    each, alone = torch.arange(k).expand(n, k), torch.arange(k).view(k, 1, 1)
+
+    def statistics(resampler_rows: Tensor, draws) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
+        t = _Resampler(measure, target, resampler_rows)
+        s_b, f_b = _over_draws(t, target_primes, draws)
+        if cfg.floor == "images":
+            f_b = _over_draws(t, [target], torch.zeros_like(draws[:, :1]))[1]
+        if not ceiling_primes:
+            return s_b, f_b, None, None
+        r = _Resampler(measure, reference, resampler_rows)
+        c_draws = draws if len(ceiling_primes) == k else torch.zeros_like(draws[:, :1])
+        c_b, cf_b = _over_draws(r, ceiling_primes, c_draws)
+        if cfg.floor == "images":
+            cf_b = _over_draws(r, [reference], torch.zeros_like(draws[:, :1]))[1]
+        return s_b, f_b, c_b, cf_b
+
+    loo = statistics(rows, each)  # (n,) each
+    per = [statistics(full, torch.full((1, 1), j, dtype=torch.long)) for j in range(k)]  # each draw on all images
+    per_draw = torch.tensor([float(v) for v in draw_values], dtype=torch.float64)
+    value = _mean(draw_values)
+    se = jackknife_se(loo[0], per_draw)
+    low, high = value - z * se, value + z * se
+    n_low = n_high = c_low = c_high = math.nan
+    if math.isfinite(normalised) and ceiling_primes:
+        def ratio(s_b, f_b, c_b, cf_b, kappa: bool) -> Tensor:
+            f_b = f_b if f_b is not None else torch.full_like(s_b, floor)
+            cf_b = cf_b if cf_b is not None else torch.full_like(s_b, ceiling_floor)
+            if kappa:
+                return ((s_b - f_b) / (identity - f_b)) / ((c_b - cf_b) / (identity - cf_b))
+            return (s_b - f_b) / (c_b - cf_b)
+
+        se_n = jackknife_se(ratio(*loo, False), torch.cat([ratio(*d, False) for d in per]))
+        n_low, n_high = normalised - z * se_n, normalised + z * se_n
+        if math.isfinite(corrected):
+            se_c = jackknife_se(ratio(*loo, True), torch.cat([ratio(*d, True) for d in per]))
+            c_low, c_high = corrected - z * se_c, corrected + z * se_c
+    method = (f"value +- z se, se^2 from the delete-one jackknife over the {n} images (the {k} draws nested) plus "
+              "the between-draw variance / k" + (" (k=1: the seed variance is not in it)" if k == 1 else "")
+              + "; over images and inversion draws, not training seeds")
+    return low, high, n_low, n_high, c_low, c_high, n, method
 
 
 def _over_draws(resampler: _Resampler, ys: Sequence[Tensor], draws: Tensor) -> Tuple[Tensor, Optional[Tensor]]:

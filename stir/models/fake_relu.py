@@ -240,7 +240,9 @@ def fake_relu(*models: nn.Module, enabled: FakeReLUSpec = True) -> Iterator[None
 
 
 class _RaisingReLUFunction(torch.autograd.Function):
-    """ReLU whose gradient also passes through a dead unit where the loss wants that unit higher."""
+    """ReLU whose gradient also passes through a dead unit where the loss wants that unit higher; a
+    channel of a map counts as a unit, dead only where it is dead at every position (so that after a
+    global pool it is a 0 of the representation), and the push reaches each of its positions."""
 
     @staticmethod
     def forward(ctx, x: Tensor) -> Tensor:  # noqa: D401 - autograd signature
@@ -250,7 +252,10 @@ class _RaisingReLUFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor) -> Tensor:
         (x,) = ctx.saved_tensors
-        return grad * ((x > 0) | (grad < 0))  # alive: the true gradient; dead: only a push upwards
+        alive = x > 0
+        # a unit (a channel of a (b, c, h, w) map: dead when dead at every position) that is dead throughout
+        dead = ~alive.flatten(2).any(2)[..., None, None] if x.dim() == 4 else ~alive
+        return grad * (alive | (dead & (grad < 0)))  # alive: the true gradient; dead unit: only a push upwards
 
 
 def last_relu(model: nn.Module, probe: Tensor) -> str:
@@ -273,7 +278,7 @@ def raising_relu(model: nn.Module, sites: Sequence[str]) -> Iterator[None]:
     """Within the block the ReLU modules ``sites`` of ``model`` pass the gradient where the unit is alive
     (the true gradient) and, where it is dead, only where the loss wants it higher (dL/dy < 0):
 
-        forward:  y = max(x, 0)        backward:  dL/dx = dL/dy * [x > 0 or dL/dy < 0]
+        forward:  y = max(x, 0)        backward:  dL/dx = dL/dy * [x > 0 or (unit dead and dL/dy < 0)]
 
     A one-sided FakeReLU for inversions: a unit that is positive in m(x) and dead in m(x') carries
     residual that the true gradient cannot remove (on the laptop ResNet18s a median 32% of it, issue 53),
