@@ -160,7 +160,7 @@ def test_intervals_of_degenerate_resamples():
     lo, hi, count = standard_error_interval(0.5, torch.tensor([0.4, 0.6, math.nan]), 0.95)
     assert count == 2 and lo < 0.5 < hi
     with pytest.raises(ValueError, match="calibration.interval"):
-        CalibrationConfig(interval="jackknife")
+        CalibrationConfig(interval="folded")
 
 
 def test_the_jackknife_of_a_mean_is_its_textbook_standard_error_and_adds_the_draws_variance():
