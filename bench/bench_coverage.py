@@ -101,11 +101,14 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000")
     parser.add_argument("--ks", default="1,5")
     parser.add_argument("--pairings", default=",".join(str(a) for a in PAIRINGS))
+    parser.add_argument("--readings", default=",".join(READINGS))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "bench_coverage"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.set_num_threads(args.threads)
+    global READINGS
+    READINGS = tuple(args.readings.split(","))
     started = time.time()
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):

@@ -51,17 +51,20 @@ import torch
 from torch import Tensor, nn
 
 from stir.allocator import keep_freed_cpu_memory
-from stir.descent import Adam, Constant, Cosine, FixedLengthStep, HalvingLengthStep, InverseTime, Schedule, descend
+from stir.descent import (
+    Adam, Constant, Cosine, FixedLengthStep, HalvingLengthStep, InverseTime, PlateauAdam, Schedule, descend,
+)
 from stir.descent.loop import StopRule
 from stir.inversion.batching import resolve_batch_size, working_model
 from stir.inversion.cache import cache_key, entry_path, load_entry, save_entry
 from stir.inversion.config import ExecutionConfig, InversionConfig, iri_shortfall
+from stir.inversion.iri import image_map, surrogate_sites
 from stir.inversion.objectives import (
     Forward, InversionObjective, make_term, published_clamp, relative_distance, relative_distances, resolve_forward,
 )
 from stir.inversion.seeds import make_seed, seed_generator
 from stir.models import frozen
-from stir.models.fake_relu import fake_relu
+from stir.models.fake_relu import fake_relu, raising_relu
 from stir.models.probe import check_gradient_path
 from stir.models.taps import representation
 from stir.progress import Progress
@@ -367,19 +370,27 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
             times.append(time.perf_counter() - start)
             return loss
 
+        to_image, sites = (lambda x: x.clamp(0, 1)), []  # the clamp is a no-op unless the raw seed was the best iterate
         if faithful:
             geometry, x_init, stop = FixedLengthStep(cfg.step_size), seeds, None  # raw seed, as published
+        elif cfg.mode == "iri":  # stir.inversion.iri: x = sigmoid(z), per-image plateau Adam, stop at the target
+            x_init, to_image, bounds = image_map(seeds, cfg.reparam)
+            geometry = PlateauAdam(cfg.lr, cfg.patience, betas=cfg.betas, bounds=bounds)
+            stop = None if problem.adversarial else _stop_at(objective, cfg.target)
+            sites = surrogate_sites(working.m1, images[:1], cfg.surrogate)
+
+            def timed(z: Tensor, index: Tensor, _evaluate=timed) -> Tensor:
+                return _evaluate(to_image(z), index)
         else:
             geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
             x_init, stop = None, _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
-        with fake_relu(*working.models, enabled=cfg.fake_relu_spec):  # gradient only: values are unchanged
+        with fake_relu(*working.models, enabled=cfg.fake_relu_spec), raising_relu(working.m1, sites):
             tick = _ticker(progress, images.shape[0], cfg.num_steps, problem, cfg)
             run = descend(timed, seeds, geometry, cfg.num_steps, keep_best=True, stop=stop, x_init=x_init,
                           snapshots=cfg.snapshot_steps, on_step=tick)
             tick.finish()
 
-        # The clamp is a no-op unless the raw seed itself was the best iterate (then: what the model saw).
-        snapshots = {t: x.clamp(0, 1) for t, x in run.snapshots.items()}
+        snapshots = {t: to_image(x) for t, x in run.snapshots.items()}
         x_prime = snapshots[cfg.num_steps]
         # r1 of every snapshot (x_prime is the last), the targets m1(x) computed once
         snapshot_residual = dict(zip(snapshots, relative_distances(problem.m1, problem.tap1, list(snapshots.values()), images)))
@@ -453,7 +464,10 @@ def _schedule(cfg: InversionConfig) -> Schedule:
 
 
 def _early_stop(objective: InversionObjective, cfg: InversionConfig) -> StopRule:
-    threshold = cfg.stop_fraction * cfg.tolerance
+    return _stop_at(objective, cfg.stop_fraction * cfg.tolerance)
+
+
+def _stop_at(objective: InversionObjective, threshold: float) -> StopRule:
 
     def stop(loss: Tensor, index: Tensor) -> Tensor:  # (b,) objective -> (b,) done
         return objective.relative_residual(loss, index) <= threshold

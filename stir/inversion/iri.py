@@ -21,7 +21,7 @@ runs through ``stir.descent.descend`` with the objective and the geometry as exp
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -47,7 +47,7 @@ class IRIConfig:
     patience: int = 30  # steps without a new best r1 before an image's rate halves
     shrink: float = 0.5
     reparam: str = "sigmoid"  # sigmoid: x = sigmoid(z) | box: x projected onto [0, 1]
-    surrogate: str = "raising"  # raising: dead units of the last ReLU pushed up where r1 wants them | off
+    surrogate: str = "off"  # off | raising: dead units of the last ReLU pushed up where r1 wants them
 
     def __post_init__(self) -> None:
         if self.reparam not in REPARAMS or self.surrogate not in SURROGATES:
@@ -67,27 +67,41 @@ class IRISolution:
     history: Tensor  # (T + 1, n) r1 of every iterate during the optimisation, NaN once stopped
 
 
+def image_map(seeds: Tensor, reparam: str) -> Tuple[Tensor, Callable[[Tensor], Tensor], Optional[Tuple[float, float]]]:
+    """(the optimised variable's start, the map from it to images in [0, 1], the geometry's bounds):
+    z = logit(seed in [EDGE, 1 - EDGE]), x = sigmoid(z), unbounded (``sigmoid``); or x itself, the seed
+    projected onto [0, 1] and every step after it (``box``)."""
+    start = seeds.clamp(0, 1)
+    if reparam == "sigmoid":
+        return torch.logit(start.clamp(_EDGE, 1 - _EDGE)), torch.sigmoid, None
+    return start, lambda x: x.clamp(0, 1), (0.0, 1.0)
+
+
+def surrogate_sites(work: nn.Module, probe: Tensor, surrogate: str) -> List[str]:
+    """The ReLU modules the ``raising`` surrogate changes: the last one in front of the tap; none when off."""
+    if surrogate != "raising":
+        return []
+    site = last_relu(work, probe)
+    return [site] if site else []
+
+
 def solve_iri(m1: nn.Module, tap: str, images: Tensor, seeds: Tensor, cfg: IRIConfig,
               forward: Forward = Forward(channels_last=True)) -> IRISolution:
     """IRIs of ``images`` (n, c, h, w) for ``m1`` at ``tap`` from ``seeds`` (n, c, h, w), as in the module
-    docstring; the best iterate of each image is kept."""
+    docstring; the best iterate of each image is kept. (``inversion.mode=iri`` runs the same pieces
+    through ``stir.inversion.engine``, with its cache and records.)"""
     with frozen(m1):
         work = working_model(m1, tap, True, False, forward.channels_last)
         residual_of = InversionObjective(make_term(work, tap, images, forward), forward)
-        start = seeds.clamp(0, 1)
-        if cfg.reparam == "sigmoid":
-            def objective(z: Tensor, index: Tensor) -> Tensor:
-                return residual_of(torch.sigmoid(z), index)
+        origin, to_image, bounds = image_map(seeds, cfg.reparam)
 
-            origin = torch.logit(start.clamp(_EDGE, 1 - _EDGE))
-            bounds = None
-        else:
-            objective, origin, bounds = residual_of, start, (0.0, 1.0)
+        def objective(z: Tensor, index: Tensor) -> Tensor:
+            return residual_of(to_image(z), index)
+
         geometry = PlateauAdam(cfg.lr, cfg.patience, cfg.shrink, bounds=bounds)
-        sites = [last_relu(work, images[:1])] if cfg.surrogate == "raising" else []
-        with raising_relu(work, [s for s in sites if s]):
+        with raising_relu(work, surrogate_sites(work, images[:1], cfg.surrogate)):
             out = descend(objective, origin, geometry, cfg.steps, keep_best=True, x_init=origin,
                           stop=lambda loss, index: loss <= cfg.target)
-        x_prime = torch.sigmoid(out.x) if cfg.reparam == "sigmoid" else out.x.clamp(0, 1)
+        x_prime = to_image(out.x)
         residual = relative_distance(m1, tap, x_prime, images)
     return IRISolution(x_prime, residual, out.steps, out.evaluations, out.history)

@@ -21,7 +21,7 @@ class CalibrationConfig:
     ceiling: str = "same_draws"  # same_draws (m1 on the k draws) | independent (one more seed draw of m1) | none
     resamples: int = 1000  # B: resamples of the interval (0: no interval)
     interval: str = "half_sampling"  # half_sampling (n/2 rows without replacement, value +- z se) | bootstrap (percentile)
-    # | jackknife (delete-one over images, the draws nested: se^2 = jackknife var + between-draw var / k; issue 53)
+    # | jackknife (delete-one over images, the k draws nested in them, value +- z se; issue 53)
     confidence: float = 0.95  # the interval's nominal coverage
     guard: float = 3.0  # the ceiling must stand this many permutation sds above its own floor, or normalised is NaN
     seed: int = 0  # the generator of the permutations and the resamples

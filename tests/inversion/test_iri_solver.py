@@ -54,8 +54,8 @@ def test_the_raising_relu_passes_a_dead_units_gradient_only_upwards_and_restores
 
 def test_the_solver_reaches_its_target_where_dead_units_stop_the_true_gradient():
     m, x = dead_net(), noise_images(8)
-    true = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400, surrogate="off"))
-    raising = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400))
+    true = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400))  # the default: r1's true gradient
+    raising = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400, surrogate="raising"))
     assert true.residual.median() > 0.05  # dead units that should be alive never get a gradient
     assert (raising.residual <= 0.005).all() and (raising.x_prime >= 0).all() and (raising.x_prime <= 1).all()
     assert raising.evaluations == int((raising.steps + 1).sum()) and (raising.steps < 400).all()  # stopped at the target
@@ -66,8 +66,24 @@ def test_the_solver_reaches_its_target_where_dead_units_stop_the_true_gradient()
 def test_stir_at_iris_leaves_out_what_did_not_reach_the_level_and_is_stored_under_its_own_kind(tmp_path):
     m, x = dead_net(), noise_images(8)
     store = ResultStore(tmp_path)
-    r = stir_at_iris(m, m, x, "logits", cfg=IRIConfig(steps=400), k=2, store=store)
+    r = stir_at_iris(m, m, x, "logits", cfg=IRIConfig(steps=400, surrogate="raising"), k=2, store=store)
     assert r.reached == [8, 8] and r.unreached == [[], []] and r.value == pytest.approx(1.0, abs=1e-3)  # m2 = m1
     assert list((tmp_path / AT_IRIS).glob("*.json")) and AtIRIsResult.from_dict(r.to_dict()).values == r.values
     short = stir_at_iris(m, m, x, "logits", cfg=IRIConfig(steps=3, target=1e-4), k=1)
     assert short.reached == [0] and len(short.unreached[0]) == 8 and short.notes and short.value != short.value  # NaN
+
+
+def test_inversion_mode_iri_runs_the_solver_through_the_engine_with_its_own_key(tmp_path):
+    from stir.inversion import ExecutionConfig, InversionConfig, invert
+
+    m, x = dead_net(), noise_images(6)
+    cfg = InversionConfig(mode="iri", steps=400, record_steps=(50,), surrogate="raising")
+    r = invert(m, x, "logits", cfg, run=ExecutionConfig(warn_below=0.0, cache_dir=str(tmp_path)))
+    assert (r.residual <= 0.005 + 1e-6).all() and (r.steps < 400).all() and sorted(r.snapshots) == [50, 400]
+    assert (r.x_prime > 0).all() and (r.x_prime < 1).all()  # x = sigmoid(z): no pixel on the box's boundary
+    key = cfg.key_settings(False, "32")
+    assert key["mode"] == "iri" and key["target"] == 0.005 and "step_size" not in key and "decay_steps" not in key
+    published = InversionConfig().key_settings(False, "32")
+    assert not {"target", "patience", "reparam", "surrogate"} & set(published)  # the published key is unchanged
+    with pytest.raises(ValueError, match="iri.reparam"):
+        InversionConfig(mode="iri", reparam="tanh")

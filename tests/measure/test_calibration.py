@@ -163,14 +163,11 @@ def test_intervals_of_degenerate_resamples():
         CalibrationConfig(interval="folded")
 
 
-def test_the_jackknife_of_a_mean_is_its_textbook_standard_error_and_adds_the_draws_variance():
-    """For a mean the delete-one jackknife variance is exactly s^2 / n; the draws add s_draws^2 / k."""
+def test_the_jackknife_of_a_mean_is_its_textbook_standard_error():
+    """For a mean the delete-one jackknife variance is exactly s^2 / n."""
     v = torch.randn(50, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     leave_out = (v.sum() - v) / 49  # the mean without image i
-    assert jackknife_se(leave_out, torch.tensor([1.0])) == pytest.approx(float(v.std() / math.sqrt(50)), rel=1e-9)
-    draws = torch.tensor([0.1, 0.3, 0.2], dtype=torch.float64)
-    both = jackknife_se(leave_out, draws)
-    assert both ** 2 == pytest.approx(float(v.var() / 50 + draws.var() / 3), rel=1e-9)
+    assert jackknife_se(leave_out) == pytest.approx(float(v.std() / math.sqrt(50)), rel=1e-9)
     assert leave_one_out(4).tolist()[1] == [0, 2, 3]
 
 
