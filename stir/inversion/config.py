@@ -107,11 +107,11 @@ class InversionConfig:
     continue_shrink: float = 0.5
     # The IRI solver (mode=iri, stir.inversion.iri; lr and betas as fast mode): each image stops once
     # r1 <= target (the precision its IRIs are read at); the rate halves per image after `patience`
-    # steps without a better r1; reparam sigmoid (x = sigmoid(z)) | box; surrogate off | raising.
+    # steps without a better r1; reparam sigmoid (x = sigmoid(z)) | box; surrogate raising | off.
     target: float = 0.005
     patience: int = 30
     reparam: str = "sigmoid"
-    surrogate: str = "off"
+    surrogate: str = "raising"
     # The models' forward: auto (fast mode: bf16 on CUDA, 32 elsewhere; faithful and iri mode: 32 everywhere,
     # as published: bf16 is another rounding regime, its STIR gap on CPU up to 0.021 after 1000 steps,
     # ~2.5x float32's own rounding drift; docs/benchmarks/levers.md) | 32 | bf16 | 16

@@ -47,7 +47,7 @@ class IRIConfig:
     patience: int = 30  # steps without a new best r1 before an image's rate halves
     shrink: float = 0.5
     reparam: str = "sigmoid"  # sigmoid: x = sigmoid(z) | box: x projected onto [0, 1]
-    surrogate: str = "off"  # off | raising: dead units of the last ReLU pushed up where r1 wants them
+    surrogate: str = "raising"  # raising: dead units of the last ReLU pushed up where r1 wants them | off
 
     def __post_init__(self) -> None:
         if self.reparam not in REPARAMS or self.surrogate not in SURROGATES:
