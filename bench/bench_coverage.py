@@ -40,7 +40,7 @@ from stir.similarity import linear_cka  # noqa: E402
 log = logging.getLogger("bench_coverage")
 D = 16
 PAIRINGS = (0.0, 0.45, 0.9, 1.6, 4.0)  # a: value 0 (null) to about 0.9
-READINGS = ("half_sampling", "bootstrap", "jackknife")
+READINGS = ["half_sampling", "bootstrap", "jackknife"]  # --readings narrows it
 
 
 def draw(n: int, k: int, a: float, g: torch.Generator):
@@ -107,8 +107,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.set_num_threads(args.threads)
-    global READINGS
-    READINGS = tuple(args.readings.split(","))
+    READINGS[:] = args.readings.split(",")
     started = time.time()
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
