@@ -28,7 +28,10 @@ restored exactly afterwards. The optimisation runs through ``stir.descent.descen
   r1 <= stop_fraction * tolerance, from the seed projected onto [0, 1]; on CUDA the models run
   under bf16 autocast with channels-last inputs. Why this method: docs/benchmarks/inversion.md.
 
-Both modes differentiate working copies of the models (batch norm folded into the convolutions,
+* iri mode (opt-in, a different estimator): the IRI solver of ``stir.inversion.iri`` (x = sigmoid(z),
+  per-image ``PlateauAdam``, the raising surrogate on the last ReLU, each image stopped at ``target``).
+
+Every mode differentiates working copies of the models (batch norm folded into the convolutions,
 channels-last memory, optionally compiled: ``stir.inversion.batching``), equal to the models up to
 float rounding, and the k seed draws of ``invert_draws`` run as one batch, chunked automatically.
 Every result is re-measured in full precision at the returned x' on the models themselves:
@@ -71,9 +74,7 @@ from stir.progress import Progress
 
 log = logging.getLogger(__name__)
 
-# What the continuation fakes: nothing. FakeReLU's identity gradient through dead units is not r1's
-# gradient; with it the continuation stalled where the published steps did (vanilla laptop ResNet18:
-# median r1 0.151 from step 1500 to 4000, none within 0.02; docs/estimator.md#the-continuation).
+# What the continuation fakes: nothing (FakeReLU's gradient is not r1's; docs/estimator.md#the-continuation).
 CONTINUATION_FAKE_RELU = "off"
 
 
@@ -434,8 +435,6 @@ def continue_inversion(problem: Problem, images: Tensor, published: InversionRes
         geometry = HalvingLengthStep(cfg.step_size * cfg.continue_shrink, cfg.continue_patience, cfg.continue_shrink)
         stop = None if problem.adversarial else _early_stop(objective, cfg)
         origin = published.x_prime.detach()
-        # FakeReLU off: its surrogate gradient is not r1's, and on the CIFAR ResNet18s the published steps
-        # stall near r1 = 0.15 however long they run with it; the continuation follows r1's true gradient.
         with fake_relu(*working.models, enabled=CONTINUATION_FAKE_RELU):
             tick = _ticker(progress, images.shape[0], cfg.continue_steps, problem, cfg)
             cont = descend(timed, origin, geometry, cfg.continue_steps, keep_best=True, stop=stop, x_init=origin,
