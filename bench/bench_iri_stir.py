@@ -12,6 +12,7 @@ draws, and beside it the seed-draw spread (the sd over draws of one solver's val
 is within the seed-draw spread, the value does not depend on the optimiser beyond the seed.
 
     python bench/bench_iri_stir.py --ref r20 --target r20_b --images 32 --draws 3
+    python bench/bench_iri_stir.py --solvers box & python bench/bench_iri_stir.py --solvers sigmoid  # two processes
 """
 from __future__ import annotations
 
@@ -40,33 +41,41 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=32)
     parser.add_argument("--draws", type=int, default=3)
     parser.add_argument("--level", type=float, default=0.005)
+    parser.add_argument("--solvers", nargs="+", default=list(SOLVERS), help="run these only (the gap needs both: "
+                        "two processes write their rows to --out and a run of both, or --combine, reads them)")
+    parser.add_argument("--combine", action="store_true", help="only read --out's solver rows and report the gap")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=OUT / "bench_iri_stir.json")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
-    ctx = context(args.images)
-    ref, target = ctx.model(args.ref), ctx.model(args.target)
-    x = ctx.images(ref)
-    rows = {}
-    for name, cfg in SOLVERS.items():
-        start = time.perf_counter()
-        cfg = IRIConfig(**{**cfg.__dict__, "target": args.level})
-        r = stir_at_iris(ref.module.eval(), target.module.eval(), x, TAP, cfg=cfg, k=args.draws,
-                         names=(args.ref, args.target))
-        rows[name] = {"values": r.values, "reached": r.reached, "median_residual": r.median_residual,
-                      "evaluations": r.evaluations, "value": r.value, "spread": r.spread,
-                      "seconds": time.perf_counter() - start}
-        log.info("%s: %s", name, json.dumps(rows[name]))
-    gaps = torch.tensor(rows["sigmoid"]["values"]) - torch.tensor(rows["box"]["values"])
-    summary = {"pair": f"{args.target}|{args.ref}", "n": args.images, "k": args.draws, "level": args.level,
-               "gaps": gaps.tolist(), "gap": float(gaps.mean()),
-               "gap_se": float(gaps.std() / len(gaps) ** 0.5) if len(gaps) > 1 else float("nan"),
-               "seed_spread": {k: v["spread"] for k, v in rows.items()}, "solvers": rows}
-    log.info("%s", json.dumps(summary))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    old = json.loads(args.out.read_text()) if args.out.exists() else []
-    args.out.write_text(json.dumps(old + [summary], indent=1))
+    key = f"{args.target}|{args.ref}|n={args.images}|k={args.draws}|level={args.level}"
+    stored = json.loads(args.out.read_text()) if args.out.exists() else {}
+    rows = stored.get(key, {})
+    if not args.combine:
+        ctx = context(args.images)
+        ref, target = ctx.model(args.ref), ctx.model(args.target)
+        x = ctx.images(ref)
+        for name in args.solvers:
+            start = time.perf_counter()
+            cfg = IRIConfig(**{**SOLVERS[name].__dict__, "target": args.level})
+            r = stir_at_iris(ref.module.eval(), target.module.eval(), x, TAP, cfg=cfg, k=args.draws,
+                             names=(args.ref, args.target))
+            rows[name] = {"values": r.values, "reached": r.reached, "median_residual": r.median_residual,
+                          "evaluations": r.evaluations, "value": r.value, "spread": r.spread,
+                          "seconds": time.perf_counter() - start}
+            log.info("%s: %s", name, json.dumps(rows[name]))
+            stored = json.loads(args.out.read_text()) if args.out.exists() else {}  # another process's rows
+            stored.setdefault(key, {})[name] = rows[name]
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(stored, indent=1))
+        rows = stored[key]
+    if set(SOLVERS) <= set(rows):
+        gaps = torch.tensor(rows["sigmoid"]["values"]) - torch.tensor(rows["box"]["values"])
+        summary = {"pair": key, "gaps": gaps.tolist(), "gap": float(gaps.mean()),
+                   "gap_se": float(gaps.std() / len(gaps) ** 0.5) if len(gaps) > 1 else float("nan"),
+                   "seed_spread": {k: v["spread"] for k, v in rows.items()}}
+        log.info("gap: %s", json.dumps(summary))
 
 
 if __name__ == "__main__":
