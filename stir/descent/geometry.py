@@ -258,3 +258,60 @@ class HalvingLengthStep:
         state["s"][index], state["stall"][index] = s, torch.where(shrink, torch.zeros_like(stall), stall)
         step = s.view(-1, *([1] * (x.dim() - 1)))
         return (x - step * (grad / _per_example_norm(grad).clamp_min(_TINY))).clamp(0, 1)
+
+
+@dataclass(frozen=True)
+class PlateauAdam:
+    """Per-example Adam whose learning rate halves per example when its objective stops improving.
+
+        m_t, v_t as ``Adam``;   x <- P(x - lr_i * m_hat / (sqrt(v_hat) + eps))
+        lr_i <- shrink * lr_i after ``patience`` steps without a new best objective for example i
+
+    from lr_i = ``lr``, never below ``min_lr``. ``bounds`` (lo, hi) is the box P projects onto ((0, 1):
+    the image box); None leaves x unconstrained, for a reparameterised variable (x = sigmoid(z) of
+    ``stir.inversion.iri``: the box is then in the map, and no pixel sticks on its boundary). A step
+    schedule with no horizon that adapts to each image: the IRI solver's geometry. State rows: the
+    moments ``m``, ``v`` (B, ...), the step count ``t``, the rate ``lr``, the best objective ``best``
+    and the steps since it ``stall`` (B,).
+    """
+
+    lr: float
+    patience: int = 30
+    shrink: float = 0.5
+    min_lr: float = 1e-5
+    betas: Tuple[float, float] = (0.9, 0.99)
+    eps: float = 1e-8
+    bounds: Optional[Tuple[float, float]] = (0.0, 1.0)
+
+    def _project(self, x: Tensor) -> Tensor:
+        return x if self.bounds is None else x.clamp(*self.bounds)
+
+    def init(self, origin: Tensor, generator: Optional[torch.Generator]) -> Tuple[Tensor, State]:
+        b = origin.shape[0]
+        state = {"m": torch.zeros_like(origin), "v": torch.zeros_like(origin),
+                 "t": torch.zeros(b, dtype=torch.long, device=origin.device),
+                 "lr": torch.full((b,), self.lr, dtype=origin.dtype, device=origin.device),
+                 "best": torch.full((b,), float("inf"), device=origin.device),
+                 "stall": torch.zeros(b, dtype=torch.long, device=origin.device)}
+        return self._project(origin), state
+
+    def step(self, x: Tensor, grad: Tensor, origin: Tensor, state: State, index: Tensor,
+             loss: Optional[Tensor] = None) -> Tensor:
+        if loss is None:
+            raise ValueError("PlateauAdam adapts to the objective: the loop must pass loss")
+        improved = loss < state["best"][index]
+        state["best"][index] = torch.where(improved, loss, state["best"][index])
+        stall = torch.where(improved, torch.zeros_like(state["stall"][index]), state["stall"][index] + 1)
+        shrink = stall >= self.patience
+        lr = torch.where(shrink, (state["lr"][index] * self.shrink).clamp_min(self.min_lr), state["lr"][index])
+        state["lr"][index], state["stall"][index] = lr, torch.where(shrink, torch.zeros_like(stall), stall)
+        b1, b2 = self.betas
+        t = state["t"][index] + 1  # (b,)
+        m = b1 * state["m"][index] + (1 - b1) * grad
+        v = b2 * state["v"][index] + (1 - b2) * grad * grad
+        state["t"][index], state["m"][index], state["v"][index] = t, m, v
+        shape = (-1, *([1] * (x.dim() - 1)))  # (b,) -> (b, 1, ..., 1)
+        tf = t.to(x.dtype)
+        m_hat = m / (1 - b1**tf).view(shape)
+        v_hat = v / (1 - b2**tf).view(shape)
+        return self._project(x - lr.view(shape) * m_hat / (v_hat.sqrt() + self.eps))

@@ -40,6 +40,10 @@ def estimator_notes(ctx: Context) -> list:
     if inversion.mode == "fast":
         notes.append("inversion.mode=fast: a different estimator from the published STIR procedure; its values "
                      "differ from faithful mode on the same models and images (docs: the estimator)")
+    elif inversion.mode == "iri":
+        notes.append(f"inversion.mode=iri: the IRI solver (each image stopped at r1 <= {inversion.target:g}, at most "
+                     f"{inversion.num_steps} steps), a different estimator from the published STIR procedure "
+                     "(docs: the estimator)")
     elif inversion.num_steps != 1000:
         notes.append(f"inversion: {inversion.num_steps} faithful steps, not the published 1000 (see the "
                      "convergence table for how far the value had settled)")

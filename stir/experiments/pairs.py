@@ -73,6 +73,10 @@ def run(ctx: Context, cfg: ExperimentConfig) -> Report:
             convergence += rows.pair_convergence_rows(pair)
             report.summary.update({prefix + k: v for k, v in rows.pair_summary(pair).items()})
             report.figures[f"convergence_{m1.label}_vs_{m2.label}"] = convergence_figure(ctx, pair)
+            if getattr(cfg, "at_iris", False):
+                at_rows, at_notes = at_iris_rows(ctx, m1, m2, pair, cfg.at_iris_steps)
+                report.tables.setdefault("at_iris", Table([])).rows.extend(at_rows)
+                report.notes += at_notes
     report.tables["pairs"] = Table(numeric, display=display, notes=notes, headline=rows.headline_table(measured, extra))
     report.tables["convergence"] = Table(convergence)
     m1, m2 = pairs[0]
@@ -146,3 +150,28 @@ def _pair_name(ctx, cfg) -> str:
 
 register(Kind("pair", PairConfig, run, units, report_name=_pair_name, nonfinite=True))
 register(Kind("pairs", PairsConfig, run, units, _check, nonfinite=True))
+
+
+def at_iris_rows(ctx: Context, m1: Model, m2: Model, pair: PairResult,
+                 steps: int) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """Per direction: the published STIR with its median residual beside STIR at IRIs (``stir.measure.at_iris``)
+    with its level, the fraction of X' that reached it and the spread over draws."""
+    from stir.inversion.iri import IRIConfig
+    from stir.measure.at_iris import stir_at_iris
+
+    est = ctx.estimator
+    out, notes = [], []
+    for direction, (ref, tgt) in (("m2|m1", (m1, m2)), ("m1|m2", (m2, m1))):
+        published = pair.directions.get(direction)
+        if published is None:
+            continue
+        r = stir_at_iris(ref.module, tgt.module, ctx.images(m1), cfg=IRIConfig(steps=steps), measure=est.measure, k=est.k,
+                         seed=est.inversion.seed, names=(ref.label, tgt.label), store=ctx.store)
+        quality = published.quality.get("arbitrary", {})
+        out.append({"direction": f"STIR({tgt.label}|{ref.label})", "published": published.stir.mean,
+                    "published_median_residual": quality.get("median_residual", math.nan),
+                    "published_fraction_iri": quality.get("fraction_iri", math.nan),
+                    "at_iris": r.value, "at_iris_sd": r.spread, "level": r.level,
+                    "fraction_reached": r.fraction_reached, "at_iris_median_residual": sum(r.median_residual) / len(r.median_residual)})
+        notes += [r.line()] + r.notes
+    return out, notes

@@ -191,6 +191,11 @@ class EvaluateConfig:
 class PairConfig(ExperimentConfig):
     """experiment=pair: ref (m1) vs target (m2), the top-level ``ref`` and ``target``."""
 
+    # Beside the published STIR of each direction, STIR at IRIs (stir.measure.at_iris: the IRI solver's
+    # X', each draw on the images that reached r1 <= 0.005, with that fraction); opt-in, its own store kind.
+    at_iris: bool = False
+    at_iris_steps: int = 3000  # the solver's budget per image (3x the published procedure's)
+
 
 @dataclass
 class PairsConfig(ExperimentConfig):

@@ -35,16 +35,19 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 SEED_KINDS = ("normal", "uniform", "shared_normal", "white", "black", "reversed")  # stir.inversion.seeds makes them
 
-MODES = ("faithful", "fast")
+MODES = ("faithful", "fast", "iri")
 ADVERSARIAL_OBJECTIVES = ("constrained", "paper", "original")
 PRECISIONS = ("auto", "32", "bf16", "16")
 SCHEDULES = ("inverse_time", "cosine", "constant")
 
 # Steps each mode takes when ``steps`` is None: the published 1000, and the fast mode's budget.
-DEFAULT_STEPS = {"faithful": 1000, "fast": 300}
+DEFAULT_STEPS = {"faithful": 1000, "fast": 300, "iri": 3000}
 
 # Fields only one mode reads, and those the fast mode reads only while it stops early.
 _FAST_ONLY = frozenset({"lr", "betas", "schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance"})
+# The IRI solver's own fields (stir.inversion.iri); it reads lr and betas too, and stops at `target`.
+_IRI_ONLY = frozenset({"target", "patience", "reparam", "surrogate"})
+_IRI_SKIPS = frozenset({"schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance", "step_size"})
 _FAITHFUL_ONLY = frozenset({"step_size"})
 _EARLY_STOP = frozenset({"stop_fraction", "tolerance"})
 _ADVERSARIAL_ONLY = frozenset({"adversarial_weight", "adversarial_objective"})
@@ -59,8 +62,8 @@ class InversionConfig:
     How the inversion runs (batch size, memory, compile, cache, progress) is ``ExecutionConfig``.
     """
 
-    mode: str = "faithful"  # faithful (the published procedure) | fast (a different estimator, opt-in)
-    steps: Optional[int] = None  # most gradient steps per image; None: 1000 (faithful) / 300 (fast)
+    mode: str = "faithful"  # faithful (the published procedure) | fast | iri (different estimators, opt-in)
+    steps: Optional[int] = None  # most gradient steps per image; None: 1000 (faithful) / 300 (fast) / 3000 (iri)
     step_size: float = 0.5  # faithful: L2 length of every step (the published 0.5)
     lr: float = 0.2  # fast: Adam's initial learning rate (about the first step per pixel; images in [0, 1])
     betas: Tuple[float, float] = (0.9, 0.99)  # fast: Adam's moment decay rates
@@ -93,7 +96,8 @@ class InversionConfig:
     # keys: the folded copy takes another rounding path, so x' differs in its last bits.
     fold_batch_norm: bool = True
     # A continuation after the published procedure (faithful mode), to drive X' to the tolerance: up to
-    # continue_steps more steps from the best iterate, normalised-gradient steps whose length starts at
+    # continue_steps more steps from the best iterate, normalised steps along r1's TRUE gradient (FakeReLU
+    # off: its surrogate stalls the published steps on ResNet18s), whose length starts at
     # step_size * continue_shrink and shrinks by continue_shrink for an image whose residual has not
     # improved for continue_patience steps (stir.descent.HalvingLengthStep), each image stopped once
     # within stop_fraction * tolerance. 0: off (the published procedure alone, the default). The value
@@ -101,7 +105,14 @@ class InversionConfig:
     continue_steps: int = 0
     continue_patience: int = 20
     continue_shrink: float = 0.5
-    # The models' forward: auto (fast mode: bf16 on CUDA, 32 elsewhere; faithful mode: 32 everywhere,
+    # The IRI solver (mode=iri, stir.inversion.iri; lr and betas as fast mode): each image stops once
+    # r1 <= target (the precision its IRIs are read at); the rate halves per image after `patience`
+    # steps without a better r1; reparam sigmoid (x = sigmoid(z)) | box; surrogate raising | off.
+    target: float = 0.005
+    patience: int = 30
+    reparam: str = "sigmoid"
+    surrogate: str = "raising"
+    # The models' forward: auto (fast mode: bf16 on CUDA, 32 elsewhere; faithful and iri mode: 32 everywhere,
     # as published: bf16 is another rounding regime, its STIR gap on CPU up to 0.021 after 1000 steps,
     # ~2.5x float32's own rounding drift; docs/benchmarks/levers.md) | 32 | bf16 | 16
     precision: str = "auto"
@@ -121,6 +132,11 @@ class InversionConfig:
         if self.continue_steps < 0 or self.continue_patience < 1 or not 0 < self.continue_shrink < 1:
             raise ValueError("inversion.continue_steps must be >= 0, continue_patience >= 1 and continue_shrink in "
                              f"(0, 1), got {self.continue_steps}, {self.continue_patience}, {self.continue_shrink}")
+        if self.mode == "iri":
+            from stir.inversion.iri import IRIConfig  # its checks, one place
+
+            IRIConfig(target=self.target, steps=self.num_steps, lr=self.lr, patience=self.patience,
+                      reparam=self.reparam, surrogate=self.surrogate)
         if self.continue_steps and self.mode != "faithful":
             raise ValueError("inversion.continue_steps continues the published (faithful) procedure: use "
                              "inversion.mode=faithful, or more inversion.steps in fast mode")
@@ -158,7 +174,7 @@ class InversionConfig:
     @property
     def model_precision(self) -> str:
         """``precision`` with "auto" settled by mode: faithful runs in float32 ("32") on every device."""
-        return "32" if self.precision == "auto" and self.mode == "faithful" else self.precision
+        return "32" if self.precision == "auto" and self.mode in ("faithful", "iri") else self.precision
 
     @property
     def num_steps(self) -> int:
@@ -220,7 +236,10 @@ class InversionConfig:
         x' into IRIs and non-IRIs, so a result keyed by it, such as a stored STIR, adds it itself:
         ``stir.measure.plan.direction_parts``). ``steps``, ``fake_relu`` and ``record_steps`` enter resolved.
         """
-        skip = {"fake_relu"} | (_FAITHFUL_ONLY if self.mode == "fast" else _FAST_ONLY)
+        if self.mode == "iri":
+            skip = {"fake_relu"} | _FAITHFUL_ONLY | _IRI_SKIPS
+        else:  # the published and the fast mode's keys, as before the IRI solver existed
+            skip = {"fake_relu"} | _IRI_ONLY | (_FAITHFUL_ONLY if self.mode == "fast" else _FAST_ONLY)
         if not self.continue_steps:
             skip |= _CONTINUATION  # off: the published procedure's key, as before the continuation existed
         else:
@@ -234,6 +253,10 @@ class InversionConfig:
         settings = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         settings.update(precision=precision, steps=self.num_steps, adversarial=adversarial,
                         fake_relu=self.fake_relu_key, record_steps=list(self.snapshot_steps))
+        if self.continue_steps:
+            # the continuation follows r1's true gradient (FakeReLU off) since issue 53: a key of its own, so a
+            # continuation cached when it kept the published FakeReLU is never served as this one
+            settings["continue_fake_relu"] = False
         return settings
 
 

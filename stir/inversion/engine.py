@@ -28,7 +28,10 @@ restored exactly afterwards. The optimisation runs through ``stir.descent.descen
   r1 <= stop_fraction * tolerance, from the seed projected onto [0, 1]; on CUDA the models run
   under bf16 autocast with channels-last inputs. Why this method: docs/benchmarks/inversion.md.
 
-Both modes differentiate working copies of the models (batch norm folded into the convolutions,
+* iri mode (opt-in, a different estimator): the IRI solver of ``stir.inversion.iri`` (x = sigmoid(z),
+  per-image ``PlateauAdam``, the raising surrogate on the last ReLU, each image stopped at ``target``).
+
+Every mode differentiates working copies of the models (batch norm folded into the convolutions,
 channels-last memory, optionally compiled: ``stir.inversion.batching``), equal to the models up to
 float rounding, and the k seed draws of ``invert_draws`` run as one batch, chunked automatically.
 Every result is re-measured in full precision at the returned x' on the models themselves:
@@ -51,22 +54,28 @@ import torch
 from torch import Tensor, nn
 
 from stir.allocator import keep_freed_cpu_memory
-from stir.descent import Adam, Constant, Cosine, FixedLengthStep, HalvingLengthStep, InverseTime, Schedule, descend
+from stir.descent import (
+    Adam, Constant, Cosine, FixedLengthStep, HalvingLengthStep, InverseTime, PlateauAdam, Schedule, descend,
+)
 from stir.descent.loop import StopRule
 from stir.inversion.batching import resolve_batch_size, working_model
 from stir.inversion.cache import cache_key, entry_path, load_entry, save_entry
 from stir.inversion.config import ExecutionConfig, InversionConfig, iri_shortfall
+from stir.inversion.iri import image_map, surrogate_sites
 from stir.inversion.objectives import (
     Forward, InversionObjective, make_term, published_clamp, relative_distance, relative_distances, resolve_forward,
 )
 from stir.inversion.seeds import make_seed, seed_generator
 from stir.models import frozen
-from stir.models.fake_relu import fake_relu
+from stir.models.fake_relu import fake_relu, raising_relu
 from stir.models.probe import check_gradient_path
 from stir.models.taps import representation
 from stir.progress import Progress
 
 log = logging.getLogger(__name__)
+
+# What the continuation fakes: nothing (FakeReLU's gradient is not r1's; docs/estimator.md#the-continuation).
+CONTINUATION_FAKE_RELU = "off"
 
 
 @dataclass(eq=False)  # eq=False: tensors do not compare to a bool
@@ -362,19 +371,27 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
             times.append(time.perf_counter() - start)
             return loss
 
+        to_image, sites = (lambda x: x.clamp(0, 1)), []  # the clamp is a no-op unless the raw seed was the best iterate
         if faithful:
             geometry, x_init, stop = FixedLengthStep(cfg.step_size), seeds, None  # raw seed, as published
+        elif cfg.mode == "iri":  # stir.inversion.iri: x = sigmoid(z), per-image plateau Adam, stop at the target
+            x_init, to_image, bounds = image_map(seeds, cfg.reparam)
+            geometry = PlateauAdam(cfg.lr, cfg.patience, betas=cfg.betas, bounds=bounds)
+            stop = None if problem.adversarial else _stop_at(objective, cfg.target)
+            sites = surrogate_sites(working.m1, images[:1], cfg.surrogate)
+
+            def timed(z: Tensor, index: Tensor, _evaluate=timed) -> Tensor:
+                return _evaluate(to_image(z), index)
         else:
             geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
             x_init, stop = None, _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
-        with fake_relu(*working.models, enabled=cfg.fake_relu_spec):  # gradient only: values are unchanged
+        with fake_relu(*working.models, enabled=cfg.fake_relu_spec), raising_relu(working.m1, sites):
             tick = _ticker(progress, images.shape[0], cfg.num_steps, problem, cfg)
             run = descend(timed, seeds, geometry, cfg.num_steps, keep_best=True, stop=stop, x_init=x_init,
                           snapshots=cfg.snapshot_steps, on_step=tick)
             tick.finish()
 
-        # The clamp is a no-op unless the raw seed itself was the best iterate (then: what the model saw).
-        snapshots = {t: x.clamp(0, 1) for t, x in run.snapshots.items()}
+        snapshots = {t: to_image(x) for t, x in run.snapshots.items()}
         x_prime = snapshots[cfg.num_steps]
         # r1 of every snapshot (x_prime is the last), the targets m1(x) computed once
         snapshot_residual = dict(zip(snapshots, relative_distances(problem.m1, problem.tap1, list(snapshots.values()), images)))
@@ -394,7 +411,9 @@ def continue_inversion(problem: Problem, images: Tensor, published: InversionRes
     """The continuation of one batch's published inversion ``published`` (``InversionConfig.continue_steps``).
 
     From the published x' (its best iterates), ``cfg.continue_steps`` more normalised-gradient steps
-    of a length that halves per image on a stall (``stir.descent.HalvingLengthStep``), the best
+    of r1's true gradient (FakeReLU off, whatever ``cfg.fake_relu`` says of the published steps:
+    ``CONTINUATION_FAKE_RELU``) of a length that halves per image on a stall
+    (``stir.descent.HalvingLengthStep``), the best
     iterate kept, each image stopped once its residual is within ``stop_fraction * tolerance``
     (arbitrary IRIs; adversarial ones keep pushing m2 within the bound). The result holds the
     published record (history, snapshots up to ``cfg.steps``) followed by the continuation's, its
@@ -416,7 +435,7 @@ def continue_inversion(problem: Problem, images: Tensor, published: InversionRes
         geometry = HalvingLengthStep(cfg.step_size * cfg.continue_shrink, cfg.continue_patience, cfg.continue_shrink)
         stop = None if problem.adversarial else _early_stop(objective, cfg)
         origin = published.x_prime.detach()
-        with fake_relu(*working.models, enabled=cfg.fake_relu_spec):
+        with fake_relu(*working.models, enabled=CONTINUATION_FAKE_RELU):
             tick = _ticker(progress, images.shape[0], cfg.continue_steps, problem, cfg)
             cont = descend(timed, origin, geometry, cfg.continue_steps, keep_best=True, stop=stop, x_init=origin,
                            on_step=tick)
@@ -444,7 +463,10 @@ def _schedule(cfg: InversionConfig) -> Schedule:
 
 
 def _early_stop(objective: InversionObjective, cfg: InversionConfig) -> StopRule:
-    threshold = cfg.stop_fraction * cfg.tolerance
+    return _stop_at(objective, cfg.stop_fraction * cfg.tolerance)
+
+
+def _stop_at(objective: InversionObjective, threshold: float) -> StopRule:
 
     def stop(loss: Tensor, index: Tensor) -> Tensor:  # (b,) objective -> (b,) done
         return objective.relative_residual(loss, index) <= threshold

@@ -351,7 +351,11 @@ def calibrate(
     low = high = n_low = n_high = c_low = c_high = math.nan
     resamples = 0
     method = "no interval (calibration.resamples=0)"
-    if cfg.resamples > 0 and math.isfinite(value):
+    if cfg.interval == "jackknife" and cfg.resamples > 0 and math.isfinite(value):  # resamples > 0: an interval asked for
+        low, high, n_low, n_high, c_low, c_high, resamples, method = _jackknife(
+            measure, target, target_primes, draw_values, reference, ceiling_primes, chosen.mean, ceiling_floor.mean,
+            identity, cfg, normalised, corrected)
+    elif cfg.resamples > 0 and math.isfinite(value):
         half = cfg.interval == "half_sampling"
         rows = resample_rows(n, cfg.resamples, gen, without_replacement=half)
         draws = torch.randint(0, k, (cfg.resamples, k), generator=gen) if k > 1 else torch.zeros(cfg.resamples, 1, dtype=torch.long)
@@ -395,6 +399,77 @@ def calibrate(
     )
     cal.flags = _flags(cal)
     return cal
+
+
+def leave_one_out(n: int) -> Tensor:
+    """(n, n - 1) int64 row indices: row i holds every image but i."""
+    full = torch.arange(n).expand(n, n)
+    return full[~torch.eye(n, dtype=torch.bool)].view(n, n - 1)
+
+
+def _z(confidence: float) -> float:
+    return float(torch.distributions.Normal(0.0, 1.0).icdf(torch.tensor(0.5 + confidence / 2)))
+
+
+def jackknife_se(leave_out: Tensor) -> float:
+    """The delete-one jackknife standard error over images: se^2 = (n - 1) / n sum_i (t_(i) - t_(.))^2.
+
+    ``leave_out`` (n,): the statistic without image i, here the mean over the k draws of S_r on the
+    other n - 1 rows (the draws nested in the images: row i carries x_i and every x'_ij, which are
+    independent across images, so the inversion's seed variance is in the spread of the t_(i); adding
+    the between-draw variance again double-counted it: bench/bench_coverage.py)."""
+    finite = leave_out[torch.isfinite(leave_out)]
+    n = finite.numel()
+    if n < 2:
+        return math.nan
+    return math.sqrt((n - 1) / n * float(((finite - finite.mean()) ** 2).sum()))
+
+
+def _jackknife(measure: str, target: Tensor, target_primes: Sequence[Tensor], draw_values: Sequence[float],
+               reference: Tensor, ceiling_primes: Sequence[Tensor], floor: float, ceiling_floor: float,
+               identity: Optional[float], cfg: CalibrationConfig, normalised: float, corrected: float):
+    """The ``jackknife`` interval reading (``jackknife_se``) of the value, the normalised and the
+    chance-corrected value, each +- z se: the draw-mean statistic recomputed without each image, with
+    the floors (closed form for linear CKA, else held fixed) and the ceiling on the same rows."""
+    n, k = target.shape[0], len(target_primes)
+    z = _z(cfg.confidence)
+    rows, each = leave_one_out(n), torch.arange(k).expand(n, k)
+
+    def statistics(resampler_rows: Tensor, draws) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
+        t = _Resampler(measure, target, resampler_rows)
+        s_b, f_b = _over_draws(t, target_primes, draws)
+        if cfg.floor == "images":
+            f_b = _over_draws(t, [target], torch.zeros_like(draws[:, :1]))[1]
+        if not ceiling_primes:
+            return s_b, f_b, None, None
+        r = _Resampler(measure, reference, resampler_rows)
+        c_draws = draws if len(ceiling_primes) == k else torch.zeros_like(draws[:, :1])
+        c_b, cf_b = _over_draws(r, ceiling_primes, c_draws)
+        if cfg.floor == "images":
+            cf_b = _over_draws(r, [reference], torch.zeros_like(draws[:, :1]))[1]
+        return s_b, f_b, c_b, cf_b
+
+    loo = statistics(rows, each)  # (n,) each
+    value = _mean(draw_values)
+    se = jackknife_se(loo[0])
+    low, high = value - z * se, value + z * se
+    n_low = n_high = c_low = c_high = math.nan
+    if math.isfinite(normalised) and ceiling_primes:
+        def ratio(s_b, f_b, c_b, cf_b, kappa: bool) -> Tensor:
+            f_b = f_b if f_b is not None else torch.full_like(s_b, floor)
+            cf_b = cf_b if cf_b is not None else torch.full_like(s_b, ceiling_floor)
+            if kappa:
+                return ((s_b - f_b) / (identity - f_b)) / ((c_b - cf_b) / (identity - cf_b))
+            return (s_b - f_b) / (c_b - cf_b)
+
+        se_n = jackknife_se(ratio(*loo, False))
+        n_low, n_high = normalised - z * se_n, normalised + z * se_n
+        if math.isfinite(corrected):
+            se_c = jackknife_se(ratio(*loo, True))
+            c_low, c_high = corrected - z * se_c, corrected + z * se_c
+    method = (f"value +- z se, se from the delete-one jackknife over the {n} images (the {k} draws nested in them)"
+              + "; over images and inversion draws, not training seeds")
+    return low, high, n_low, n_high, c_low, c_high, n, method
 
 
 def _over_draws(resampler: _Resampler, ys: Sequence[Tensor], draws: Tensor) -> Tuple[Tensor, Optional[Tensor]]:

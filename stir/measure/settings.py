@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 CEILINGS = ("same_draws", "independent", "none")
 FLOORS = ("iris", "images")
-INTERVALS = ("half_sampling", "bootstrap")
+INTERVALS = ("half_sampling", "bootstrap", "jackknife")
 
 
 # The most permutations or resamples a calibration draws: far beyond any precision they buy (1000
@@ -26,6 +26,7 @@ class CalibrationConfig:
     ceiling: str = "same_draws"  # same_draws (m1 on the k draws) | independent (one more seed draw of m1) | none
     resamples: int = 1000  # B: resamples of the interval (0: no interval)
     interval: str = "half_sampling"  # half_sampling (n/2 rows without replacement, value +- z se) | bootstrap (percentile)
+    # | jackknife (delete-one over images, the k draws nested in them, value +- z se; issue 53)
     confidence: float = 0.95  # the interval's nominal coverage
     guard: float = 3.0  # the ceiling must stand this many permutation sds above its own floor, or normalised is NaN
     seed: int = 0  # the generator of the permutations and the resamples

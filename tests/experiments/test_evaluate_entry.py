@@ -293,3 +293,19 @@ def test_wandb_read_prints_what_a_run_holds_and_its_tables(workspace, capsys):
     assert "job_type evaluate" in out and "tables: " in out and "pairs (1 rows)" in out and "stir_m2_given_m1 = " in out
     assert wandb_read.main([str(run_file), "--table", "pairs"]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("ref\ttarget\t")
+
+
+def test_a_pair_reads_stir_at_iris_beside_the_published_value_on_request(workspace, cifar10_root, monkeypatch):
+    """Issue 53: experiment.at_iris=true adds, per direction, STIR at IRIs (its level, the fraction of X' that
+    reached it) beside the published STIR, stored under its own kind; the published results are not touched."""
+    before = store_files(workspace)
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", "experiment.at_iris=true",
+                                          "experiment.at_iris_steps=60"), monkeypatch)
+    after = store_files(workspace)
+    assert {p: t for p, t in after.items() if p in before} == before  # every published entry as it was
+    new = [p for p in after if p not in before]
+    assert new and all(p.parent.name == "direction_at_iris" for p in new)
+    text = (workspace / "results/pair_at_vs_vanilla/at_iris.csv").read_text()  # the latest report of its name
+    for column in ("published", "published_median_residual", "at_iris", "level", "fraction_reached"):
+        assert column in text.splitlines()[0], column
+    assert text.count("STIR(") == 2  # both directions

@@ -9,6 +9,7 @@ from stir.measure.calibration import (
     CalibrationConfig, Calibration, _Resampler, calibrate, chance_correct, normalise, percentile_interval,
     permutation_floor, resample_rows, standard_error_interval,
 )
+from stir.measure.calibration import jackknife_se, leave_one_out
 from stir.measure.null import closed_form_floor
 from stir.similarity import linear_cka, procrustes
 
@@ -62,7 +63,7 @@ def reference_and_draws(n: int, k: int = 3, seed: int = 0):
     return target, primes, values, ref_primes
 
 
-@pytest.mark.parametrize("interval", ["half_sampling", "bootstrap"])
+@pytest.mark.parametrize("interval", ["half_sampling", "bootstrap", "jackknife"])
 def test_the_interval_widens_when_n_shrinks(interval):
     cfg = CalibrationConfig(permutations=10, resamples=300, interval=interval)
     widths = {}
@@ -70,7 +71,7 @@ def test_the_interval_widens_when_n_shrinks(interval):
         target, primes, values, ref_primes = reference_and_draws(n)
         cal = calibrate("linear_cka", target, primes, values, target, ref_primes, ref_primes[0], cfg)
         widths[n] = cal.high - cal.low
-        assert cal.resamples == 300 and cal.interval_reading == interval
+        assert cal.resamples == (n if interval == "jackknife" else 300) and cal.interval_reading == interval
     assert widths[40] > 2 * widths[400]  # about sqrt(10) wider
 
 
@@ -159,4 +160,22 @@ def test_intervals_of_degenerate_resamples():
     lo, hi, count = standard_error_interval(0.5, torch.tensor([0.4, 0.6, math.nan]), 0.95)
     assert count == 2 and lo < 0.5 < hi
     with pytest.raises(ValueError, match="calibration.interval"):
-        CalibrationConfig(interval="jackknife")
+        CalibrationConfig(interval="folded")
+
+
+def test_the_jackknife_of_a_mean_is_its_textbook_standard_error():
+    """For a mean the delete-one jackknife variance is exactly s^2 / n."""
+    v = torch.randn(50, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    leave_out = (v.sum() - v) / 49  # the mean without image i
+    assert jackknife_se(leave_out) == pytest.approx(float(v.std() / math.sqrt(50)), rel=1e-9)
+    assert leave_one_out(4).tolist()[1] == [0, 2, 3]
+
+
+def test_the_jackknife_reading_gives_centred_intervals_of_the_value_and_the_normalised_value():
+    target, primes, values, ref_primes = reference_and_draws(60)
+    cal = calibrate("linear_cka", target, primes, values, target, ref_primes, None,
+                    CalibrationConfig(permutations=0, resamples=1, interval="jackknife"))
+    assert cal.low < cal.value < cal.high and cal.high - cal.value == pytest.approx(cal.value - cal.low)
+    assert cal.normalised_low < cal.normalised < cal.normalised_high and "jackknife" in cal.method
+    with pytest.raises(ValueError, match="calibration.interval"):
+        CalibrationConfig(interval="jackknifed")

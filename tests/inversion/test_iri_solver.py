@@ -1,0 +1,89 @@
+"""The IRI solver (stir.inversion.iri, issue 53): its geometry, the raising ReLU surrogate, and that it
+reaches its target residual where dead units stop the true gradient; STIR at IRIs (stir.measure.at_iris)."""
+import pytest
+import torch
+from torch import nn
+
+from invtest_utils import noise_images
+from stir.descent import PlateauAdam, descend
+from stir.inversion.iri import IRIConfig, solve_iri
+from stir.measure.at_iris import AT_IRIS, AtIRIsResult, stir_at_iris
+from stir.models.fake_relu import last_relu, raising_relu
+from stir.store import ResultStore
+
+
+def dead_net() -> nn.Module:
+    """conv-relu-linear-relu read after the last ReLU: 57% of the target units of noise_images are dead,
+    and from an N(0, 1) seed many units positive in m(x) start dead in m(x')."""
+    with torch.random.fork_rng():
+        torch.manual_seed(1)
+        return nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 8 * 8, 16),
+                             nn.ReLU()).eval()
+
+
+def seeds_of(x: torch.Tensor) -> torch.Tensor:
+    return torch.randn(x.shape, generator=torch.Generator().manual_seed(5))
+
+
+def test_plateau_adam_halves_the_rate_of_a_stalled_example_only_and_keeps_its_bounds():
+    geometry = PlateauAdam(lr=0.5, patience=2)
+    x, state = geometry.init(torch.full((2, 3), 0.5), None)
+    for _ in range(3):  # example 0 stalls (the same loss), example 1 improves every step
+        x = geometry.step(x, torch.ones(2, 3), x, state, torch.arange(2), loss=torch.tensor([1.0, 1.0 - _ * 0.1]))
+    assert state["lr"].tolist() == [0.25, 0.5] and (x >= 0).all()
+    free = PlateauAdam(lr=5.0, bounds=None)
+    z, s = free.init(torch.zeros(1, 2), None)
+    assert free.step(z, torch.ones(1, 2), z, s, torch.arange(1), loss=torch.ones(1)).min() < -1  # not clamped
+    with pytest.raises(ValueError, match="must pass loss"):
+        geometry.step(x, torch.ones(2, 3), x, state, torch.arange(2))
+
+
+def test_the_raising_relu_passes_a_dead_units_gradient_only_upwards_and_restores_the_model():
+    m = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    with torch.no_grad():
+        m[0].weight.copy_(torch.eye(2)); m[0].bias.zero_()
+    x = torch.tensor([[-1.0, -1.0]], requires_grad=True)  # both units dead
+    assert last_relu(m, x.detach()) == "1"
+    with raising_relu(m, ["1"]):
+        y = m(x)
+        (g,) = torch.autograd.grad((y * torch.tensor([[-1.0, 1.0]])).sum(), x)  # unit 0 wanted up, unit 1 down
+    assert torch.equal(y, torch.zeros(1, 2)) and g.tolist() == [[-1.0, 0.0]]
+    (g,) = torch.autograd.grad((m(x) * torch.tensor([[-1.0, 1.0]])).sum(), x)
+    assert g.tolist() == [[0.0, 0.0]] and not m[1]._forward_hooks  # the true ReLU again
+
+
+def test_the_solver_reaches_its_target_where_dead_units_stop_the_true_gradient():
+    m, x = dead_net(), noise_images(8)
+    true = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400, surrogate="off"))  # r1's true gradient
+    raising = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400))  # the default
+    assert true.residual.median() > 0.05  # dead units that should be alive never get a gradient
+    assert (raising.residual <= 0.005).all() and (raising.x_prime >= 0).all() and (raising.x_prime <= 1).all()
+    assert raising.evaluations == int((raising.steps + 1).sum()) and (raising.steps < 400).all()  # stopped at the target
+    with pytest.raises(ValueError, match="iri.reparam"):
+        IRIConfig(reparam="tanh")
+
+
+def test_stir_at_iris_leaves_out_what_did_not_reach_the_level_and_is_stored_under_its_own_kind(tmp_path):
+    m, x = dead_net(), noise_images(8)
+    store = ResultStore(tmp_path)
+    r = stir_at_iris(m, m, x, "logits", cfg=IRIConfig(steps=400, surrogate="raising"), k=2, store=store)
+    assert r.reached == [8, 8] and r.unreached == [[], []] and r.value == pytest.approx(1.0, abs=1e-3)  # m2 = m1
+    assert list((tmp_path / AT_IRIS).glob("*.json")) and AtIRIsResult.from_dict(r.to_dict()).values == r.values
+    short = stir_at_iris(m, m, x, "logits", cfg=IRIConfig(steps=3, target=1e-4), k=1)
+    assert short.reached == [0] and len(short.unreached[0]) == 8 and short.notes and short.value != short.value  # NaN
+
+
+def test_inversion_mode_iri_runs_the_solver_through_the_engine_with_its_own_key(tmp_path):
+    from stir.inversion import ExecutionConfig, InversionConfig, invert
+
+    m, x = dead_net(), noise_images(6)
+    cfg = InversionConfig(mode="iri", steps=400, record_steps=(50,), surrogate="raising")
+    r = invert(m, x, "logits", cfg, run=ExecutionConfig(warn_below=0.0, cache_dir=str(tmp_path)))
+    assert (r.residual <= 0.005 + 1e-6).all() and (r.steps < 400).all() and sorted(r.snapshots) == [50, 400]
+    assert (r.x_prime > 0).all() and (r.x_prime < 1).all()  # x = sigmoid(z): no pixel on the box's boundary
+    key = cfg.key_settings(False, "32")
+    assert key["mode"] == "iri" and key["target"] == 0.005 and "step_size" not in key and "decay_steps" not in key
+    published = InversionConfig().key_settings(False, "32")
+    assert not {"target", "patience", "reparam", "surrogate"} & set(published)  # the published key is unchanged
+    with pytest.raises(ValueError, match="iri.reparam"):
+        InversionConfig(mode="iri", reparam="tanh")
