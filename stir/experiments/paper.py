@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from stir.experiments import matrix as matrix_kind
-from stir.experiments import paper_ablation
+from stir.experiments import paper_ablation, paper_table2
 from stir.experiments.config import LayersConfig
 from stir.experiments.schema import PaperConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
@@ -355,7 +355,7 @@ def table1(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optional
                            "ours": _cell(reading(stat, cal)),
                            "floor": _num(cal.floor if cal else None), "normalised": _normalised(cal),
                            "p-value": _num(cal.p_value if cal else None), "paper": _num(paper) if name == "stir"
-                           else "0.05-0.10 (row)"}
+                           else _published_adv(kind, direction)}
                     rows.append(row)
             paper_cka = published[kind].paper_value("CKA", TABLE1_PAIRS[kind])
             rows.append({"pair": f"{p.ref} / {p.target}", "paper pair": TABLE1_PAIRS[kind], "quantity": "CKA",
@@ -383,8 +383,14 @@ def _adversarial_rows(objective: str, by_kind: Dict[str, List[PairResult]]) -> L
                 rows.append({"pair": f"{p.ref} / {p.target}", "paper pair": TABLE1_PAIRS[kind],
                              "quantity": f"{quantity}, {objective} objective", "ours": _cell(reading(d.stir_adv, cal)),
                              "floor": _num(cal.floor if cal else None), "normalised": _normalised(cal),
-                             "p-value": _num(cal.p_value if cal else None), "paper": "0.05-0.10 (row)"})
+                             "p-value": _num(cal.p_value if cal else None), "paper": _published_adv(kind, direction)})
     return rows
+
+
+def _published_adv(kind: str, direction: str) -> str:
+    """Table 1's STIR_adv cell of the row kind's pair and ``direction``, with its printed spread."""
+    p = next(p for p in claim(4).published if p.pair == TABLE1_PAIRS[kind] and p.quantity == f"STIR_adv({direction})")
+    return f"{p.value:.3f} ± {p.spread:.3f}"
 
 
 def _normalised(cal: Optional[Calibration]) -> str:
@@ -539,7 +545,7 @@ def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]]):
                 notes.append(f"{m1} / {m2}: {order} (experiment.robustness) is taken")
         rows.append({"m1 (more robust)": m1, "m2": m2, "robust acc gap (m1 - m2)": _cell(gap), "order": order,
                      "STIR(m2|m1)": _cell(s21), "STIR(m1|m2)": _cell(s12), "difference": _cell(d),
-                     "paper": "> 0 (the value is not in the sources at hand)"})
+                     "paper": paper_table2.cells(m1, m2)})
     return rows, Evidence(v.DirectionEvidence(diffs), notes=notes)
 
 
@@ -679,7 +685,7 @@ def figures2_3(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
                 rows.append({"data set": dataset, "architecture": arch, "family": family, "pair": " / ".join(pair),
                              "direction": direction, "taps": len(result.rows), "slope (normalised)": _cell(slope),
                              "slope (chance-corrected)": _cell(corrected),
-                             "slope (raw)": _num(raw), "not measured because": why_not or "-", "paper": "vanilla < 0, AT flat (values not in the sources)"})
+                             "slope (raw)": _num(raw), "not measured because": why_not or "-", "paper": "vanilla < 0, AT flatter (a figure: no printed value)"})
     evidence: Dict[int, Evidence] = {}
     readings = {dataset: _slope_reading(by_dataset[dataset], corrected_by_dataset[dataset]) for dataset in by_dataset}
     c10, c10_note = readings.get("cifar10", ({"vanilla": {}, "at": {}}, ""))
@@ -748,7 +754,7 @@ def figures4_8(ctx: Context, cfg: PaperConfig, part: Optional[Tuple[MatrixConfig
                      "VGG / VGG (not in the claim)": _cell(vgg_vgg),
                      "directions per position": f"{len(residual) * (len(residual) - 1)} / {2 * len(residual) * len(vgg)}",
                      "seed positions": n, "interval holds": _positions_held(n),
-                     "paper": "> 0 (values not in the sources)"})
+                     "paper": "> 0 (a figure: no printed value)"})
     names = _matrix_models(cfg)
     why = {family: ok.why([n for names in groups.values() for n in names]) for family, groups in cfg.architectures.items()}
     notes = [f"{family} family left out: it needs two residual nets and one VGG here" + (f" ({why[family]})" if why[family] else "")
@@ -854,7 +860,7 @@ def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
         rows.append({"setting": setting, "seed positions": len(positions),
                      **{f"{METHOD_LABELS[a]} / {METHOD_LABELS[b]}": _cell(values[(a, b)]) for a, b in METHOD_PAIRS},
                      **{name: _cell(d) for name, d in contrast.items()}, "interval holds": held,
-                     "paper": "AT / TRADES highest (values not in the sources)"})
+                     "paper": "AT / TRADES highest (a figure: no printed value)"})
     not_here = f"{NOT_STORED}: {', '.join(unmeasured)}" if unmeasured else ""
     if diffs and absent:
         notes.append(f"settings left out: {ok.why(absent)}")
