@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from stir.experiments import matrix as matrix_kind
-from stir.experiments import paper_ablation, paper_table2
+from stir.experiments import paper_ablation, paper_scorecard, paper_table2
 from stir.experiments.config import LayersConfig
 from stir.experiments.schema import PaperConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
@@ -66,8 +66,9 @@ DISJOINT = "the seed pairs share no model ((a_i, b_i) by seed): they are indepen
 # What a claim says of models that are here but whose results are not (experiment.stored_only).
 NOT_STORED = "not measured in this report (not in the results store yet)"
 # The parts of the report (PaperConfig.skip names them) and the claims each one's evidence is.
-PARTS = {"seeds": (1, 2, 3, 4, 5, 6), **{f"seeds_{o}": (4,) for o in ADVERSARIAL_OBJECTIVES},
-         "relative_robustness": (7,), "incremental": (8,), "layers": (9, 10), "architectures": (11,), "at_methods": (12,),
+PARTS = {"seeds": (1, 2, 3, 4, 5, 6, 14), **{f"seeds_{o}": (4,) for o in ADVERSARIAL_OBJECTIVES},
+         "relative_robustness": (7,), "incremental": (8, 16), "layers": (9, 10, 17), "architectures": (11, 18, 19),
+         "at_methods": (12, 13, 20),
          "recipe_ablation": ()}
 # The objective the published STIR_adv came from (the original code's r1 - 0.1 r2): claim 4 is judged on it.
 PAPER_OBJECTIVE = "original"
@@ -941,21 +942,21 @@ def judge(cfg: PaperConfig, evidence: Dict[int, Evidence], ok: Availability,
                                                                  for p, w in (left_out or {}).items()}}
     # the parts this config has (seeds_<objective> only for its stir_adv_objectives) feeding each claim
     configured = [part for part in PARTS if not part.startswith("seeds_") or part[len("seeds_"):] in cfg.stir_adv_objectives]
-    feeding = {n: [part for part in configured if n in PARTS[part]] for n in range(1, 13)}
+    feeding = {n: [part for part in configured if n in PARTS[part]] for n in range(1, len(CLAIMS) + 1)}
     absent = {n: parts for n, parts in feeding.items() if parts and all(p in why for p in parts)}
     for c in CLAIMS:
         if c.number in (rows_left_out or {}):
             out[c.number] = (Verdict(NOT_RUN, f"left out of this report: {rows_left_out[c.number]}"), [])
             continue
         if c.number in absent:
-            missing = ok.why(needs[c.number])
+            missing = ok.why(needs.get(c.number, []))
             reasons = "; ".join(f"{p}: {why[p]}" for p in absent[c.number])
             out[c.number] = (Verdict(NOT_RUN, f"left out of this report ({reasons}); "
                                      f"{missing or 'its models are here: run without it to measure them'}"), [])
             continue
         e = evidence.get(c.number)
         if e is None or e.evidence is None:
-            missing = (e.missing if e is not None and e.missing else "") or ok.why(needs[c.number])
+            missing = (e.missing if e is not None and e.missing else "") or ok.why(needs.get(c.number, []))
             if c.number == 10 and c.not_testable_here:
                 missing = c.not_testable_here + (f"; {missing}" if missing and c.not_testable_here not in missing else "")
             out[c.number] = (c.judge(None, missing=missing), [])
@@ -1088,8 +1089,23 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
         for number in PARTS[name]:
             if evidence.get(number) is not None:
                 evidence[number].notes.append(f"{NOT_STORED}: {', '.join(cut_out)}")
+    extra = paper_scorecard.extra_evidence(ctx, cfg, ok, chosen, evidence)
+    layer_wise = extra.pop(12)
+    evidence.update(extra)
     evidence = {k: e for k, e in evidence.items() if e is not None}
     verdicts = judge(cfg, evidence, ok, left_out, unstored_rows(ctx, cfg, ok, chosen) if cfg.stored_only else {})
+    verdicts[15] = (Verdict(NOT_RUN, f"not measured in this report: {paper_scorecard.RBF_COMMAND}"), [])
+    info = paper_scorecard.revise(ctx, cfg, chosen, verdicts, {**evidence, "12_layers": layer_wise})
+    graded = paper_table2.graded_positions(cfg.graded_robustness, ok)
+    graded_verdict = f"not measured in this report: {paper_table2.graded_missing(cfg.graded_robustness, ok)}"
+    if graded:  # its matrices are wired by the coordinator once the family is trained (paper_table2.graded)
+        graded_verdict = "not measured in this report: the family's cells are not in the results store yet"
+    scorecard_verdicts = dict(verdicts)
+    info[7]["old"] = f"Table 2's models (equally robust AT models dropped): {verdicts[7][0].outcome}: {verdicts[7][0].reason[:200]}"
+    scorecard_verdicts[7] = (Verdict(NOT_RUN, "graded family: " + graded_verdict), verdicts[7][1])
+    evidence[12] = layer_wise if layer_wise.evidence is not None else evidence.get(12)
+    scorecard = paper_scorecard.scorecard(scorecard_verdicts, evidence, info, paper_table2.graded_power_text())
+    sections = paper_scorecard.sections(scorecard_verdicts, info, graded_verdict)
     claims = []
     for c in CLAIMS:
         vd, notes = verdicts[c.number]
@@ -1097,19 +1113,22 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
                        "reason": vd.reason + "".join(f" ({n})" for n in notes)})
         report.summary[f"claim{c.number}/holds"] = {HOLDS: 1.0, v.FAILS: 0.0}.get(vd.outcome, NAN)
     line = summary_line(verdicts)
+    counts = {w: sum(r["verdict"] == w for r in scorecard) for w in paper_scorecard.rules.WORDS}
+    words_line = f"scorecard of {len(scorecard)} claims: " + ", ".join(f"{n} {w}" for w, n in counts.items() if n)
     report.title = f"{report.title}: {line}"
     report.summary["claims/hold"] = float(sum(vd.outcome == HOLDS for vd, _ in verdicts.values()))
     report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))
     report.summary["claims/do_not_hold"] = float(sum(vd.outcome == v.FAILS for vd, _ in verdicts.values()))
     report.summary["claims/not_run"] = float(sum(vd.outcome == NOT_RUN for vd, _ in verdicts.values()))
-    shown = {"claims": claims, "table1": t1, "table1_recipes": recipes, "table2": t2, "figure1": f1,
+    shown = {"scorecard": scorecard, "claim_sections": sections, "claims": claims, "table1": t1, "table1_recipes": recipes, "table2": t2, "figure1": f1,
              "figures2_3_6_7": f2, "figures4_8": f4, "figures5_9": f5, "recipe_ablation": ablation}
     shown["missing_models"] = [{"model": name, "why": "not trained or shipped", "train command": ok.command(name)}
                                for name in sorted(ok.missing)]
     paper_tables = {name: Table(rows) for name, rows in shown.items() if rows}
+    paper_tables["claims"] = Table(claims, display=[{**c, "reason": paper_scorecard._clip(c["reason"])} for c in claims])
     report.tables = {**paper_tables, **report.tables}  # the paper's tables first, the parts' after
     missing = sorted(ok.missing)
-    report.notes = [line, "method: a recipe's value is the random-effects estimate over its seed pairs "
+    report.notes = [words_line, line, "method: a recipe's value is the random-effects estimate over its seed pairs "
                     "(stir.measure.seeds.seed_estimate); " + SHARED + "; AT vs vanilla: " + DISJOINT
                     + f"; with one pair: {ONE_PAIR}",
                     (f"store: {ctx.store.hits} result(s) served from the store, nothing measured (experiment.stored_only="
