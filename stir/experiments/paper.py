@@ -1,6 +1,6 @@
 """Experiment kind ``paper``: every claim of Nanda et al. (ICML 2022) asked of the zoo, in one report.
 
-The kind composes the presets the twelve claims need (``seeds``, ``relative_robustness``,
+The kind composes the presets the paper's claims need (``seeds``, ``relative_robustness``,
 ``incremental``, ``layers``, ``architectures``, ``at_methods``) as the ``suite`` kind composes its
 parts: each part runs through its own kind (``pairs``, ``matrix``, ``incremental``) with the
 evaluation's store, images and estimator, its tables and figures entering the report under the
@@ -1125,6 +1125,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     shown["missing_models"] = [{"model": name, "why": "not trained or shipped", "train command": ok.command(name)}
                                for name in sorted(ok.missing)]
     paper_tables = {name: Table(rows) for name, rows in shown.items() if rows}
+    paper_tables["scorecard"].headline = Table(scorecard)  # the README's first table
     paper_tables["claims"] = Table(claims, display=[{**c, "reason": paper_scorecard._clip(c["reason"])} for c in claims])
     report.tables = {**paper_tables, **report.tables}  # the paper's tables first, the parts' after
     missing = sorted(ok.missing)

@@ -33,8 +33,8 @@ WORDS = (HOLDS_W, DIRECTION_W, NOT_RESOLVED_W, CONTRADICTED_W, NOT_TESTABLE_W, N
 BEFORE = "before its data"
 AFTER = "after its data was seen"
 # This branch's rules (issue 52): written with the whole paper at hand, most over data already in the
-# store; the commit below is the one that first committed them (iss52a).
-ISSUE52 = "iss52a-rules"
+# store; the commit below first committed them (branch iss52a; their code: 5ac8a63).
+ISSUE52 = "8a9f7b0"
 
 
 @dataclass(frozen=True)
