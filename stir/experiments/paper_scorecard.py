@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from stir.experiments import matrix as matrix_kind
 from stir.experiments.incremental import links
