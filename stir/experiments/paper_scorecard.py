@@ -294,12 +294,56 @@ def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evi
         old = verdicts[12][0]
         verdicts[12] = (claim(12).judge(e12.evidence), e12.notes)
         info[12]["old"] = f"penultimate layer: {old.outcome}: {old.reason[:160]}"
+    # the power of the interval rules at our values (each reading's se from its interval; the rule needs all)
+    bands = {2: (v.HIGH_STIR, math.inf), 11: (0.0, math.inf), 12: (0.0, math.inf), 17: (v.HIGH_STIR, math.inf),
+             18: (0.0, math.inf), 19: (v.HIGH_STIR, math.inf), 20: (0.0, math.inf)}
+    for number, (low, high) in bands.items():
+        e = evidence.get("12_layers" if number == 12 else number)
+        readings = [(i.value, _se(i, conf)) for i in _intervals(e) if i.measured]
+        if readings and not info[number].get("power"):
+            info[number]["power"] = (f"{power.all_power(readings, low, high):.0%} at our values ({len(readings)} "
+                                     "intervals, each must pass)")
+    e13 = evidence.get(13)
+    if e13 is not None and e13.evidence is not None:
+        ses = [_se(i, conf) for i in e13.evidence.values.values()]
+        info[13]["power"] = (f"{power.all_power([(0.5, s) for s in ses], *levels.AROUND_HALF):.0%} if the truth were the "
+                             "paper's 0.5 (our se)")
+    e21 = evidence.get(21)
+    if e21 is not None and e21.evidence is not None:
+        ses = [_se(i, conf) for i in e21.evidence.values.values()]
+        info[21]["power"] = (f"{power.all_power([(0.0, s) for s in ses], -levels.SIMILAR_ACCURACY, levels.SIMILAR_ACCURACY):.0%}"
+                             f" if every gap were 0 ({len(ses)} gaps, two-proportion se)")
+    info[20]["power"] = "one VGG16 seed: the rule cannot hold at this budget (3 seeds per model would)"
+    for number in (5, 6):
+        info[number].setdefault("power", "not simulated: a rank rule (Spearman >= 0.5)")
+    info[14]["power"] = "a point reading (k = 2 draws per direction): no interval, no power"
     for number in (7, 9, 11):
         r = rules.RULES[number]
         if r.old and "old" not in info[number]:
             info[number]["old"] = r.old
     info[8].setdefault("old", rules.RULES[8].old)
     return info
+
+
+def _intervals(e) -> List[Interval]:
+    """Every Interval of a claim's evidence (``stir.experiments.paper.Evidence``), in order."""
+    found: List[Interval] = []
+
+    def walk(x):
+        if isinstance(x, Interval):
+            found.append(x)
+        elif hasattr(x, "items"):
+            for i in x.values():
+                walk(i)
+        elif isinstance(x, (list, tuple)):
+            for i in x:
+                walk(i)
+        elif dataclasses.is_dataclass(x):
+            for f in dataclasses.fields(x):
+                walk(getattr(x, f.name))
+    if e is not None and e.evidence is not None:
+        walk(e.evidence)
+    return found
 
 
 def _words(text: str, limit: int = WHY_WORDS) -> str:
@@ -364,7 +408,7 @@ def scorecard(verdicts, evidence, info, graded_text: str) -> List[Dict[str, Any]
         if c.number == 7:
             ours = _clip("graded family: not measured; Table 2's models (old rule): " + ours)
         rows.append({"claim": c.number, "where": c.where, "the paper": _published(c.number),
-                     "ours [interval]": ours, "verdict": w, "why": _words(vd.reason),
+                     "ours [interval]": ours, "verdict": w, "why": _clip(_words(vd.reason)),
                      "power": _clip(pw) or "-", "rule": _clip(f"{r.set_in}, {r.when}")})
     return rows
 

@@ -148,3 +148,22 @@ def graded_power(differences: Dict[str, float], tau: float, se: float, positions
         every_above &= low > 0
         every_positive &= (y > 0).all(1)
     return {"holds": float(every_above.mean()), "direction reproduced": float(every_positive.mean())}
+
+
+def band_power(effect: float, se: float, low: float, high: float, confidence: float = 0.95, sims: int = 4000,
+               seed: int = 0) -> float:
+    """P(a normal interval of one reading lies inside [low, high]) when the truth is ``effect``
+    (``high`` = inf: above ``low``; ``low`` = -inf: below ``high``)."""
+    rng = np.random.default_rng(seed)
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    x = rng.normal(effect, se, sims)
+    return float(((x - z * se >= low) & (x + z * se <= high)).mean())
+
+
+def all_power(readings, low: float, high: float, seed: int = 0) -> float:
+    """P(every one of several independent readings' intervals lies inside [low, high]), each at its
+    own (value, se): the product of ``band_power`` (the power of a rule that needs them all)."""
+    p = 1.0
+    for i, (value, se) in enumerate(readings):
+        p *= band_power(value, se, low, high, seed=seed + i)
+    return p
