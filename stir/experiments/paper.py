@@ -69,7 +69,7 @@ NOT_STORED = "not measured in this report (not in the results store yet)"
 # The parts of the report (PaperConfig.skip names them) and the claims each one's evidence is.
 PARTS = {"seeds": (1, 2, 3, 4, 5, 6, 14), **{f"seeds_{o}": (4,) for o in ADVERSARIAL_OBJECTIVES},
          "relative_robustness": (7,), "incremental": (8, 16), "layers": (9, 10, 17), "architectures": (11, 18, 19),
-         "at_methods": (12, 13, 20),
+         "at_methods": (12, 13, 20), **{f"graded_{i}": (7,) for i in range(3)},
          "recipe_ablation": ()}
 # The objective the published STIR_adv came from (the original code's r1 - 0.1 r2): claim 4 is judged on it.
 PAPER_OBJECTIVE = "original"
@@ -196,6 +196,7 @@ def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[A
         out["seeds"] = (PairsConfig(name="seeds", kind="pairs", pairs=seeds,
                                     description="Table 1: seed pairs and AT vs vanilla"), with_iri(cfg.seeds_iri))
         out.update(_adversarial_parts(ctx, cfg, seeds))
+    out.update(paper_table2.graded_parts(cfg, ok, with_iri))
     robust = [n for n in cfg.robustness if ok(n)]
     if len(robust) >= 2:
         out["relative_robustness"] = (MatrixConfig(name="relative_robustness", kind="matrix", models=robust,
@@ -1021,13 +1022,12 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     verdicts = judge(cfg, evidence, ok, left_out, unstored_rows(ctx, cfg, ok, chosen) if cfg.stored_only else {})
     verdicts[15] = (Verdict(NOT_RUN, f"not measured in this report: {paper_scorecard.RBF_COMMAND}"), [])
     info = paper_scorecard.revise(ctx, cfg, chosen, verdicts, {**evidence, "12_layers": layer_wise})
-    graded = paper_table2.graded_positions(cfg.graded_robustness, ok)
-    graded_verdict = f"not measured in this report: {paper_table2.graded_missing(cfg.graded_robustness, ok)}"
-    if graded:  # its matrices are wired by the coordinator once the family is trained (paper_table2.graded)
-        graded_verdict = "not measured in this report: the family's cells are not in the results store yet"
+    graded_rows, graded, why_not = paper_table2.graded_from_parts(ctx, cfg, chosen, ok)
+    graded_verdict = f"{graded.outcome}: {graded.reason}" if graded else f"not measured in this report: {why_not}"
     scorecard_verdicts = dict(verdicts)
     info[7]["old"] = f"Table 2's models (equally robust AT models dropped): {verdicts[7][0].outcome}: {verdicts[7][0].reason[:200]}"
-    scorecard_verdicts[7] = (Verdict(NOT_RUN, "graded family: " + graded_verdict), verdicts[7][1])
+    scorecard_verdicts[7] = ((graded, verdicts[7][1]) if graded else
+                             (Verdict(NOT_RUN, "graded family: " + graded_verdict), verdicts[7][1]))
     evidence[12] = layer_wise if layer_wise.evidence is not None else evidence.get(12)
     scorecard = paper_scorecard.scorecard(scorecard_verdicts, evidence, info, paper_table2.graded_power_text())
     sections = paper_scorecard.sections(scorecard_verdicts, info, graded_verdict)
@@ -1045,7 +1045,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))
     report.summary["claims/do_not_hold"] = float(sum(vd.outcome == v.FAILS for vd, _ in verdicts.values()))
     report.summary["claims/not_run"] = float(sum(vd.outcome == NOT_RUN for vd, _ in verdicts.values()))
-    shown = {"scorecard": scorecard, "claim_sections": sections, "claims": claims, "table1": t1, "table1_recipes": recipes, "table2": t2, "figure1": f1,
+    shown = {"scorecard": scorecard, "claim_sections": sections, "claims": claims, "table2_graded": graded_rows, "table1": t1, "table1_recipes": recipes, "table2": t2, "figure1": f1,
              "figures2_3_6_7": f2, "figures4_8": f4, "figures5_9": f5, "recipe_ablation": ablation}
     shown["missing_models"] = [{"model": name, "why": "not trained or shipped", "train command": ok.command(name)}
                                for name in sorted(ok.missing)]

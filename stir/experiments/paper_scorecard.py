@@ -203,6 +203,9 @@ def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evi
 
     conf, z = ctx.estimator.calibration.confidence, _z(ctx)
     info: Dict[int, Dict[str, Any]] = {n: {} for n in range(1, 22)}
+    delta = appendix_c_delta(ctx, cfg)
+    if delta:  # eq. 8's Delta per direction, once wired: beside Table 3's row
+        info[6]["delta"] = "; ".join(f"{k} {i}" for k, i in delta.items())
     seeds_part = chosen.get("seeds")
     stored = {tuple(p) for p in seeds_part[0].pairs} if seeds_part else set()
     per_pair: Dict[str, List[Tuple[float, float, float]]] = {"vanilla": [], "cross": []}  # (unit, se) per unit
@@ -269,7 +272,8 @@ def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evi
     rates = power.plateau_rates(0.01, sims=200)
     info[8]["power"] = (f"plateau rule at noise sd 0.01, 8 links sharing models: holds {rates['holds if plateau']:.0%} "
                         f"if the truth plateaus, contradicted {rates['contradicted if line']:.0%} if it is a line: its "
-                        "outcome is fixed in advance, so the plateau half is no evidence either way")
+                        "outcome is fixed in advance, so the plateau half is no evidence either way; the Theil-Sen "
+                        f"rise interval covers {power.theil_sen_coverage(0.01, sims=200):.0%} when links share models")
     # claim 9: flatter, not flat
     e9 = evidence.get(9)
     if e9 is not None and e9.evidence is not None and verdicts[9][0].outcome in (v.HOLDS, v.FAILS):
@@ -404,7 +408,8 @@ def scorecard(verdicts, evidence, info, graded_text: str) -> List[Dict[str, Any]
             pw = graded_text
         ours = _headline(evidence.get(c.number))
         if c.number == 6:
-            ours = "Delta: not measured in this report; " + info.get(6, {}).get("ours", ours)
+            ours = _clip("Delta: " + info.get(6, {}).get("delta", "not measured in this report") + "; "
+                         + info.get(6, {}).get("ours", ours))
         if c.number == 7:
             ours = _clip("graded family: not measured; Table 2's models (old rule): " + ours)
         rows.append({"claim": c.number, "where": c.where, "the paper": _published(c.number),
@@ -426,8 +431,9 @@ def sections(verdicts, info, graded_verdict: str) -> List[Dict[str, Any]]:
         if c.number == 7:
             items += [("graded family (rule before data)", rules.GRADED.text), ("graded family", graded_verdict)]
         if c.number == 6:
-            items.append(("Appendix C Delta", "Table 3: 8.588 / 8.570, 17.106 / 16.210, 19.270 / 7.368; ours: not measured "
-                                               "in this report (input: stir.experiments.paper_scorecard.appendix_c_delta)"))
+            ours = info.get(6, {}).get("delta", "not measured in this report")
+            items.append(("Appendix C Delta", f"Table 3: 8.588 / 8.570, 17.106 / 16.210, 19.270 / 7.368; ours: {ours} "
+                                               "(input: stir.experiments.paper_scorecard.appendix_c_delta)"))
         items += [("note", n) for n in notes]
         for what, text in items:
             for k in range(0, max(len(text), 1), CELL - 20):

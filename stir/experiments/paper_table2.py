@@ -105,3 +105,42 @@ def graded_positions(cfg_positions: Sequence[Sequence[str]], ok) -> List[List[st
 
 def graded_verdict_words(verdict: Optional[Verdict]) -> str:
     return rules.word(7, verdict) if verdict is not None else rules.NOT_MEASURED_W
+
+
+def graded_parts(cfg, ok, with_iri) -> Dict[str, Tuple[Any, Any]]:
+    """Part ``graded_<i>`` per seed position whose three models are here: a matrix of (at_si,
+    at_e025_si, vanilla_si), most robust first, as Table 2's ``relative_robustness`` is."""
+    from stir.experiments.matrix import MatrixConfig
+
+    return {f"graded_{i}": (MatrixConfig(name=f"graded_{i}", kind="matrix", models=list(reversed(names)),
+                                         description=f"claim 7's graded family, seed position {i}"), with_iri("arbitrary"))
+            for i, names in enumerate(cfg.graded_robustness) if len(names) == 3 and ok.all(list(names))}
+
+
+def graded_from_parts(ctx, cfg, chosen, ok) -> Tuple[List[Dict[str, Any]], Optional[Verdict], str]:
+    """(the graded family's rows, its verdict by ``rules.GRADED`` or None, why it is not measured)
+    from the ``graded_<i>`` parts that ran."""
+    from stir.experiments import matrix as matrix_kind
+    from stir.experiments.paper import _direction_stir, _z, robustness_gap
+
+    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    matrices, gaps, cka = {}, {}, {}
+    for i, names in enumerate(cfg.graded_robustness):
+        part = chosen.get(f"graded_{i}")
+        if part is None:
+            continue
+        mcfg, pctx = part
+        models = list(mcfg.models)
+        matrices[i] = {}
+        for a_i, a in enumerate(models):
+            directions, similarities = matrix_kind.measure_row(pctx, mcfg, a_i)
+            for b_i, b in enumerate(models):
+                if a != b:
+                    matrices[i][(a, b)] = _direction_stir(directions[b_i])
+                    if b_i > a_i and similarities[b_i] is not None:
+                        cka[(a, b)] = cka[(b, a)] = float(similarities[b_i].value)
+                        gaps[(a, b)] = robustness_gap(ctx.model(a), ctx.model(b), z)
+    if not matrices:
+        return [], None, graded_missing(cfg.graded_robustness, ok)
+    rows, verdict = graded(matrices, cfg.graded_robustness, gaps, cka, conf)
+    return rows, verdict, ""

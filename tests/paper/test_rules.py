@@ -92,3 +92,30 @@ def test_the_graded_rule_s_power_at_table_2_s_differences():
     assert 0 <= p["holds"] <= p["direction reproduced"] <= 1
     strong = power.graded_power({k: 1.0 for k in rules.GRADED_EFFECTS}, tau=0.05, se=0.05, sims=2000)
     assert strong["holds"] > 0.9 and math.isclose(strong["direction reproduced"], 1.0)
+
+
+def test_claim_7_s_graded_rule_on_constructed_matrices():
+    """rules.GRADED through paper_table2.graded: per position (vanilla_si, at_e025_si, at_si), every
+    pair's difference pooled over the positions; a pair whose robustness gap is not above 0 is not evidence."""
+    from stir.experiments.paper_table2 import graded
+
+    positions = [["v", "e", "a"], ["v1", "e1", "a1"], ["v2", "e2", "a2"]]
+
+    def matrices(shift):  # STIR(target | ref): the less robust target shares more of the more robust's invariances
+        out = {}
+        for i, (vv, e, a) in enumerate(positions):
+            m = {}
+            for more, less, d in ((a, e, shift), (a, vv, shift * 1.5), (e, vv, shift * 2)):
+                m[(more, less)] = iv(0.6 + d + 0.005 * i, 0.01)
+                m[(less, more)] = iv(0.6, 0.01)
+            out[i] = m
+        return out
+
+    robust = {(a, b): iv(0.2, 0.03) for p in positions for a, b in ((p[2], p[1]), (p[2], p[0]), (p[1], p[0]))}
+    rows, verdict = graded(matrices(0.1), positions, robust, {}, 0.95)
+    assert verdict.outcome == HOLDS and len(rows) == 9 and all("paper" in r for r in rows)
+    rows, verdict = graded(matrices(-0.1), positions, robust, {}, 0.95)
+    assert rules.word(7, verdict) == rules.CONTRADICTED_W
+    equal = {k: iv(0.0, 0.03) for k in robust}
+    rows, verdict = graded(matrices(0.1), positions, equal, {}, 0.95)
+    assert verdict.outcome == NOT_RUN and all(r["evidence"].startswith("no") for r in rows)
