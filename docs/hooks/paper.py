@@ -64,10 +64,7 @@ def block() -> str:
     text = re.sub(r"^(\d+) rows: .*$", lambda m: f"{m.group(1)} rows (in `docs/paper_report/`)", text, flags=re.M)
     text = re.sub(r"!\[([^\]]*)\]\(([^)/]+\.png)\)", r"![\1](paper_report/\2)", text)
     # links to the report's own tables and figures live beside it in docs/paper_report/
-    # links to the report's own tables: their .csv (the site leaves paper_report/*.md out; docs/hooks/links.py
-    # fails the build on a link to a page it does not build)
-    text = re.sub(r"(?<!!)\[`([^`\]]+)\.md`\]\(([^)/:]+)\.md\)", r"[`\1.csv`](paper_report/\2.csv)", text)
-    text = re.sub(r"(?<!!)\[(`[^`\]]+`)\]\(([^)/:]+\.(?:csv|json))\)", r"[\1](paper_report/\2)", text)
+    text = _links(text)
     text, models = _models_last(text)
     # note markers in the tables ("[1] [2]"): text, not reference-style links
     text = re.sub(r"\[(\d+)\]", r"\\[\1\\]", text)
@@ -78,6 +75,13 @@ def block() -> str:
     head = [f"The report in `docs/paper_report/`, {committed_at(REPORT)}; {settings(record)}.",
             f"Command: {command}.", ""]
     return "\n".join(head) + "\n" + _without_scorecard(text) + models
+
+
+def _links(text: str) -> str:
+    """Links to the report's own tables point at their .csv in paper_report/ (the site leaves
+    paper_report/*.md out; docs/hooks/links.py fails the build on a link to a page it does not build)."""
+    text = re.sub(r"(?<!!)\[`([^`\]]+)\.md`\]\(([^)/:]+)\.md\)", r"[`\1.csv`](paper_report/\2.csv)", text)
+    return re.sub(r"(?<!!)\[(`[^`\]]+`)\]\(([^)/:]+\.(?:csv|json))\)", r"[\1](paper_report/\2)", text)
 
 
 def _models_last(text: str):
@@ -108,7 +112,7 @@ def scorecard() -> str:
     if not readme.is_file():
         return f"No committed report in `docs/paper_report/` yet: `{COMMAND}`."
     body = _section(readme.read_text(), "scorecard")
-    body = re.sub(r"^file: .*$", "", body, flags=re.M)
+    body = _links(re.sub(r"^file: .*$", "", body, flags=re.M))
     return re.sub(r"\[(\d+)\]", r"\\[\1\\]", body).strip() + "\n"
 
 

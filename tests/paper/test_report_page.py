@@ -44,6 +44,8 @@ def test_the_page_is_under_4000_words_before_its_appendix_and_links_no_excluded_
     assert "\n## Appendix" in page and len(before.split()) < 4000, len(before.split())
     assert "| claim" in before  # the scorecard is above the appendix
     assert not re.search(r"\]\(paper_report/[^)]+\.md\)", page)  # the site excludes paper_report/*.md
+    for target in re.findall(r"(?<!!)\]\(([^):#]+\.md)(?:#[^)]*)?\)", page):  # every page link: a page the site builds
+        assert (REPO / "docs" / target).is_file() and not target.startswith("paper_report/"), target
 
 
 class _Inclusion:
