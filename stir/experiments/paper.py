@@ -943,7 +943,9 @@ def judge(cfg: PaperConfig, evidence: Dict[int, Evidence], ok: Availability,
     why = {**{part: "experiment.skip" for part in cfg.skip}, **{p: f"{w}; experiment.stored_only=true"
                                                                  for p, w in (left_out or {}).items()}}
     # the parts this config has (seeds_<objective> only for its stir_adv_objectives) feeding each claim
-    configured = [part for part in PARTS if not part.startswith("seeds_") or part[len("seeds_"):] in cfg.stir_adv_objectives]
+    # (graded_<i>, claim 7's graded family, is judged in the scorecard, not here: it does not feed claim 7's verdict)
+    configured = [part for part in PARTS if (not part.startswith("seeds_") or part[len("seeds_"):] in cfg.stir_adv_objectives)
+                  and not part.startswith("graded_")]
     feeding = {n: [part for part in configured if n in PARTS[part]] for n in range(1, len(CLAIMS) + 1)}
     absent = {n: parts for n, parts in feeding.items() if parts and all(p in why for p in parts)}
     for c in CLAIMS:
