@@ -20,6 +20,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 REPORT = REPO / "docs" / "paper_report"
 MARKER = "<!-- paper-report -->"
+SCORECARD = "<!-- paper-scorecard -->"  # the report's first table, above the page's appendix
 COMMAND = "python evaluate.py experiment=paper profile=laptop data.source=PATH"
 KEPT = (".md", ".csv", ".png", ".json")
 
@@ -64,7 +65,8 @@ def block() -> str:
     text = re.sub(r"^(\d+) rows: .*$", lambda m: f"{m.group(1)} rows (in `docs/paper_report/`)", text, flags=re.M)
     text = re.sub(r"!\[([^\]]*)\]\(([^)/]+\.png)\)", r"![\1](paper_report/\2)", text)
     # links to the report's own tables and figures live beside it in docs/paper_report/
-    text = re.sub(r"(?<!!)\[(`[^`\]]+`)\]\(([^)/:]+\.(?:md|csv|json))\)", r"[\1](paper_report/\2)", text)
+    text = _links(text)
+    text, models = _models_last(text)
     # note markers in the tables ("[1] [2]"): text, not reference-style links
     text = re.sub(r"\[(\d+)\]", r"\\[\1\\]", text)
     text = re.sub(r"^(#+) ", lambda m: "#" * min(6, len(m.group(1)) + 1) + " ", text, flags=re.M)
@@ -73,7 +75,46 @@ def block() -> str:
                "measures what is missing") if stored else f"`{COMMAND}`"
     head = [f"The report in `docs/paper_report/`, {committed_at(REPORT)}; {settings(record)}.",
             f"Command: {command}.", ""]
-    return "\n".join(head) + "\n" + text
+    return "\n".join(head) + "\n" + _without_scorecard(text) + models
+
+
+def _links(text: str) -> str:
+    """Links to the report's own tables point at their .csv in paper_report/ (the site leaves
+    paper_report/*.md out; docs/hooks/links.py fails the build on a link to a page it does not build)."""
+    text = re.sub(r"(?<!!)\[`([^`\]]+)\.md`\]\(([^)/:]+)\.md\)", r"[`\1.csv`](paper_report/\2.csv)", text)
+    return re.sub(r"(?<!!)\[(`[^`\]]+`)\]\(([^)/:]+\.(?:csv|json))\)", r"[\1](paper_report/\2)", text)
+
+
+def _models_last(text: str):
+    """(the report without its model provenance notes, those notes as a 'Models' section for the end)."""
+    lines = text.split("\n")
+    kept, models = [], []
+    for i, line in enumerate(lines):
+        if line.startswith("> model "):
+            models.append("- " + line[2:])
+        elif not (line == "" and i > 0 and lines[i - 1].startswith("> model ")):
+            kept.append(line)
+    return "\n".join(kept), ("\n### Models\n\n" + "\n".join(models) + "\n" if models else "")
+
+
+def _section(text: str, name: str) -> str:
+    """The README section '## name' (its table and notes), '' when there is none."""
+    m = re.search(rf"^##+ {re.escape(name)}\n(.*?)(?=^##+ |\Z)", text, flags=re.M | re.S)
+    return m.group(1).strip() if m else ""
+
+
+def _without_scorecard(text: str) -> str:
+    return re.sub(r"^##+ scorecard\n.*?(?=^##+ |\Z)", "", text, flags=re.M | re.S)
+
+
+def scorecard() -> str:
+    """The committed report's scorecard table (its first), for the top of the page."""
+    readme = REPORT / "README.md"
+    if not readme.is_file():
+        return f"No committed report in `docs/paper_report/` yet: `{COMMAND}`."
+    body = _section(readme.read_text(), "scorecard")
+    body = _links(re.sub(r"^file: .*$", "", body, flags=re.M))
+    return re.sub(r"\[(\d+)\]", r"\\[\1\\]", body).strip() + "\n"
 
 
 def copy(folder: Path) -> None:
@@ -90,6 +131,8 @@ def copy(folder: Path) -> None:
 
 
 def on_page_markdown(markdown: str, page: Any = None, config: Any = None, files: Any = None) -> str:
+    if SCORECARD in markdown:
+        markdown = markdown.replace(SCORECARD, scorecard())
     return markdown.replace(MARKER, block()) if MARKER in markdown else markdown
 
 

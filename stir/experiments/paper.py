@@ -1,6 +1,6 @@
 """Experiment kind ``paper``: every claim of Nanda et al. (ICML 2022) asked of the zoo, in one report.
 
-The kind composes the presets the twelve claims need (``seeds``, ``relative_robustness``,
+The kind composes the presets the paper's claims need (``seeds``, ``relative_robustness``,
 ``incremental``, ``layers``, ``architectures``, ``at_methods``) as the ``suite`` kind composes its
 parts: each part runs through its own kind (``pairs``, ``matrix``, ``incremental``) with the
 evaluation's store, images and estimator, its tables and figures entering the report under the
@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from stir.experiments import matrix as matrix_kind
-from stir.experiments import paper_ablation
+from stir.experiments import paper_ablation, paper_scorecard, paper_table2
+from stir.experiments.paper_stored import stored_parts
 from stir.experiments.config import LayersConfig
 from stir.experiments.schema import PaperConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
@@ -66,8 +67,9 @@ DISJOINT = "the seed pairs share no model ((a_i, b_i) by seed): they are indepen
 # What a claim says of models that are here but whose results are not (experiment.stored_only).
 NOT_STORED = "not measured in this report (not in the results store yet)"
 # The parts of the report (PaperConfig.skip names them) and the claims each one's evidence is.
-PARTS = {"seeds": (1, 2, 3, 4, 5, 6), **{f"seeds_{o}": (4,) for o in ADVERSARIAL_OBJECTIVES},
-         "relative_robustness": (7,), "incremental": (8,), "layers": (9, 10), "architectures": (11,), "at_methods": (12,),
+PARTS = {"seeds": (1, 2, 3, 4, 5, 6, 14), **{f"seeds_{o}": (4,) for o in ADVERSARIAL_OBJECTIVES},
+         "relative_robustness": (7,), "incremental": (8, 16), "layers": (9, 10, 17), "architectures": (11, 18, 19),
+         "at_methods": (12, 13, 20), **{f"graded_{i}": (7,) for i in range(3)},
          "recipe_ablation": ()}
 # The objective the published STIR_adv came from (the original code's r1 - 0.1 r2): claim 4 is judged on it.
 PAPER_OBJECTIVE = "original"
@@ -194,6 +196,7 @@ def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[A
         out["seeds"] = (PairsConfig(name="seeds", kind="pairs", pairs=seeds,
                                     description="Table 1: seed pairs and AT vs vanilla"), with_iri(cfg.seeds_iri))
         out.update(_adversarial_parts(ctx, cfg, seeds))
+    out.update(paper_table2.graded_parts(cfg, ok, with_iri))
     robust = [n for n in cfg.robustness if ok(n)]
     if len(robust) >= 2:
         out["relative_robustness"] = (MatrixConfig(name="relative_robustness", kind="matrix", models=robust,
@@ -355,7 +358,7 @@ def table1(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optional
                            "ours": _cell(reading(stat, cal)),
                            "floor": _num(cal.floor if cal else None), "normalised": _normalised(cal),
                            "p-value": _num(cal.p_value if cal else None), "paper": _num(paper) if name == "stir"
-                           else "0.05-0.10 (row)"}
+                           else _published_adv(kind, direction)}
                     rows.append(row)
             paper_cka = published[kind].paper_value("CKA", TABLE1_PAIRS[kind])
             rows.append({"pair": f"{p.ref} / {p.target}", "paper pair": TABLE1_PAIRS[kind], "quantity": "CKA",
@@ -383,8 +386,14 @@ def _adversarial_rows(objective: str, by_kind: Dict[str, List[PairResult]]) -> L
                 rows.append({"pair": f"{p.ref} / {p.target}", "paper pair": TABLE1_PAIRS[kind],
                              "quantity": f"{quantity}, {objective} objective", "ours": _cell(reading(d.stir_adv, cal)),
                              "floor": _num(cal.floor if cal else None), "normalised": _normalised(cal),
-                             "p-value": _num(cal.p_value if cal else None), "paper": "0.05-0.10 (row)"})
+                             "p-value": _num(cal.p_value if cal else None), "paper": _published_adv(kind, direction)})
     return rows
+
+
+def _published_adv(kind: str, direction: str) -> str:
+    """Table 1's STIR_adv cell of the row kind's pair and ``direction``, with its printed spread."""
+    p = next(p for p in claim(4).published if p.pair == TABLE1_PAIRS[kind] and p.quantity == f"STIR_adv({direction})")
+    return f"{p.value:.3f} ± {p.spread:.3f}"
 
 
 def _normalised(cal: Optional[Calibration]) -> str:
@@ -539,7 +548,7 @@ def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]]):
                 notes.append(f"{m1} / {m2}: {order} (experiment.robustness) is taken")
         rows.append({"m1 (more robust)": m1, "m2": m2, "robust acc gap (m1 - m2)": _cell(gap), "order": order,
                      "STIR(m2|m1)": _cell(s21), "STIR(m1|m2)": _cell(s12), "difference": _cell(d),
-                     "paper": "> 0 (the value is not in the sources at hand)"})
+                     "paper": paper_table2.cells(m1, m2)})
     return rows, Evidence(v.DirectionEvidence(diffs), notes=notes)
 
 
@@ -679,7 +688,7 @@ def figures2_3(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
                 rows.append({"data set": dataset, "architecture": arch, "family": family, "pair": " / ".join(pair),
                              "direction": direction, "taps": len(result.rows), "slope (normalised)": _cell(slope),
                              "slope (chance-corrected)": _cell(corrected),
-                             "slope (raw)": _num(raw), "not measured because": why_not or "-", "paper": "vanilla < 0, AT flat (values not in the sources)"})
+                             "slope (raw)": _num(raw), "not measured because": why_not or "-", "paper": "vanilla < 0, AT flatter (a figure: no printed value)"})
     evidence: Dict[int, Evidence] = {}
     readings = {dataset: _slope_reading(by_dataset[dataset], corrected_by_dataset[dataset]) for dataset in by_dataset}
     c10, c10_note = readings.get("cifar10", ({"vanilla": {}, "at": {}}, ""))
@@ -748,7 +757,7 @@ def figures4_8(ctx: Context, cfg: PaperConfig, part: Optional[Tuple[MatrixConfig
                      "VGG / VGG (not in the claim)": _cell(vgg_vgg),
                      "directions per position": f"{len(residual) * (len(residual) - 1)} / {2 * len(residual) * len(vgg)}",
                      "seed positions": n, "interval holds": _positions_held(n),
-                     "paper": "> 0 (values not in the sources)"})
+                     "paper": "> 0 (a figure: no printed value)"})
     names = _matrix_models(cfg)
     why = {family: ok.why([n for names in groups.values() for n in names]) for family, groups in cfg.architectures.items()}
     notes = [f"{family} family left out: it needs two residual nets and one VGG here" + (f" ({why[family]})" if why[family] else "")
@@ -854,7 +863,7 @@ def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
         rows.append({"setting": setting, "seed positions": len(positions),
                      **{f"{METHOD_LABELS[a]} / {METHOD_LABELS[b]}": _cell(values[(a, b)]) for a, b in METHOD_PAIRS},
                      **{name: _cell(d) for name, d in contrast.items()}, "interval holds": held,
-                     "paper": "AT / TRADES highest (values not in the sources)"})
+                     "paper": "AT / TRADES highest (a figure: no printed value)"})
     not_here = f"{NOT_STORED}: {', '.join(unmeasured)}" if unmeasured else ""
     if diffs and absent:
         notes.append(f"settings left out: {ok.why(absent)}")
@@ -934,22 +943,24 @@ def judge(cfg: PaperConfig, evidence: Dict[int, Evidence], ok: Availability,
     why = {**{part: "experiment.skip" for part in cfg.skip}, **{p: f"{w}; experiment.stored_only=true"
                                                                  for p, w in (left_out or {}).items()}}
     # the parts this config has (seeds_<objective> only for its stir_adv_objectives) feeding each claim
-    configured = [part for part in PARTS if not part.startswith("seeds_") or part[len("seeds_"):] in cfg.stir_adv_objectives]
-    feeding = {n: [part for part in configured if n in PARTS[part]] for n in range(1, 13)}
+    # (graded_<i>, claim 7's graded family, is judged in the scorecard, not here: it does not feed claim 7's verdict)
+    configured = [part for part in PARTS if (not part.startswith("seeds_") or part[len("seeds_"):] in cfg.stir_adv_objectives)
+                  and not part.startswith("graded_")]
+    feeding = {n: [part for part in configured if n in PARTS[part]] for n in range(1, len(CLAIMS) + 1)}
     absent = {n: parts for n, parts in feeding.items() if parts and all(p in why for p in parts)}
     for c in CLAIMS:
         if c.number in (rows_left_out or {}):
             out[c.number] = (Verdict(NOT_RUN, f"left out of this report: {rows_left_out[c.number]}"), [])
             continue
         if c.number in absent:
-            missing = ok.why(needs[c.number])
+            missing = ok.why(needs.get(c.number, []))
             reasons = "; ".join(f"{p}: {why[p]}" for p in absent[c.number])
             out[c.number] = (Verdict(NOT_RUN, f"left out of this report ({reasons}); "
                                      f"{missing or 'its models are here: run without it to measure them'}"), [])
             continue
         e = evidence.get(c.number)
         if e is None or e.evidence is None:
-            missing = (e.missing if e is not None and e.missing else "") or ok.why(needs[c.number])
+            missing = (e.missing if e is not None and e.missing else "") or ok.why(needs.get(c.number, []))
             if c.number == 10 and c.not_testable_here:
                 missing = c.not_testable_here + (f"; {missing}" if missing and c.not_testable_here not in missing else "")
             out[c.number] = (c.judge(None, missing=missing), [])
@@ -971,82 +982,6 @@ def summary_line(verdicts: Dict[int, Tuple[Verdict, List[str]]]) -> str:
             + (f", {len(failed)} do not ({unresolved} not resolved at this budget)" if failed else "")
             + f", {untestable} not testable here"
             + (f", {not_run} not measured in this report" if not_run else ""))
-
-
-def _stored_pairs(part: PairsConfig, pctx: Context) -> List[List[str]]:
-    """The pairs of ``part`` whose every measurement the (read-only) store holds."""
-    measure = pctx.layerwise if pctx.layers.taps != "penultimate" else pctx.pair
-    kept = []
-    for a, b in part.pairs:
-        try:
-            measure(pctx.model(a), pctx.model(b))
-            kept.append([a, b])
-        except NotStored:
-            pass
-    return kept
-
-
-def _stored_matrix(part: MatrixConfig, pctx: Context) -> Tuple[MatrixConfig, List[str]]:
-    """``part`` cut to the models whose every cell the (read-only) store holds, and the models cut.
-
-    A model in a missing cell goes, the one in the most missing cells first (the later listed on a
-    tie): a model shipped before it was evaluated misses its whole row and column and goes alone,
-    not the models it was to be compared with. A seed twin whose diagonal cell is missing leaves the
-    diagonal (its model then stays where its cell against itself is stored)."""
-    names = list(part.models)
-
-    def held(cfg: MatrixConfig, i: int, j: int) -> bool:
-        try:
-            matrix_kind.measure_cell(pctx, cfg, i, j)
-            return True
-        except NotStored:
-            return False
-
-    twins = {a: t for a, t in part.seed_twins.items() if a in names and held(part, names.index(a), names.index(a))}
-    bare = dataclasses.replace(part, seed_twins=twins)
-    missing = [(a, b) for i, a in enumerate(names) for j, b in enumerate(names)
-               if not (i == j and a in twins) and not held(bare, i, j)]
-    kept = list(names)
-    while True:
-        cells = [c for c in missing if c[0] in kept and c[1] in kept]
-        if not cells:
-            break
-        count = {n: sum(n in c for c in cells) for n in kept}
-        kept.remove(max(kept, key=lambda n: (count[n], kept.index(n))))
-    cut = [n for n in names if n not in kept] + [f"{t} (seed twin of {a})" for a, t in part.seed_twins.items()
-                                                 if a in kept and a not in twins]
-    return dataclasses.replace(part, models=kept, seed_twins={a: t for a, t in twins.items() if a in kept}), cut
-
-
-def stored_parts(chosen: Dict[str, Tuple[Any, Context]]
-                 ) -> Tuple[Dict[str, Tuple[Any, Context]], Dict[str, str], List[str], Dict[str, List[str]]]:
-    """``experiment.stored_only``: each pairs part cut to its stored pairs and each matrix to its models
-    whose every cell is stored (``_stored_matrix``); the parts with nothing stored, as {part: why}; a
-    note per part cut; {matrix part: the models cut}. (Chain parts are run as they are: a missing
-    link raises ``NotStored`` in ``run``, which leaves the part out.)"""
-    kept, left_out, notes, cut_models = {}, {}, [], {}
-    for name, (part, pctx) in chosen.items():
-        if isinstance(part, PairsConfig):
-            pairs = _stored_pairs(part, pctx)
-            if not pairs:
-                left_out[name] = f"none of its {len(part.pairs)} pairs is in the results store yet"
-                continue
-            if len(pairs) < len(part.pairs):
-                missing = [f"{a} / {b}" for a, b in part.pairs if [a, b] not in pairs]
-                notes.append(f"{name}: {len(pairs)} of its {len(part.pairs)} pairs are in the results store; not yet "
-                             f"measured (experiment.stored_only=true): {', '.join(missing)}")
-                part = dataclasses.replace(part, pairs=pairs)
-        elif isinstance(part, MatrixConfig):
-            part, cut = _stored_matrix(part, pctx)
-            if len(part.models) < 2:
-                left_out[name] = "not all of its measurements are in the results store yet"
-                continue
-            if cut:
-                cut_models[name] = cut
-                notes.append(f"{name}: left out of its matrix, not yet measured (experiment.stored_only=true): "
-                             f"{', '.join(cut)}")
-        kept[name] = (part, pctx)
-    return kept, left_out, notes, cut_models
 
 
 def run(ctx: Context, cfg: PaperConfig) -> Report:
@@ -1082,8 +1017,22 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
         for number in PARTS[name]:
             if evidence.get(number) is not None:
                 evidence[number].notes.append(f"{NOT_STORED}: {', '.join(cut_out)}")
+    extra = paper_scorecard.extra_evidence(ctx, cfg, ok, chosen, evidence)
+    layer_wise = extra.pop(12)
+    evidence.update(extra)
     evidence = {k: e for k, e in evidence.items() if e is not None}
     verdicts = judge(cfg, evidence, ok, left_out, unstored_rows(ctx, cfg, ok, chosen) if cfg.stored_only else {})
+    verdicts[15] = (Verdict(NOT_RUN, f"not measured in this report: {paper_scorecard.RBF_COMMAND}"), [])
+    info = paper_scorecard.revise(ctx, cfg, chosen, verdicts, {**evidence, "12_layers": layer_wise})
+    graded_rows, graded, why_not = paper_table2.graded_from_parts(ctx, cfg, chosen, ok)
+    graded_verdict = f"{graded.outcome}: {graded.reason}" if graded else f"not measured in this report: {why_not}"
+    scorecard_verdicts = dict(verdicts)
+    info[7]["old"] = f"Table 2's models (equally robust AT models dropped): {verdicts[7][0].outcome}: {verdicts[7][0].reason[:200]}"
+    scorecard_verdicts[7] = ((graded, verdicts[7][1]) if graded else
+                             (Verdict(NOT_RUN, "graded family: " + graded_verdict), verdicts[7][1]))
+    evidence[12] = layer_wise if layer_wise.evidence is not None else evidence.get(12)
+    scorecard = paper_scorecard.scorecard(scorecard_verdicts, evidence, info, paper_table2.graded_power_text())
+    sections = paper_scorecard.sections(scorecard_verdicts, info, graded_verdict)
     claims = []
     for c in CLAIMS:
         vd, notes = verdicts[c.number]
@@ -1091,19 +1040,23 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
                        "reason": vd.reason + "".join(f" ({n})" for n in notes)})
         report.summary[f"claim{c.number}/holds"] = {HOLDS: 1.0, v.FAILS: 0.0}.get(vd.outcome, NAN)
     line = summary_line(verdicts)
+    counts = {w: sum(r["verdict"] == w for r in scorecard) for w in paper_scorecard.rules.WORDS}
+    words_line = f"scorecard of {len(scorecard)} claims: " + ", ".join(f"{n} {w}" for w, n in counts.items() if n)
     report.title = f"{report.title}: {line}"
     report.summary["claims/hold"] = float(sum(vd.outcome == HOLDS for vd, _ in verdicts.values()))
     report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))
     report.summary["claims/do_not_hold"] = float(sum(vd.outcome == v.FAILS for vd, _ in verdicts.values()))
     report.summary["claims/not_run"] = float(sum(vd.outcome == NOT_RUN for vd, _ in verdicts.values()))
-    shown = {"claims": claims, "table1": t1, "table1_recipes": recipes, "table2": t2, "figure1": f1,
+    shown = {"scorecard": scorecard, "claim_sections": sections, "claims": claims, "table2_graded": graded_rows, "table1": t1, "table1_recipes": recipes, "table2": t2, "figure1": f1,
              "figures2_3_6_7": f2, "figures4_8": f4, "figures5_9": f5, "recipe_ablation": ablation}
     shown["missing_models"] = [{"model": name, "why": "not trained or shipped", "train command": ok.command(name)}
                                for name in sorted(ok.missing)]
     paper_tables = {name: Table(rows) for name, rows in shown.items() if rows}
+    paper_tables["scorecard"].headline = Table(scorecard)  # the README's first table
+    paper_tables["claims"] = Table(claims, display=[{**c, "reason": paper_scorecard._clip(c["reason"])} for c in claims])
     report.tables = {**paper_tables, **report.tables}  # the paper's tables first, the parts' after
     missing = sorted(ok.missing)
-    report.notes = [line, "method: a recipe's value is the random-effects estimate over its seed pairs "
+    report.notes = [words_line, line, "method: a recipe's value is the random-effects estimate over its seed pairs "
                     "(stir.measure.seeds.seed_estimate); " + SHARED + "; AT vs vanilla: " + DISJOINT
                     + f"; with one pair: {ONE_PAIR}",
                     (f"store: {ctx.store.hits} result(s) served from the store, nothing measured (experiment.stored_only="

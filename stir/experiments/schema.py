@@ -301,6 +301,9 @@ class PaperConfig(ExperimentConfig):
     stir_adv_objectives: List[str] = field(default_factory=lambda: ["original"])
     # Table 2 (claim 7): models ordered from the most robust to the least.
     robustness: List[str] = field(default_factory=list)
+    # Claim 7 asked of the graded-robustness family (issue 52): per seed position [vanilla_si, at_e025_si,
+    # at_si], least robust first; judged by stir.paper.rules.GRADED (committed before its models exist).
+    graded_robustness: List[List[str]] = field(default_factory=list)
     # Figure 1 (claim 8): {family: [m_1, m_2, ...]} ordered by training-set size.
     chains: Dict[str, List[str]] = field(default_factory=dict)
     # Figures 2, 3, 6, 7 (claims 9, 10): {"<dataset> <architecture>": {vanilla: [a, b], at: [c, d]}}

@@ -1,0 +1,146 @@
+"""Table 2 (claim 7) beside the paper's every cell, and claim 7 asked of the graded-robustness family.
+
+``cells(m1, m2)``: the paper's STIR(m2|m1), STIR(m1|m2) and CKA of the zoo pair's counterparts
+(at_it10 = AT it=10, at_it1 = AT it=1, vanilla = Vanilla; the laptop ``at``, 2 PGD steps, has none).
+
+The graded family (``PaperConfig.graded_robustness``: per seed position [vanilla_si, at_e025_si,
+at_si], configs/zoo.yaml) is judged by ``stir.paper.rules.GRADED``, a rule committed before any of its
+models was trained. ``graded(...)`` builds its rows and verdict from a measured matrix per position;
+until every model of a position is here and its cells are in the store the claim reads "not measured
+in this report" with the train commands (``graded_missing``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from stir.paper import Interval, Verdict
+from stir.paper import published as pub
+from stir.paper import rules
+from stir.paper import verdicts as v
+from stir.paper.power import graded_power
+
+# The zoo names of Table 2's models (the laptop ``at``, 2 PGD steps, is none of them).
+COUNTERPART = {"at_it10": "AT it=10", "at_it1": "AT it=1", "vanilla": "Vanilla"}
+
+
+def cells(m1: str, m2: str) -> str:
+    """The paper's cells for the zoo pair (m1 the more robust): STIR(m2|m1) / STIR(m1|m2) (CKA), or
+    why there is none."""
+    a, b = COUNTERPART.get(m1), COUNTERPART.get(m2)
+    if a is None or b is None:
+        missing = m1 if a is None else m2
+        return f"no Table 2 counterpart of {missing} (the paper's models: AT it=10, AT it=1, Vanilla)"
+    (s21, e21), (cka, _) = pub.TABLE2_CELLS[(a, b)]
+    (s12, e12), _ = pub.TABLE2_CELLS[(b, a)]
+    return f"{s21:.2f} ± {e21:.2f} / {s12:.2f} ± {e12:.2f} (CKA {cka:.2f}); difference {s21 - s12:+.2f}"
+
+
+def graded_power_text(se: float = 0.05, tau: float = 0.05) -> str:
+    """The graded rule's power at Table 2's differences (``rules.GRADED_EFFECTS``), with the per-pair
+    se of our Table 2 differences (0.05: at / vanilla's 0.148 [0.052, 0.243]) and a between-seed sd."""
+    p = graded_power(rules.GRADED_EFFECTS, tau=tau, se=se)
+    return (f"power at Table 2's differences (0.07, 0.10, 0.18), se {se}, between-seed sd {tau}, 3 positions: holds "
+            f"{p['holds']:.0%}, direction reproduced {p['direction reproduced']:.0%} (4,000 simulations)")
+
+
+def graded_missing(positions: Sequence[Sequence[str]], ok) -> str:
+    """Why the graded family is not measured: the models not here (their train commands) or, when
+    they all are, that their cells are not in the store."""
+    names = [n for p in positions for n in p]
+    why = ok.why(names) if names and not ok.all(names) else ""
+    return why or "its cells are not in the results store yet (experiment=paper measures them)"
+
+
+def graded(matrices: Mapping[int, Mapping[Tuple[str, str], Interval]], positions: Sequence[Sequence[str]],
+           gaps: Mapping[Tuple[str, str], Interval], cka: Mapping[Tuple[str, str], float], confidence: float
+           ) -> Tuple[List[Dict[str, Any]], Verdict]:
+    """Claim 7 on the graded family: ``matrices[i][(a, b)]`` is STIR(b | a) at position i,
+    ``positions[i]`` that position's models least robust first, ``gaps[(m1, m2)]`` m1's PGD-l2
+    accuracy minus m2's, ``cka[(a, b)]`` the pair's CKA. Returns the rows (each Table 2 cell of ours
+    beside the paper's) and the verdict by ``rules.GRADED``."""
+    from stir.experiments.paper import over_seed_pairs
+
+    rows, pooled, points = [], {}, []
+    order = [("at", "at_e025"), ("at", "vanilla"), ("at_e025", "vanilla")]
+    paper = {("at", "at_e025"): ("AT it=10", "AT it=1"), ("at", "vanilla"): ("AT it=10", "Vanilla"),
+             ("at_e025", "vanilla"): ("AT it=1", "Vanilla")}
+    for role1, role2 in order:
+        label = f"{role1} / {role2}"
+        per = []
+        for i, names in enumerate(positions):
+            if i not in matrices:
+                continue
+            roles = dict(zip(("vanilla", "at_e025", "at"), names))
+            m1, m2 = roles[role1], roles[role2]
+            s21, s12 = matrices[i][(m1, m2)], matrices[i][(m2, m1)]
+            gap = gaps.get((m1, m2), Interval(math.nan, math.nan, math.nan))
+            d = Interval(s21.value - s12.value, s21.low - s12.high, s21.high - s12.low) if s21.measured and s12.measured \
+                else Interval(math.nan, math.nan, math.nan)
+            if gap.measured and not gap.above(0.0):
+                rows.append({"pair": f"{m1} / {m2}", "position": i, "PGD-l2 gap": str(gap), "evidence": "no: not more robust"})
+                continue
+            per.append(d)
+            points.append(d.value > 0)
+            a, b = paper[(role1, role2)]
+            rows.append({"pair": f"{m1} / {m2}", "position": i, "PGD-l2 gap": str(gap), "STIR(m2|m1)": str(s21),
+                         "STIR(m1|m2)": str(s12), "CKA": f"{cka.get((m1, m2), math.nan):.3f}", "difference": str(d),
+                         "paper": cells({"AT it=10": "at_it10", "AT it=1": "at_it1", "Vanilla": "vanilla"}[a],
+                                        {"AT it=10": "at_it10", "AT it=1": "at_it1", "Vanilla": "vanilla"}[b])})
+        if per:
+            pooled[label] = over_seed_pairs(per, confidence)[0]
+    if not pooled:
+        return rows, Verdict(v.NOT_RUN, "no position of the graded family is measured")
+    verdict = v.more_robust_shares_less(v.DirectionEvidence(pooled))
+    if not verdict.holds and not verdict.reason.startswith("contradicted") and points and all(points):
+        verdict = Verdict(v.FAILS, f"{v.NOT_RESOLVED}; direction reproduced in all {len(points)} position values: "
+                                   + verdict.reason, verdict.numbers)
+    return rows, verdict
+
+
+def graded_positions(cfg_positions: Sequence[Sequence[str]], ok) -> List[List[str]]:
+    """The positions whose three models are all here (each is measured as a matrix of its own)."""
+    return [list(p) for p in cfg_positions if len(p) == 3 and ok.all(list(p))]
+
+
+def graded_verdict_words(verdict: Optional[Verdict]) -> str:
+    return rules.word(7, verdict) if verdict is not None else rules.NOT_MEASURED_W
+
+
+def graded_parts(cfg, ok, with_iri) -> Dict[str, Tuple[Any, Any]]:
+    """Part ``graded_<i>`` per seed position whose three models are here: a matrix of (at_si,
+    at_e025_si, vanilla_si), most robust first, as Table 2's ``relative_robustness`` is."""
+    from stir.experiments.matrix import MatrixConfig
+
+    return {f"graded_{i}": (MatrixConfig(name=f"graded_{i}", kind="matrix", models=list(reversed(names)),
+                                         description=f"claim 7's graded family, seed position {i}"), with_iri("arbitrary"))
+            for i, names in enumerate(cfg.graded_robustness) if len(names) == 3 and ok.all(list(names))}
+
+
+def graded_from_parts(ctx, cfg, chosen, ok) -> Tuple[List[Dict[str, Any]], Optional[Verdict], str]:
+    """(the graded family's rows, its verdict by ``rules.GRADED`` or None, why it is not measured)
+    from the ``graded_<i>`` parts that ran."""
+    from stir.experiments import matrix as matrix_kind
+    from stir.experiments.paper import _direction_stir, _z, robustness_gap
+
+    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    matrices, gaps, cka = {}, {}, {}
+    for i, names in enumerate(cfg.graded_robustness):
+        part = chosen.get(f"graded_{i}")
+        if part is None:
+            continue
+        mcfg, pctx = part
+        models = list(mcfg.models)
+        matrices[i] = {}
+        for a_i, a in enumerate(models):
+            directions, similarities = matrix_kind.measure_row(pctx, mcfg, a_i)
+            for b_i, b in enumerate(models):
+                if a != b:
+                    matrices[i][(a, b)] = _direction_stir(directions[b_i])
+                    if b_i > a_i and similarities[b_i] is not None:
+                        cka[(a, b)] = cka[(b, a)] = float(similarities[b_i].value)
+                        gaps[(a, b)] = robustness_gap(ctx.model(a), ctx.model(b), z)
+    if not matrices:
+        return [], None, graded_missing(cfg.graded_robustness, ok)
+    rows, verdict = graded(matrices, cfg.graded_robustness, gaps, cka, conf)
+    return rows, verdict, ""
