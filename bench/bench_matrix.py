@@ -159,7 +159,8 @@ def evaluate_args(workdir: Path, n_models: int, n: int, k: int, steps: int, data
                   verbose: bool = False, calibrated: bool = False) -> List[str]:
     names = [f"m{i}" for i in range(n_models)]
     return [
-        f"zoo.file={workdir / 'zoo.yaml'}", f"out_dir={workdir / 'results'}",
+        f"zoo.file={workdir / 'zoo.yaml'}", "zoo.allow_code=true",  # our zoo file names python: models
+        f"out_dir={workdir / 'results'}",
         # the matrix kind through one of its presets, with our models
         "experiment=relative_robustness", "experiment.name=bench_matrix", f"experiment.models=[{','.join(names)}]",
         "experiment.description=bench_matrix", "iri=arbitrary",

@@ -5,8 +5,10 @@ results; ``revise`` applies the rules set in issue 52 to claims 1, 3, 6, 8, 9, 1
 verdict kept beside: ``stir.paper.rules``); ``scorecard`` is the report's first table: claim | where |
 the paper's number | ours [interval] | verdict | why (<= 25 words) | power | rule.
 
-Claim 6's Appendix C Delta (eq. 8) is the input ``appendix_c_delta``: empty here (another branch
-implements eq. 8), so the scorecard sets Table 3's Delta row beside "not measured in this report".
+Claim 6's Appendix C Delta (eq. 8) is ``appendix_c_delta``: Table 3's six directions measured by
+``stir.experiments.paper_delta`` (served from the store; shipped in zoo/store), set beside Table 3's
+Delta row. The claim's verdict rule (the walk's ties) is not changed by it: Delta grows with the step
+budget (eq. 8 bounds nothing), a reading the rule was not set on.
 """
 from __future__ import annotations
 
@@ -31,9 +33,18 @@ RBF_COMMAND = ("python evaluate.py experiment=seeds profile=laptop measure=rbf_c
 
 
 def appendix_c_delta(ctx, cfg) -> Dict[str, Interval]:
-    """Claim 6's Delta = mean ||x - x_c||_2 after eq. 8 per direction ("target|ref" -> Interval):
-    THE INPUT TO WIRE when eq. 8 is implemented (issue 52, branch iss52b). Empty: not measured."""
-    return {}
+    """Claim 6's Delta = mean ||x - x_c||_2 after eq. 8, per direction and start ("target|ref from
+    START" -> Interval over images), for Table 3's columns on the preset's Table 1 models; the
+    directions not in the store are left out (a read-only store measures nothing)."""
+    from stir.experiments.paper_delta import delta_rows, table3_pairs
+
+    out: Dict[str, Interval] = {}
+    for row in delta_rows(ctx, table3_pairs(cfg.recipes)):
+        if row["Delta (ours)"] is None:
+            continue
+        target, ref = (row["m1"], row["m2"]) if row["direction"] == "m1|m2" else (row["m2"], row["m1"])
+        out[f"{target}|{ref} from {row['start']}"] = Interval(row["Delta (ours)"], row["low"], row["high"])
+    return out
 
 
 def _layer_mean(pctx, ctx, a: str, b: str, z: float, conf: float) -> Interval:
