@@ -28,6 +28,8 @@ def nothing_stored(tmp_path):
     (["calibration.resamples=1000000000"], "calibration.resamples=1000000000 is beyond 100,000"),
     (["calibration.permutations=1000000000"], "calibration.permutations=1000000000 is beyond 100,000"),
     (["k=1000000"], "k=1000000 seed draws is beyond 1000"),
+    (["difficulty.steps=1000000000"], "difficulty.steps=1000000000 is beyond 100,000"),  # ran out of memory naming
+    # execution.batch_size
 ])
 def test_an_absurd_evaluate_value_is_one_line_before_any_work(extra, said, cifar10_root, tmp_path, monkeypatch,
                                                               capsys):
