@@ -97,3 +97,20 @@ def test_a_linked_store_folder_or_inversion_cache_is_refused(linked, cifar10_roo
     message = refused("evaluate", nets_args(tmp_path, cifar10_root), monkeypatch, capsys)
     assert f"{link} is a symbolic link" in message
     assert list(elsewhere.iterdir()) == []
+
+
+def test_an_interval_past_the_measures_range_is_shown_clipped_and_says_so():
+    """The issue: CKA-based STIR '0.772 [0.484, 1.061]', linear CKA being at most 1. A shipped entry
+    whose half-sampling interval ends at 1.008 is read as a report reads it: the cell shows the end
+    clipped to 1 and says it was clipped, with the end as computed; the stored interval is unchanged."""
+    import json
+    from pathlib import Path
+
+    from stir.experiments.rows import direction_display
+    from stir.measure.results import DirectionResult
+
+    entry = Path(__file__).parents[2] / "zoo/store/direction/c873ac661617f1b42f2ff8a42a7461dab5ee00e6188dea30d35df52af8d6a6c1.json"
+    d = DirectionResult.from_dict(json.loads(entry.read_text())["result"])
+    assert d.measure == "linear_cka" and d.calibration["stir"].high > 1  # as stored, as computed
+    cell = direction_display(d)["STIR"]
+    assert cell == "0.975 [0.942, 1.000] (clipped to linear_cka's range [0, 1]; was [0.942, 1.008])", cell
