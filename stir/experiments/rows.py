@@ -150,13 +150,13 @@ def _direction_display(d: DirectionResult, head: str) -> Row:
     """The readable cells of one direction, headed ``STIR(m2|m1)`` style by ``head``."""
     cal, adv = d.calibration.get("stir"), d.calibration.get("stir_adv")
     cells = {
-        f"STIR{head}": interval(d.stir, cal), f"floor{head}": calibration_cell(cal, "floor"),
+        f"STIR{head}": interval(d.stir, cal, d.measure), f"floor{head}": calibration_cell(cal, "floor"),
         f"ceiling{head}": calibration_cell(cal, "ceiling"), f"normalised{head}": normalised_cell(cal),
         f"p{head}": p_cell(cal),
     }
     if "stir" in d.debiased:  # linear CKA's debiased estimate of the same value: no floor to read it against
         cells[f"debiased{head}"] = over_draws(d.debiased["stir"])
-    cells.update({f"X'{head}": _iris(d), f"STIR_adv{head}": interval(d.stir_adv, adv), f"difficulty{head}": _difficulty(d)})
+    cells.update({f"X'{head}": _iris(d), f"STIR_adv{head}": interval(d.stir_adv, adv, d.measure), f"difficulty{head}": _difficulty(d)})
     return cells
 
 
@@ -194,9 +194,9 @@ HEADLINE = ("direction", "STIR", "floor", "ceiling", "normalised", "IRIs", "STIR
 
 def _headline_cells(d: DirectionResult, direction: str) -> Row:
     cal, adv = d.calibration.get("stir"), d.calibration.get("stir_adv")
-    return {"direction": direction, "STIR": interval(d.stir, cal), "floor": calibration_cell(cal, "floor"),
+    return {"direction": direction, "STIR": interval(d.stir, cal, d.measure), "floor": calibration_cell(cal, "floor"),
             "ceiling": calibration_cell(cal, "ceiling"), "normalised": normalised_cell(cal), "IRIs": iri_status(d),
-            "STIR_adv": "not measured" if d.stir_adv is None else interval(d.stir_adv, adv)}
+            "STIR_adv": "not measured" if d.stir_adv is None else interval(d.stir_adv, adv, d.measure)}
 
 
 def pair_headline(pair: PairResult) -> List[Row]:

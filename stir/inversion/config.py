@@ -317,6 +317,9 @@ class ExecutionConfig:
         return self.batch_size if self.batch_size is not None else 1000
 
 
+# The longest walk difficulty.steps may ask for: 100,000 steps of 0.1 is an L2 length of 10,000, 180
+# times the diameter of [0, 1]^(3x32x32) (55.4); a walk keeps per-step state, so 1e9 ran out of memory.
+MAX_WALK_STEPS = 100_000
 WALK_STEPS = 200  # the walk of the published budget (1000 inversion steps); shorter inversions walk as many as they step
 
 
@@ -346,6 +349,9 @@ class ControversialConfig:
     def __post_init__(self) -> None:
         if self.steps is not None and self.steps < 1:
             raise ValueError(f"difficulty.steps must be >= 1 (or unset: it follows inversion.steps), got {self.steps}")
+        if self.steps is not None and self.steps > MAX_WALK_STEPS:
+            raise ValueError(f"difficulty.steps={self.steps} is beyond {MAX_WALK_STEPS:,}: the walk would go far past "
+                             f"any image (the published budget walks {WALK_STEPS}); lower it or leave it unset")
         if self.step_size <= 0 or self.start_noise <= 0 or self.m2_threshold <= 0:
             raise ValueError("difficulty.step_size, difficulty.start_noise and difficulty.m2_threshold must be > 0, "
                              f"got {self.step_size}, {self.start_noise}, {self.m2_threshold}")

@@ -56,6 +56,10 @@ def open_call(m1: nn.Module, m2: nn.Module, images: Images, estimator: Optional[
     plan = make_plan(images, estimator, run)
     ids = tuple(ids) if ids is not None else (content_identity(m1), content_identity(m2))
     broken = nonfinite_models(plan, [(names[0], m1), (names[1], m2)], taps)
+    config = (record or {}).get("config") or {}
+    if broken is not None and "allow_nonfinite" in config:  # evaluate.py: say the setting as it was, not as if set
+        broken += (f" (allow_nonfinite={str(bool(config['allow_nonfinite'])).lower()}"
+                   + ("" if config["allow_nonfinite"] else ": its load check, on noise images, passed it") + ")")
     if broken is None:
         ids = behaviour_ids(plan, (m1, m2), tuple(names), ids, taps, store)
     return Call(plan, tuple(names), ids, broken, store, record)

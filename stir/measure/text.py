@@ -8,7 +8,7 @@ draws when there is no interval), ``not measured`` (a NaN value: the reason is i
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from stir.measure.calibration import Calibration
 
@@ -29,15 +29,35 @@ def over_draws(stat: Optional["Stat"]) -> str:
     return mean_std(stat.mean, stat.std) if len(stat.values) > 1 else f"{stat.mean:.3f}"
 
 
-def interval(stat: Optional["Stat"], cal: Optional[Calibration]) -> str:
+def measure_range(measure: Optional[str]) -> Tuple[float, float]:
+    """The values ``measure`` can take (linear CKA: (0, 1)); (-inf, inf) for an unknown or unnamed measure."""
+    from stir.similarity.registry import info
+
+    try:
+        return tuple(float(end) for end in info(measure).range) if measure else (-math.inf, math.inf)
+    except (KeyError, ValueError):
+        return -math.inf, math.inf
+
+
+def interval(stat: Optional["Stat"], cal: Optional[Calibration], measure: Optional[str] = None) -> str:
     """'0.128 [0.091, 0.170]' (the value and its interval); the mean ± std over draws when there is
-    no interval and more than one draw; the value alone otherwise; '-' when not computed."""
+    no interval and more than one draw; the value alone otherwise; '-' when not computed.
+
+    With ``measure``, an interval reaching past the measure's range (half-sampling's value +- z se can:
+    linear CKA's 0.975 [0.942, 1.008]) is shown clipped to it and says so, with the end it had:
+    '0.975 [0.942, 1.000] (clipped to linear_cka's range [0, 1]; was [0.942, 1.008])'. The stored
+    calibration keeps the interval as computed."""
     if stat is None:
         return "-"
     if not math.isfinite(stat.mean):
         return "not measured"  # the reason is in the notes (e.g. no adversarial X' reached the bound)
     if cal is not None and math.isfinite(cal.low):
-        return f"{stat.mean:.3f} [{cal.low:.3f}, {cal.high:.3f}]"
+        lo, hi = measure_range(measure)
+        low, high = max(cal.low, lo), min(cal.high, hi)
+        shown = f"{stat.mean:.3f} [{low:.3f}, {high:.3f}]"
+        if (low, high) != (cal.low, cal.high):
+            shown += (f" (clipped to {measure}'s range [{lo:g}, {hi:g}]; was [{cal.low:.3f}, {cal.high:.3f}])")
+        return shown
     return over_draws(stat)
 
 
@@ -58,7 +78,7 @@ def _direction_lines(d: "DirectionResult") -> List[str]:
         if stat is None:
             continue
         cal = d.calibration.get(name)
-        line = f"{label}({d.target}|{d.ref}) = {interval(stat, cal)}"
+        line = f"{label}({d.target}|{d.ref}) = {interval(stat, cal, d.measure)}"
         if cal is not None and math.isfinite(stat.mean):
             line += f", floor {cal.floor:.3f}, normalised {normalised_cell(cal)}"
         lines.append(line)

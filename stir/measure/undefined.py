@@ -68,7 +68,7 @@ def undefined_direction(plan: Plan, names: Tuple[str, str], ids: Tuple[str, str]
                for kind in kinds}
     calibration = {} if plan.resampled else {  # as measure_direction: every kind calibrated on one fixed X
         name: _calibration(plan) for name, kind in (("stir", "arbitrary"), ("stir_adv", "adversarial")) if kind in kinds}
-    note = f"{reason}: every number of this direction is NaN (allow_nonfinite=true); nothing was inverted"
+    note = f"{reason}: every number of this direction is NaN; nothing was inverted"
     return DirectionResult(
         ref=names[0], target=names[1], ref_id=ids[0], target_id=ids[1], tap_ref=taps[0], tap_target=taps[1],
         measure=est.measure, n=plan.n, k=est.k, iri=est.iri,

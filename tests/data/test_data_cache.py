@@ -57,3 +57,27 @@ def test_changed_source_gets_new_cache(tmp_path):
     assert cache_file(tmp_path, src) != before
     cfg = DataConfig(source=str(src), root=str(tmp_path), num_classes=2)
     assert torch.equal(load_dataset(cfg).train_images, written.train_images)
+
+
+def test_a_source_replaced_with_the_same_size_and_mtime_is_decoded_again(tmp_path, caplog):
+    """Issue 54: the cache was keyed by path, size and mtime, so a tar replaced by another of the same
+    size, its mtime set back, served the first tar's images. Keyed by content, it decodes the new one."""
+    caplog.set_level(logging.INFO, logger="stir.data")
+    first, second = tmp_path / "a.tar", tmp_path / "b.tar"
+    synthetic.write_image_tar(first, num_classes=2, n_train=4, n_test=2, seed=0)
+    replaced = synthetic.write_image_tar(second, num_classes=2, n_train=4, n_test=2, seed=1)
+    size = max(first.stat().st_size, second.stat().st_size)
+    for tar in (first, second):  # zero blocks after a tar's end are read as its end: same size, same images
+        tar.write_bytes(tar.read_bytes() + bytes(size - tar.stat().st_size))
+    src = tmp_path / "d.tar"
+    src.write_bytes(first.read_bytes())
+    os.utime(src, ns=(10**18, 10**18))
+    cfg = DataConfig(source=str(src), root=str(tmp_path / "root"), num_classes=2)
+    load_dataset(cfg)
+    src.write_bytes(second.read_bytes())
+    os.utime(src, ns=(10**18, 10**18))  # the size and the mtime of the first
+    assert torch.equal(load_dataset(cfg).train_images, replaced.train_images)
+    assert decodes(caplog) == 2
+    src.write_bytes(first.read_bytes())  # the first content again: its cache, no third decode
+    load_dataset(cfg)
+    assert decodes(caplog) == 2

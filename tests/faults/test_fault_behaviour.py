@@ -122,3 +122,38 @@ def test_evaluate_measures_a_changed_global_again_on_the_same_store(tmp_path, ci
     relu = run(tmp_path / "shared", "relu")
     tanh = run(tmp_path / "shared", "tanh")
     assert tanh != relu and tanh == run(tmp_path / "fresh", "tanh")
+
+
+def test_a_pyc_only_factory_recompiled_with_another_activation_is_measured_again(tmp_path, monkeypatch):
+    """The issue's High 2 (c): a factory shipped as bytecode alone (no .py beside it), compiled once with
+    relu and once with tanh under the same module name and path: relu's 0.689 was served for tanh
+    (fresh 0.631). The behaviour fingerprint sees the other activation: tanh is measured again."""
+    import importlib
+    import py_compile
+    import sys
+
+    folder = tmp_path / "bytecode"
+    folder.mkdir()
+    monkeypatch.syspath_prepend(str(folder))
+
+    def compiled(act: str) -> nn.Module:
+        source = folder / "pyc_factory.py"
+        source.write_text("import torch\nfrom untrusted_nets import SmallNet\n\n\nclass PycNet(SmallNet):\n"
+                          "    def features(self, x):\n"
+                          f"        return torch.{act}(self.conv(x)).mean(dim=(2, 3))\n\n\n"
+                          "def pyc_net():\n    return PycNet()\n")
+        py_compile.compile(str(source), cfile=str(folder / "pyc_factory.pyc"), doraise=True)
+        source.unlink()  # bytecode only: no source for inspect or a code hash to read
+        sys.modules.pop("pyc_factory", None)
+        importlib.invalidate_caches()
+        return tapped(importlib.import_module("pyc_factory").pyc_net())
+
+    m2 = tapped(nets.relu_tanh_partner())
+    store = ResultStore(tmp_path / "store")
+    relu_model = compiled("relu")
+    relu = stir_of(pair(store, relu_model, m2))
+    tanh_model = compiled("tanh")
+    assert content_identity(tanh_model) == content_identity(relu_model)  # what the static identity sees
+    tanh = stir_of(pair(store, tanh_model, m2))
+    assert tanh != relu and tanh == stir_of(pair(ResultStore(tmp_path / "fresh"), tanh_model, m2))
+    monkeypatch.delitem(sys.modules, "pyc_factory")

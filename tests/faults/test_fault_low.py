@@ -28,6 +28,8 @@ def nothing_stored(tmp_path):
     (["calibration.resamples=1000000000"], "calibration.resamples=1000000000 is beyond 100,000"),
     (["calibration.permutations=1000000000"], "calibration.permutations=1000000000 is beyond 100,000"),
     (["k=1000000"], "k=1000000 seed draws is beyond 1000"),
+    (["difficulty.steps=1000000000"], "difficulty.steps=1000000000 is beyond 100,000"),  # ran out of memory naming
+    # execution.batch_size
 ])
 def test_an_absurd_evaluate_value_is_one_line_before_any_work(extra, said, cifar10_root, tmp_path, monkeypatch,
                                                               capsys):
@@ -95,3 +97,32 @@ def test_a_linked_store_folder_or_inversion_cache_is_refused(linked, cifar10_roo
     message = refused("evaluate", nets_args(tmp_path, cifar10_root), monkeypatch, capsys)
     assert f"{link} is a symbolic link" in message
     assert list(elsewhere.iterdir()) == []
+
+
+def test_an_interval_past_the_measures_range_is_shown_clipped_and_says_so():
+    """The issue: CKA-based STIR '0.772 [0.484, 1.061]', linear CKA being at most 1. A shipped entry
+    whose half-sampling interval ends at 1.008 is read as a report reads it: the cell shows the end
+    clipped to 1 and says it was clipped, with the end as computed; the stored interval is unchanged."""
+    import json
+    from pathlib import Path
+
+    from stir.experiments.rows import direction_display
+    from stir.measure.results import DirectionResult
+
+    entry = Path(__file__).parents[2] / "zoo/store/direction/c873ac661617f1b42f2ff8a42a7461dab5ee00e6188dea30d35df52af8d6a6c1.json"
+    d = DirectionResult.from_dict(json.loads(entry.read_text())["result"])
+    assert d.measure == "linear_cka" and d.calibration["stir"].high > 1  # as stored, as computed
+    cell = direction_display(d)["STIR"]
+    assert cell == "0.975 [0.942, 1.000] (clipped to linear_cka's range [0, 1]; was [0.942, 1.008])", cell
+
+
+def test_a_model_found_not_finite_after_load_says_the_setting_as_it_was(cifar10_root, tmp_path, monkeypatch):
+    """The issue: a model that passed the load check but is not finite on X was reported (exit 0) with
+    a note saying allow_nonfinite=true though it was false. The note now says allow_nonfinite=false."""
+    from conftest import run_entry_point
+
+    run_entry_point("evaluate", nets_args(tmp_path, cifar10_root, f"ref={P}eight_bit_nan_net"), monkeypatch)
+    said = "\n".join(p.read_text(errors="replace") for p in (tmp_path / "out").rglob("*")
+                     if p.is_file() and p.suffix in (".md", ".csv", ".json") and "is not finite" in p.read_text(errors="replace"))
+    assert "model 'eight_bit_nan_net' is not finite" in said, "no report says the model is not finite"
+    assert "allow_nonfinite=false" in said and "allow_nonfinite=true" not in said
