@@ -33,6 +33,7 @@ from torch import Tensor
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from stir.atomic import write_json  # noqa: E402
 from stir.descent import HalvingLengthStep, descend  # noqa: E402
 from stir.inversion import ExecutionConfig, InversionConfig, invert, make_seed, seed_generator  # noqa: E402
 from stir.inversion.batching import working_model  # noqa: E402
@@ -134,7 +135,7 @@ def main() -> None:
             log.info("%s", json.dumps(rows[-1]))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     old = json.loads(args.out.read_text()) if args.out.exists() else []
-    args.out.write_text(json.dumps(old + rows, indent=1))
+    write_json(args.out, old + rows)
 
 
 def _parse(value: str):

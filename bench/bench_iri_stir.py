@@ -27,6 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_iri import OUT, TAP, context  # noqa: E402
+from stir.atomic import write_json  # noqa: E402
 from stir.inversion.iri import IRIConfig  # noqa: E402
 from stir.measure.at_iris import stir_at_iris  # noqa: E402
 
@@ -68,7 +69,7 @@ def main() -> None:
             stored = json.loads(args.out.read_text()) if args.out.exists() else {}  # another process's rows
             stored.setdefault(key, {})[name] = rows[name]
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(stored, indent=1))
+            write_json(args.out, stored)
         rows = stored[key]
     if set(SOLVERS) <= set(rows):
         gaps = torch.tensor(rows["sigmoid"]["values"]) - torch.tensor(rows["box"]["values"])

@@ -103,7 +103,9 @@ def main(argv=None) -> Dict[str, object]:
               "torch": torch.__version__}
     out_dir = REPO / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "bench_probe.json").write_text(json.dumps(result, indent=1))
+    from stir.atomic import write_json
+
+    write_json(out_dir / "bench_probe.json", result)
     print(json.dumps({k: v for k, v in result.items() if k not in ("walls", "probes")}, indent=1))
     return result
 

@@ -71,10 +71,10 @@ def pin(folder: PathLike, files: Iterable[PathLike]) -> Path:
 
 
 def _save(folder: PathLike, pins: Dict[str, str]) -> Path:
+    from stir.atomic import write_text
+
     path = Path(folder) / MANIFEST
-    tmp = path.with_name(f".{MANIFEST}.tmp-{os.getpid()}")
-    tmp.write_text(render(pins), encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, render(pins))  # a temp file beside it, renamed: a reader never sees half a manifest
     return path
 
 
