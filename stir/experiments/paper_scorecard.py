@@ -422,7 +422,8 @@ def scorecard(verdicts, evidence, info, graded_text: str) -> List[Dict[str, Any]
             ours = _clip("Delta: " + info.get(6, {}).get("delta", "not measured in this report") + "; "
                          + info.get(6, {}).get("ours", ours))
         if c.number == 7:
-            ours = _clip("graded family: not measured; Table 2's models (old rule): " + ours)
+            graded = info.get(7, {}).get("graded") or "not measured"
+            ours = _clip(f"graded family: {graded}; Table 2's models (old rule): " + ours)
         rows.append({"claim": c.number, "where": c.where, "the paper": _published(c.number),
                      "ours [interval]": ours, "verdict": w, "why": _clip(_words(vd.reason)),
                      "power": _clip(pw) or "-", "rule": _clip(f"{r.set_in}, {r.when}")})

@@ -116,6 +116,9 @@ def test_claim_7_s_graded_rule_on_constructed_matrices():
     assert verdict.outcome == HOLDS and len(rows) == 9 and all("paper" in r for r in rows)
     rows, verdict = graded(matrices(-0.1), positions, robust, {}, 0.95)
     assert rules.word(7, verdict) == rules.CONTRADICTED_W
+    one = {0: matrices(0.1)[0]}  # one position measured: the rule pools three, so it is not resolved yet
+    rows, verdict = graded(one, positions, robust, {}, 0.95)
+    assert verdict.outcome != HOLDS and "3 of the rule's 9 measured" in verdict.reason and len(rows) == 3
     equal = {k: iv(0.0, 0.03) for k in robust}
     rows, verdict = graded(matrices(0.1), positions, equal, {}, 0.95)
     assert verdict.outcome == NOT_RUN and all(r["evidence"].startswith("no") for r in rows)
