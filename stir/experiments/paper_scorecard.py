@@ -310,7 +310,10 @@ def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evi
     e12 = evidence.get("12_layers")
     if e12 is not None and e12.evidence is not None:
         old = verdicts[12][0]
-        verdicts[12] = (claim(12).judge(e12.evidence), e12.notes)
+        # the penultimate reading's notes (settings left out, not stored, models missing) hold for the
+        # layer-wise one too: the same settings are measured
+        kept = [n for n in verdicts[12][1] if n not in e12.notes]
+        verdicts[12] = (claim(12).judge(e12.evidence), kept + list(e12.notes))
         info[12]["old"] = f"penultimate layer: {old.outcome}: {old.reason[:160]}"
     # the power of the interval rules at our values (each reading's se from its interval; the rule needs all)
     bands = {2: (v.HIGH_STIR, math.inf), 11: (0.0, math.inf), 12: (0.0, math.inf), 17: (v.HIGH_STIR, math.inf),
