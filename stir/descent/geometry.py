@@ -250,14 +250,23 @@ class HalvingLengthStep:
              loss: Optional[Tensor] = None) -> Tensor:
         if loss is None:
             raise ValueError("HalvingLengthStep adapts to the objective: the loop must pass loss")
-        improved = loss < state["best"][index]
-        state["best"][index] = torch.where(improved, loss, state["best"][index])
-        stall = torch.where(improved, torch.zeros_like(state["stall"][index]), state["stall"][index] + 1)
-        shrink = stall >= self.patience
-        s = torch.where(shrink, (state["s"][index] * self.shrink).clamp_min(self.min_step), state["s"][index])
-        state["s"][index], state["stall"][index] = s, torch.where(shrink, torch.zeros_like(stall), stall)
+        s = _shrink_on_plateau(state, "s", index, loss, self.patience, self.shrink, self.min_step)
         step = s.view(-1, *([1] * (x.dim() - 1)))
         return (x - step * (grad / _per_example_norm(grad).clamp_min(_TINY))).clamp(0, 1)
+
+
+def _shrink_on_plateau(state: State, rate: str, index: Tensor, loss: Tensor, patience: int, shrink: float,
+                       floor: float) -> Tensor:
+    """The per-example rate ``state[rate]`` of rows ``index`` (b,), multiplied by ``shrink`` (never below
+    ``floor``) once ``patience`` steps passed without a new best ``loss`` (b,); updates ``best``,
+    ``stall`` and the rate in place and returns the rate. Shared by HalvingLengthStep and PlateauAdam."""
+    improved = loss < state["best"][index]
+    state["best"][index] = torch.where(improved, loss, state["best"][index])
+    stall = torch.where(improved, torch.zeros_like(state["stall"][index]), state["stall"][index] + 1)
+    shrunk = stall >= patience
+    r = torch.where(shrunk, (state[rate][index] * shrink).clamp_min(floor), state[rate][index])
+    state[rate][index], state["stall"][index] = r, torch.where(shrunk, torch.zeros_like(stall), stall)
+    return r
 
 
 @dataclass(frozen=True)
@@ -299,12 +308,7 @@ class PlateauAdam:
              loss: Optional[Tensor] = None) -> Tensor:
         if loss is None:
             raise ValueError("PlateauAdam adapts to the objective: the loop must pass loss")
-        improved = loss < state["best"][index]
-        state["best"][index] = torch.where(improved, loss, state["best"][index])
-        stall = torch.where(improved, torch.zeros_like(state["stall"][index]), state["stall"][index] + 1)
-        shrink = stall >= self.patience
-        lr = torch.where(shrink, (state["lr"][index] * self.shrink).clamp_min(self.min_lr), state["lr"][index])
-        state["lr"][index], state["stall"][index] = lr, torch.where(shrink, torch.zeros_like(stall), stall)
+        lr = _shrink_on_plateau(state, "lr", index, loss, self.patience, self.shrink, self.min_lr)
         b1, b2 = self.betas
         t = state["t"][index] + 1  # (b,)
         m = b1 * state["m"][index] + (1 - b1) * grad
