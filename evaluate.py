@@ -57,8 +57,9 @@ def evaluate(cfg: DictConfig) -> None:
     report = experiments.run(ctx, experiment)
     published = experiments.publication(ctx, experiment)
     out = publish_evaluation(report, Path(config.out_dir), logger=config.logger, **published)
-    log.info("results in %s (the latest of its name and profile: %s/README.md; all: %s)", out,
-             Path(config.out_dir) / published["latest"], Path(config.out_dir) / "index.md")
+    log.info("results in %s (the latest of its name and profile: %s/README.md; on exactly these models: %s; "
+             "all: %s)", out, Path(config.out_dir) / published["latest"],
+             Path(config.out_dir) / (published["exact"] or published["latest"]), Path(config.out_dir) / "index.md")
     log.info("%s", offline_run_line(out, config.logger.wandb.mode))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,12 +184,46 @@ _CODE_KEYS = ("hydra.callbacks", "hydra/callbacks")
 def refuse_code(line: CommandLine) -> None:
     """Raise ``ConfigError`` for an override that would name code to run: a ``_target_`` (in its key or
     its value) or a Hydra callback. A command line sets values; it never runs a callable it names."""
+    _refuse_code_in_config_dirs(line)
     for o in line.overrides:
         key = o.key.replace("/", ".")
         if "_target_" in o.key.split(".") or "_target_" in (o.value or "") or key.startswith(_CODE_KEYS[0]):
             what = "a Hydra callback" if key.startswith(_CODE_KEYS[0]) else "a _target_ (a callable to instantiate)"
             raise ConfigError(f"{o.raw}: the command line names {what}, and a command line runs no code it names; "
                               "remove it (a model of your own code is ref=python:your_module:make_net)")
+
+
+def _flag_values(line: CommandLine, names: Sequence[str]) -> List[str]:
+    """The values given to the flags ``names`` (``--config-dir DIR`` or ``--config-dir=DIR``)."""
+    values, flags = [], list(line.flags)
+    for i, flag in enumerate(flags):
+        name, eq, value = flag.partition("=")
+        if name in names:
+            values.append(value if eq else (flags[i + 1] if i + 1 < len(flags) else ""))
+    return values
+
+
+def _refuse_code_in_config_dirs(line: CommandLine) -> None:
+    """Raise ``ConfigError`` where a flag would make Hydra run code from a file: ``--experimental-rerun``
+    (it unpickles a file), or a YAML under ``--config-dir`` / ``--config-path`` naming a ``_target_`` or
+    ``hydra.callbacks`` (Hydra calls them when the config is composed and the run starts)."""
+    if _flag_values(line, ("--experimental-rerun",)):
+        raise ConfigError("--experimental-rerun unpickles a file, and a pickle can run any code; rerun with the "
+                          "overrides of the earlier run's .hydra/overrides.yaml instead")
+    for folder in _flag_values(line, ("--config-dir", "-cd", "--config-path", "-cp")):
+        root = Path(folder).expanduser()
+        files = sorted(root.rglob("*.yaml")) + sorted(root.rglob("*.yml")) if root.is_dir() else []
+        for file in files:
+            try:
+                text = file.read_text(errors="replace")
+            except OSError:
+                continue
+            callbacks = re.search(r"^\s*callbacks\s*:", text, re.M) and re.search(r"^\s*hydra\s*:", text, re.M)
+            if "_target_" in text or callbacks or re.search(r"^\s*hydra/callbacks\b", text, re.M):
+                what = "a _target_ (a callable to instantiate)" if "_target_" in text else "Hydra callbacks"
+                raise ConfigError(f"{file} (under {folder}) names {what}, and a config file runs no code it names; "
+                                  "remove it from the file (a model of your own code is ref=python:your_module:make_net "
+                                  "with zoo.allow_code=true)")
 
 
 def check_overrides(line: CommandLine, tree: Mapping[str, Any], groups: Mapping[str, Sequence[str]],

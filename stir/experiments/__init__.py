@@ -20,8 +20,10 @@ column j the target, entry = STIR(m_j | m_i).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
-from typing import TYPE_CHECKING, Any, Dict, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
 
 from stir.experiments.registry import Unit, get, kinds
 from stir.progress import Progress
@@ -122,8 +124,9 @@ def publication(ctx: Context, experiment: Any) -> Dict[str, Any]:
     models = ctx.zoo.resolved()
     estimator = ctx.estimator
     name = slug(get(experiment.kind).report_name(ctx, experiment))
-    return {"name": name, "latest": latest_link(name, ctx.config),
-            "settings": models_settings(report_settings(ctx.config), {label: m.identity for label, m in models.items()}),
+    identities = {label: m.identity for label, m in models.items()}
+    return {"name": name, "latest": latest_link(name, ctx.config), "exact": exact_link(name, ctx.config, identities),
+            "settings": models_settings(report_settings(ctx.config), identities),
             "config": {**ctx.config, "models": {label: m.record for label, m in models.items()}},
             "tags": [experiment.kind, estimator.measure, estimator.iri],
             "nothing_new": ctx.store.misses == 0 and ctx.store.hits > 0}
@@ -139,6 +142,18 @@ def latest_link(name: str, config: Dict[str, Any]) -> str:
 
     profile = (config.get("zoo") or {}).get("profile")
     return name if not profile or profile == ZooConfig().profile else f"{name}@{slug(str(profile))}"
+
+
+def exact_link(name: str, config: Dict[str, Any], identities: Dict[str, str]) -> Optional[str]:
+    """The name of the link to the latest report of ``name`` on exactly these models:
+    ``<latest_link>.<6 hex digits of their identities>`` (``pair_vanilla_vs_vanilla_s1@laptop.3f09a1``).
+    The profile link follows the labels, which another zoo file, run folder or a label that slugs
+    alike (unicode becomes ``-``) may give to other models; this one never moves to other models.
+    None for a report of no model."""
+    if not identities:
+        return None
+    digest = hashlib.sha256(json.dumps(sorted(identities.items())).encode()).hexdigest()[:6]
+    return f"{latest_link(name, config)}.{digest}"
 
 
 def measure_units(numbered: Sequence[Tuple[int, Unit]], of: int, name: str, progress: bool) -> None:
@@ -167,7 +182,7 @@ def run_shard(ctx: Context, experiment: Any, shard: int, shards: int) -> int:
     return len(mine)
 
 
-__all__ = ["Context", "estimator_notes", "kinds", "latest_link", "model_notes", "publication", "run", "run_shard"]
+__all__ = ["Context", "estimator_notes", "exact_link", "kinds", "latest_link", "model_notes", "publication", "run", "run_shard"]
 
 
 def __getattr__(name: str):

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from stir.inversion import ExecutionConfig
 from stir.measure.plan import Estimator, Images, Plan, make_plan
 from stir.measure.observe import check_models
-from stir.measure.undefined import nonfinite_models
+from stir.measure.undefined import NonFiniteOnImagesError, nonfinite_models
 from stir.models.behaviour import (Fingerprint, Fingerprints, check_batch_independent, difference, fingerprint,
                                    probe_batch, probe_key, probe_taps, remember_variant, variant_identity)
 from stir.models.identity import content_identity
@@ -58,8 +58,10 @@ def open_call(m1: nn.Module, m2: nn.Module, images: Images, estimator: Optional[
     broken = nonfinite_models(plan, [(names[0], m1), (names[1], m2)], taps)
     config = (record or {}).get("config") or {}
     if broken is not None and "allow_nonfinite" in config:  # evaluate.py: say the setting as it was, not as if set
-        broken += (f" (allow_nonfinite={str(bool(config['allow_nonfinite'])).lower()}"
-                   + ("" if config["allow_nonfinite"] else ": its load check, on noise images, passed it") + ")")
+        if not config["allow_nonfinite"]:  # refused, as the load check refuses: one line, exit 2, nothing reported
+            raise NonFiniteOnImagesError(f"{broken}; its load check, on noise images, passed it. Fix the model, or "
+                                         f"pass allow_nonfinite=true to report every number of it as NaN")
+        broken += " (allow_nonfinite=true)"
     if broken is None:
         ids = behaviour_ids(plan, (m1, m2), tuple(names), ids, taps, store)
     return Call(plan, tuple(names), ids, broken, store, record)

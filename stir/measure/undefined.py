@@ -7,6 +7,9 @@ mean nothing. Such a measurement is not made at all: every derived number is NaN
 work done are 0), the same ``DirectionResult`` / ``SimilarityResult`` shape as a measured one, with
 the reason in its notes. Nothing is inverted, and nothing is stored (the result costs nothing to
 make again, and a stored entry made before this check is never served for such a model).
+``evaluate.py`` with ``allow_nonfinite=false`` (its default) refuses such a model instead
+(``NonFiniteOnImagesError``, one line, exit 2): the NaN results are for ``allow_nonfinite=true``
+and for the library, which has no such setting.
 """
 from __future__ import annotations
 
@@ -24,6 +27,11 @@ PROBE = 4  # images of X the outputs are checked on
 _NAN = math.nan
 _CENSORED = ("fraction", "median", "median_censored", "restricted_mean", "max_distance", "median_low", "median_high",
              "restricted_mean_low", "restricted_mean_high")
+
+
+class NonFiniteOnImagesError(ValueError):
+    """A model passed the load check (on noise images) but is not finite on the images of X, and
+    ``allow_nonfinite`` is false: evaluate.py says so in one line and exits 2."""
 
 
 def nonfinite_models(plan: Plan, models: Sequence[Tuple[str, nn.Module]], taps: Sequence[str] = ()) -> Optional[str]:

@@ -9,6 +9,9 @@ changes its numbers (``report_settings``), and:
   (``pair_vanilla_vs_vanilla_s1@laptop``; ``stir.experiments.latest_link``) is a symbolic link to the
   latest report of that name at that zoo profile: a cpu run of a pair never takes the laptop run's
   link (a real folder of that name from an older version is left alone);
+- ``<out_dir>/<that link>.<6 hex digits>`` (``stir.experiments.exact_link``) links the latest report
+  on exactly those models (their identities): a label another zoo file or run folder gives to other
+  models, or two labels that slug alike, move the first link but never this one;
 - ``<out_dir>/index.json`` lists every report folder with its name, settings and time, and
   ``<out_dir>/index.md`` shows, per name, only the settings in which its folders differ, each
   folder a relative link to its README.md (and the latest report of the name linked above them).
@@ -97,18 +100,22 @@ def check_report_dir(root: Path, folder: Path) -> None:
                                      f"out_dir {top}; remove it and run again (the results are stored)")
 
 
-def record_report(root: Path, name: str, folder: Path, settings: Dict[str, Any], latest: Optional[str] = None) -> None:
-    """Add ``folder`` to the index and point ``root/<latest>`` (default ``root/<name>``) at it (under a
-    lock: reports may finish together)."""
+def record_report(root: Path, name: str, folder: Path, settings: Dict[str, Any], latest: Optional[str] = None,
+                  exact: Optional[str] = None) -> None:
+    """Add ``folder`` to the index and point ``root/<latest>`` (default ``root/<name>``) and, when given,
+    ``root/<exact>`` (the latest on exactly its models) at it (under a lock: reports may finish together)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     with FileLock(str(root / ".index.lock")):
         index_file = root / "index.json"
         index = _read_index(root)
         index[folder.name] = {"name": name, "settings": settings, "latest": latest or name,
+                              **({"exact": exact} if exact else {}),
                               "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         atomic.write_json(index_file, index)
         _point(root / (latest or name), folder)  # first: index.md links the latest report through it
+        if exact:
+            _point(root / exact, folder)
         atomic.write_text(root / "index.md", _markdown(index, root))
 
 

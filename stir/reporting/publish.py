@@ -144,14 +144,16 @@ def publish_once(report: Report, out: Path, logger: LoggerConfig, config: Dict[s
 
 
 def publish_evaluation(report: Report, out_dir: Path, name: str, settings: Dict[str, Any], logger: LoggerConfig,
-                       config: Dict[str, Any], tags: List[str], nothing_new: bool, latest: Optional[str] = None) -> Path:
+                       config: Dict[str, Any], tags: List[str], nothing_new: bool, latest: Optional[str] = None,
+                       exact: Optional[str] = None) -> Path:
     """An evaluation's report into ``out_dir/<name>-<hash of settings>/`` (``publish_once``), added to
-    ``out_dir/index.md`` and linked as ``out_dir/<latest>`` (default: ``name``); the folder is checked
+    ``out_dir/index.md`` and linked as ``out_dir/<latest>`` (default: ``name``) and ``out_dir/<exact>``
+    (the latest on exactly its models, ``stir.experiments.exact_link``); the folder is checked
     first (no symbolic link, inside ``out_dir``). Returns it."""
     from stir.reporting.index import check_report_dir, record_report, report_dir
 
     out = report_dir(out_dir, name, settings)
     check_report_dir(out_dir, out)  # never through a symbolic link, never outside out_dir
     publish_once(report, out, logger, config, run_name=f"evaluate/{name}", tags=tags, nothing_new=nothing_new)
-    record_report(out_dir, name, out, settings, latest=latest)
+    record_report(out_dir, name, out, settings, latest=latest, exact=exact)
     return out

@@ -70,3 +70,42 @@ def test_an_override_naming_code_is_one_line_and_touches_nothing(tmp_path, monke
     assert "runs no code it names" in message
     assert victim.read_text() == "keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["victim.txt"]  # refused before any work
+
+
+@pytest.mark.parametrize("script", ["train", "evaluate"])
+@pytest.mark.parametrize("flag", ["--config-dir", "-cd", "--config-dir="])
+@pytest.mark.parametrize("yaml", [
+    "hydra:\n  callbacks:\n    pwn:\n      _target_: builtins.open\n      file: VICTIM\n      mode: w\n",
+    "hydra:\n  callbacks:\n    pwn:\n      class: something\n",
+    "extra:\n  _target_: os.system\n  command: touch VICTIM\n",
+])
+def test_a_config_dir_naming_code_is_one_line_and_touches_nothing(tmp_path, monkeypatch, capsys, script, flag, yaml):
+    """Issue 54: ``--config-dir`` skipped the check, so a YAML there with Hydra callbacks or a _target_
+    would run at composition or at the run's start. Each is refused in one line before any work."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    (folder / "extra.yaml").write_text(yaml.replace("VICTIM", str(victim)))
+    monkeypatch.chdir(tmp_path)
+    args = [f"{flag}{folder}"] if flag.endswith("=") else [flag, str(folder)]
+    message = refused(script, args, monkeypatch, capsys)
+    assert "runs no code it names" in message and "extra.yaml" in message, message
+    assert victim.read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conf", "victim.txt"]
+
+
+def test_a_rerun_from_a_pickle_is_refused(tmp_path, monkeypatch, capsys):
+    pickle_file = tmp_path / "config.pickle"
+    pickle_file.write_bytes(b"not read")
+    message = refused("evaluate", ["--experimental-rerun", str(pickle_file)], monkeypatch, capsys)
+    assert "unpickles a file" in message
+
+
+def test_a_config_dir_of_plain_values_still_composes(tmp_path):
+    from stir.config.argv import parse, refuse_code
+
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    (folder / "mine.yaml").write_text("n: 10\nk: 2\n")
+    refuse_code(parse(["--config-dir", str(folder), "n=3"]))  # no error: values only

@@ -116,13 +116,19 @@ def test_an_interval_past_the_measures_range_is_shown_clipped_and_says_so():
     assert cell == "0.975 [0.942, 1.000] (clipped to linear_cka's range [0, 1]; was [0.942, 1.008])", cell
 
 
-def test_a_model_found_not_finite_after_load_says_the_setting_as_it_was(cifar10_root, tmp_path, monkeypatch):
+def test_a_model_found_not_finite_after_load_is_refused_unless_allowed(cifar10_root, tmp_path, monkeypatch, capsys):
     """The issue: a model that passed the load check but is not finite on X was reported (exit 0) with
-    a note saying allow_nonfinite=true though it was false. The note now says allow_nonfinite=false."""
+    a note saying allow_nonfinite=true though it was false. With allow_nonfinite=false (the default)
+    it is now refused in one line (exit 2) and nothing is stored; with allow_nonfinite=true it is
+    reported, every number NaN, the note saying the setting as it was."""
     from conftest import run_entry_point
 
-    run_entry_point("evaluate", nets_args(tmp_path, cifar10_root, f"ref={P}eight_bit_nan_net"), monkeypatch)
+    message = refused("evaluate", nets_args(tmp_path, cifar10_root, f"ref={P}eight_bit_nan_net"), monkeypatch, capsys)
+    assert "model 'eight_bit_nan_net' is not finite" in message and "allow_nonfinite=true" in message, message
+    assert "\n" not in message.strip()
+    assert nothing_stored(tmp_path)
+    run_entry_point("evaluate", nets_args(tmp_path, cifar10_root, f"ref={P}eight_bit_nan_net", "allow_nonfinite=true"),
+                    monkeypatch)
     said = "\n".join(p.read_text(errors="replace") for p in (tmp_path / "out").rglob("*")
                      if p.is_file() and p.suffix in (".md", ".csv", ".json") and "is not finite" in p.read_text(errors="replace"))
-    assert "model 'eight_bit_nan_net' is not finite" in said, "no report says the model is not finite"
-    assert "allow_nonfinite=false" in said and "allow_nonfinite=true" not in said
+    assert "model 'eight_bit_nan_net' is not finite" in said and "(allow_nonfinite=true)" in said

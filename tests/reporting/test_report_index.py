@@ -89,6 +89,31 @@ def test_the_latest_link_is_keyed_by_profile_and_never_mixes_two(tmp_path):
     assert "Latest: [pair_a_vs_b@cpu]" in text and "Latest: [pair_a_vs_b@laptop]" in text
 
 
+def test_the_exact_link_stays_on_its_models_when_a_label_moves_to_others(tmp_path):
+    """Issue 54: the latest link was keyed by labels (and profile), so a label another zoo file gives to
+    other models took the link. The exact link carries 6 hex digits of the models' identities: the same
+    labels on other models get another one, and the first still names the first models' report."""
+    from stir.experiments import exact_link, latest_link
+
+    config = {"zoo": {"profile": "laptop"}}
+    first = exact_link("pair_a_vs_b", config, {"a": "1" * 64, "b": "2" * 64})
+    other = exact_link("pair_a_vs_b", config, {"a": "1" * 64, "b": "3" * 64})
+    assert first.startswith("pair_a_vs_b@laptop.") and len(first) == len("pair_a_vs_b@laptop.") + 6 and first != other
+    assert first == exact_link("pair_a_vs_b", config, {"b": "2" * 64, "a": "1" * 64})  # order-free
+    assert exact_link("pair_a_vs_b", config, {}) is None
+    folders = {}
+    for exact, text in ((first, "# first"), (other, "# other")):
+        settings = {"zoo.profile": "laptop", "models": exact}
+        folder = report_dir(tmp_path, "pair_a_vs_b", settings)
+        folder.mkdir(parents=True)
+        (folder / "README.md").write_text(text)
+        record_report(tmp_path, "pair_a_vs_b", folder, settings, latest=latest_link("pair_a_vs_b", config), exact=exact)
+        folders[exact] = folder
+    assert (tmp_path / "pair_a_vs_b@laptop" / "README.md").read_text() == "# other"  # the label's link moved
+    assert (tmp_path / first / "README.md").read_text() == "# first"  # the exact link did not
+    assert (tmp_path / other).resolve() == folders[other].resolve()
+
+
 def test_labels_in_any_script_keep_their_letters_in_file_names():
     from stir.reporting.report import SLUG_LIMIT, slug
 
