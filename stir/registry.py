@@ -20,11 +20,11 @@ T = TypeVar("T")
 
 def import_package(package: str, skip: Iterable[str] = ()) -> List[str]:
     """Import every module directly inside ``package`` (not its subpackages' modules), sorted by name,
-    leaving out the names in ``skip``; returns the module names imported. Registering is what
+    leaving out private ones (``_name``) and the names in ``skip``; returns the module names imported. Registering is what
     importing a module of an extension point does, so this is the one import that collects it."""
     pkg = importlib.import_module(package)
     left_out = set(skip)
-    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name not in left_out)
+    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name not in left_out and not m.name.startswith("_"))
     for name in names:
         importlib.import_module(f"{package}.{name}")
     return names
@@ -62,6 +62,10 @@ class Registry(Generic[T]):
             return entry
 
         return wrap
+
+    def peek(self, name: str) -> Optional[T]:
+        """The entry registered as ``name`` so far, without collecting (for checks made while registering)."""
+        return self._entries.get(name)
 
     def remove(self, name: str) -> None:
         """Forget ``name`` (tests that register a throwaway entry)."""
