@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Callable, Dict, Generic, Iterable, Iterator, List, Optional, Tuple, TypeVar
+from types import MappingProxyType
+from typing import Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Optional, Tuple, TypeVar
 
 T = TypeVar("T")
 
@@ -90,6 +91,10 @@ class Registry(Generic[T]):
         """(name, entry) of every registered entry, sorted by name."""
         self.collect()
         return iter(sorted(self._entries.items()))
+
+    def view(self) -> Mapping[str, T]:
+        """A read-only live view of name -> entry, in registration order (entries added later appear in it)."""
+        return MappingProxyType(self._entries)
 
     def mapping(self) -> Dict[str, T]:
         """A copy of name -> entry, sorted by name."""

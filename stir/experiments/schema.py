@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -433,9 +433,10 @@ class PaperConfig(ExperimentConfig):
                       *(m for seeds in self.ablation.values() for m in seeds)])
 
 
-# Each kind's config dataclass by kind name, collected from the @kind_config declarations above (the
-# registry's ``Kind.config`` must be the one declared for its name: stir.experiments.registry checks it).
-KIND_CONFIGS: Dict[str, type] = KIND_CONFIG.mapping()
+# Each kind's config dataclass by kind name, collected from the @kind_config declarations (a live view:
+# a config declared below it is in it too; the registry's ``Kind.config`` must be the one declared for
+# its name: stir.experiments.registry checks it).
+KIND_CONFIGS: Mapping[str, type] = KIND_CONFIG.view()
 
 
 def register_evaluate_configs() -> None:
