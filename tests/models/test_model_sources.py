@@ -184,3 +184,22 @@ def test_any_module_becomes_a_model_with_from_module():
     assert m.module.net is net and m.taps["penultimate"] == "head:input"
     assert torch.allclose(m.module(x), net((x - 0.5) / 0.25))
     assert m.identity != from_module(source_nets.FunctionalHead(width=3)).identity
+
+
+def test_a_torchscript_model_is_refused_with_the_reason():
+    """A ScriptModule refuses forward hooks: its taps cannot be read, and loading it says why in one line."""
+    import warnings
+
+    from stir.models.sources import from_module
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.jit.script is deprecated
+        net = torch.jit.script(nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 8), nn.ReLU(), nn.Linear(8, 2)))
+    with pytest.raises(ValueError, match=r"penultimate layer cannot be found: module '\(the model itself\)' .*"
+                                         r"TorchScript \(torch.jit.ScriptModule\), which refuses forward hooks"):
+        from_module(net)
+    with pytest.raises(ValueError, match=r"tap 'penultimate': module 'net.2' of SourcedModel is TorchScript .* refuses forward hooks"):
+        from_module(net, tap="net.2")
+    eager = from_module(nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 8), nn.ReLU(), nn.Linear(8, 2)))
+    with pytest.raises(ValueError, match=r"tap '1': module '1' .* TorchScript"):
+        representation(torch.jit.script(eager.module.net), torch.rand(2, 3, 32, 32), "1")
