@@ -210,11 +210,12 @@ def kinds() -> List[Dict[str, Any]]:
                     doc = (ast.get_docstring(node) or "").strip().splitlines()
                     configs[value(d.args[0], {})] = (node.name, doc[0] if doc else "")
     modules: Dict[str, str] = {}
-    for path in _modules(STIR / "experiments"):
+    for path in sorted((STIR / "experiments").rglob("*.py")):  # a kind's module may sit in a subpackage
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "register" \
                     and node.args and isinstance(node.args[0], ast.Call) and ast.unparse(node.args[0].func) == "Kind":
-                modules[value(node.args[0].args[0], {})] = path.stem
+                dotted = ".".join(path.relative_to(STIR / "experiments").with_suffix("").parts)
+                modules[value(node.args[0].args[0], {})] = dotted.removesuffix(".__init__")
     presets: Dict[str, List[str]] = {}
     for path in sorted(PRESETS.glob("*.yaml")):
         kind = ((yaml.safe_load(path.read_text()) or {}).get("experiment") or {}).get("kind")

@@ -81,3 +81,20 @@ def test_a_kind_whose_config_is_not_declared_for_it_is_refused():
                                          r"@kind_config\('_undeclared'\)"):
         registry.register(registry.Kind("_undeclared", ExperimentConfig, lambda c, e: None, lambda c, e: []))
     assert "_undeclared" not in kinds()
+
+
+def test_the_docs_kinds_table_reads_every_registered_kind():
+    """docs/presets.md's kinds table (docs/hooks/registries.py, read from the source) lists the registry's kinds."""
+    import importlib.util
+
+    from stir.experiments.schema import KIND_CONFIGS
+
+    spec = importlib.util.spec_from_file_location("registries_hook", CONFIGS.parents[1] / "docs/hooks/registries.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    read = {e["name"]: e for e in hook.kinds()}
+    assert sorted(read) == kinds()
+    for name in kinds():
+        kind = registry.get(name)
+        assert read[name]["config"] == KIND_CONFIGS[name].__name__
+        assert f"stir.experiments.{read[name]['module']}" == kind.run.__module__, name

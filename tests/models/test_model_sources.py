@@ -203,3 +203,19 @@ def test_a_torchscript_model_is_refused_with_the_reason():
     eager = from_module(nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 8), nn.ReLU(), nn.Linear(8, 2)))
     with pytest.raises(ValueError, match=r"tap '1': module '1' .* TorchScript"):
         representation(torch.jit.script(eager.module.net), torch.rand(2, 3, 32, 32), "1")
+
+
+def test_the_docs_sources_table_reads_every_registered_source():
+    """docs/models.md's sources table (docs/hooks/registries.py, read from the source) lists the registry's sources."""
+    import importlib.util
+    from pathlib import Path
+
+    from stir.models.sources import SOURCES
+
+    path = Path(__file__).resolve().parents[2] / "docs/hooks/registries.py"
+    spec = importlib.util.spec_from_file_location("registries_hook", path)
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    read = {e["prefix"]: e["module"] for e in hook.sources()}
+    assert ["zoo", *sorted(read)] == names()
+    assert all(f"stir.models.sources.{read[p]}" == SOURCES.get(p).__module__ for p in read)
