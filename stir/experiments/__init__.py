@@ -1,22 +1,13 @@
 """The ``evaluate.py`` application: the only code that sees the Hydra config.
 
-One module per experiment kind, each with a runner that returns a ``Report``
-(tables, figures as data, summary keys) and its units of work, registered by name:
-
-    pairs.py           pair, pairs: both directions per pair (penultimate or layer-wise)
-    matrix.py          matrix: every ordered pair of a list of models
-    incremental.py     incremental: consecutive models of growing training sets
-    layer_matching.py  layer_matching: Kornblith et al. 2019's layer-identification test, with STIR
-    grounding.py       grounding: Ding et al. 2021's rank correlations with functional difference, with STIR
-    invariance.py      invariance: G-EED (Kvinge et al. 2022) per tap and input transformation
-    stitching.py       stitching: model stitching at every corresponding tap, beside STIR
-
-and what they share: ``schema`` (every kind's config dataclass and the common one, no torch), ``config``
-(the checks), ``context`` (models, images, store, estimator),
-``rows`` (typed results -> rows, notes, summary keys), ``examples`` (the X' a measurement made),
-``judging`` (taps and representations for the judging kinds), ``registry``. Conventions: m1 =
-reference (the model whose IRIs are made), m2 = target; in a matrix, row i is the reference and
-column j the target, entry = STIR(m_j | m_i).
+One module per experiment kind, each with a runner that returns a ``Report`` (tables, figures as
+data, summary keys) and its units of work, registered by name (``kinds()`` lists them; the table
+of docs/presets.md is built from the declarations), and what they share: ``schema`` (every kind's
+config dataclass and the common one, no torch), ``config`` (the checks), ``context`` (models,
+images, store, estimator), ``rows`` (typed results -> rows, notes, summary keys), ``examples`` (the
+X' a measurement made), ``judging`` (taps and representations for the judging kinds), ``registry``.
+Conventions: m1 = reference (the model whose IRIs are made), m2 = target; in a matrix, row i is the
+reference and column j the target, entry = STIR(m_j | m_i).
 """
 from __future__ import annotations
 

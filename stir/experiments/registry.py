@@ -4,15 +4,18 @@
 report as data; ``units(ctx, cfg) -> [callable]`` lists the experiment's independent measurements
 in a fixed order, so that ``shard=I shards=N`` processes can each compute every N-th one into the
 shared store; ``check(cfg)`` refuses a bad kind config before any work; ``report_name`` and
-``nonfinite`` say how its report is named and whether it can report a model that is not finite. A new kind is one module
-in this package that calls ``register`` (every module of the package is imported on first use).
+``nonfinite`` say how its report is named and whether it can report a model that is not finite; ``models(cfg)``
+lists the models an experiment names (its config's ``model_names``). A new kind is one module in this package that
+calls ``register`` (every module of the package is imported on first use), its config dataclass declared with
+``@kind_config(name)`` in ``schema`` (torch-free: ``KIND_CONFIGS`` is collected from those declarations), a
+YAML preset whose ``compute`` follows ``schema.COMPUTE_CONVENTION``, and its test.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, List
+
+from stir.registry import Registry
 
 Runner = Callable[[Any, Any], Any]  # (Context, kind config) -> Report
 
@@ -56,35 +59,41 @@ class Kind:
     # number goes through stir.measure, which makes them NaN; the others would compute on NaN tensors.
     nonfinite: bool = False
 
+    def models(self, cfg: Any, common: Any = None) -> List[str]:
+        """The model names the experiment ``cfg`` of this kind measures, in order, once each (its config's
+        ``model_names``; ``common``: the common settings, whose ``ref`` and ``target`` a pair reads)."""
+        if not isinstance(cfg, self.config):
+            raise TypeError(f"experiment kind {self.name!r} reads a {self.config.__name__}, got {type(cfg).__name__}")
+        return cfg.model_names(common)
 
-_KINDS: Dict[str, Kind] = {}
+
+# A kind's module registers it (``register(Kind(...))``); the registry imports every module of
+# stir.experiments on first use, so a new kind needs no list of modules to be added to.
+KINDS: Registry[Kind] = Registry("experiment kind", package="stir.experiments")
 
 
 def register(kind: Kind) -> None:
-    if kind.name in _KINDS and _KINDS[kind.name].run is not kind.run:
+    """Register ``kind``; its config must be the dataclass declared for its name (``@kind_config(name)``
+    in stir.experiments.schema, what the command line is checked against)."""
+    declared = getattr(kind.config, "kind_name", None)
+    if declared != kind.name:
+        raise ValueError(f"experiment kind {kind.name!r}: its config {kind.config.__name__} is declared for "
+                         f"{declared!r}; declare it with @kind_config({kind.name!r}) in stir/experiments/schema.py")
+    known = KINDS.peek(kind.name)
+    if known is not None and known.run is not kind.run:
         raise ValueError(f"experiment kind {kind.name!r} is registered twice")
-    _KINDS[kind.name] = kind
-
-
-def _load_builtin() -> None:
-    """Import every module of this package (on first use, not at package import): a kind's module
-    registers it, so a new kind needs no list of modules to be added to."""
-    import stir.experiments as package
-
-    for info in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{info.name}")
+    KINDS.remove(kind.name)
+    KINDS.add(kind.name, kind)
 
 
 def kinds() -> List[str]:
     """Every registered experiment kind, sorted."""
-    _load_builtin()
-    return sorted(_KINDS)
+    return KINDS.names()
 
 
 def get(name: str) -> Kind:
     from stir.config.validate import ConfigError
 
-    _load_builtin()
-    if name not in _KINDS:
-        raise ConfigError(f"experiment.kind={name!r} is not a valid choice; choose one of {sorted(_KINDS)}")
-    return _KINDS[name]
+    if name not in KINDS:
+        raise ConfigError(f"experiment.kind={name!r} is not a valid choice; choose one of {kinds()}")
+    return KINDS.get(name)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 from hydra.core.config_store import ConfigStore
 
 from stir.config.schema import ImagesConfig, LoggerConfig
 from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig
 from stir.measure.settings import CalibrationConfig
+from stir.registry import Registry
 
 if TYPE_CHECKING:
     from stir.measure.plan import Estimator
@@ -95,14 +96,56 @@ class RobustBenchConfig:
     model_dir: str = "models"  # weights at <model_dir>/<dataset>/<threat_model>/<name>.pt (RobustBench's layout)
 
 
+# The experiment kinds' config dataclasses, each declared with its kind's name where it is defined
+# (@kind_config("matrix") above its class; torch-free, so the command line is checked against them first).
+KIND_CONFIG: Registry[type] = Registry("experiment kind config")
+
+
+def kind_config(name: str) -> Callable[[type], type]:
+    """Class decorator: ``cls`` is the config dataclass of experiment kind ``name`` (``cls.kind_name``)."""
+
+    def declare(cls: type) -> type:
+        cls.kind_name = name  # a plain class attribute, not a dataclass field
+        return KIND_CONFIG.add(name, cls)
+
+    return declare
+
+
+# The convention of a preset's ``compute`` text: what the full run costs and what ``profile=cpu`` runs
+# instead, "full: <cost>; profile=cpu: <what shrinks>" (docs/presets.md shows it; test_presets asks
+# compute_problem of every preset). A preset's own cpu variant (experiment_profile/<preset>_cpu.yaml)
+# may restate the text for that profile: "profile=cpu: ..." alone.
+COMPUTE_CONVENTION = "full: <what the full preset costs>; profile=cpu: <its small-compute version>"
+
+
+def compute_problem(compute: str, profile: str = "full") -> Optional[str]:
+    """None when ``compute`` (as composed under ``profile``) follows :data:`COMPUTE_CONVENTION`, else
+    what is missing, in one line."""
+    needed = ("profile=cpu",) if profile == "cpu" else ("full:", "profile=cpu")
+    missing = [part for part in needed if part not in compute]
+    if missing:
+        return f"experiment.compute {compute!r} lacks {' and '.join(repr(m) for m in missing)}: write {COMPUTE_CONVENTION!r}"
+    return None
+
+
+def _once(names: Any) -> List[str]:
+    """``names`` as strings, in order, each once."""
+    return list(dict.fromkeys(str(n) for n in names))
+
+
 @dataclass
 class ExperimentConfig:
     """What every experiment kind's config has; each kind adds its own fields (``stir.experiments.<kind>``)."""
 
     name: str = "pair"
-    kind: str = "pair"  # a registered kind: KIND_CONFIGS below (pair, pairs, matrix, incremental, ..., suite, paper)
+    kind: str = "pair"  # a registered kind: KIND_CONFIGS below (stir.experiments.kinds() lists them)
     description: str = ""
-    compute: str = ""  # the compute this preset needs, as documentation
+    compute: str = ""  # the compute this preset needs, as documentation: COMPUTE_CONVENTION
+
+    def model_names(self, common: Any = None) -> List[str]:
+        """The model names (zoo names, sources) this experiment measures, in order, once each; ``common``
+        is the evaluation's common settings (``EvaluateConfig``: its ``ref`` and ``target``)."""
+        return []
 
 
 @dataclass
@@ -187,6 +230,7 @@ class EvaluateConfig:
 # ---------------------------------------------------------------------------------- each kind's config
 
 
+@kind_config("pair")
 @dataclass
 class PairConfig(ExperimentConfig):
     """experiment=pair: ref (m1) vs target (m2), the top-level ``ref`` and ``target``."""
@@ -196,14 +240,22 @@ class PairConfig(ExperimentConfig):
     at_iris: bool = False
     at_iris_steps: int = 3000  # the solver's budget per image (3x the published procedure's)
 
+    def model_names(self, common: Any = None) -> List[str]:
+        return [] if common is None else _once([common.ref, common.target])  # the top-level ref and target
 
+
+@kind_config("pairs")
 @dataclass
 class PairsConfig(ExperimentConfig):
     """experiment kind ``pairs``: each [ref, target] of ``pairs``."""
 
     pairs: List[List[str]] = field(default_factory=list)
 
+    def model_names(self, common: Any = None) -> List[str]:
+        return _once(m for pair in self.pairs for m in pair)
 
+
+@kind_config("matrix")
 @dataclass
 class MatrixConfig(ExperimentConfig):
     """experiment kind ``matrix``: every ordered pair of ``models``."""
@@ -212,7 +264,11 @@ class MatrixConfig(ExperimentConfig):
     # {model: its seed twin}; the diagonal compares a model with its twin, not with itself
     seed_twins: Dict[str, str] = field(default_factory=dict)
 
+    def model_names(self, common: Any = None) -> List[str]:
+        return _once([*self.models, *self.seed_twins.values()])
 
+
+@kind_config("incremental")
 @dataclass
 class IncrementalConfig(ExperimentConfig):
     """experiment kind ``incremental``: {label: [m_1, m_2, ...]} chains ordered by training-set size."""
@@ -220,7 +276,11 @@ class IncrementalConfig(ExperimentConfig):
     chains: Dict[str, List[str]] = field(default_factory=dict)
     update: str = "scratch"  # scratch (each m_t from scratch, as the paper) | warm (m_t warm-started: <name>_warm)
 
+    def model_names(self, common: Any = None) -> List[str]:
+        return _once(m for chain in self.chains.values() for m in chain)
 
+
+@kind_config("stitching")
 @dataclass
 class StitchingConfig(ExperimentConfig):
     """experiment kind ``stitching``: how stitching layers are fitted and tested (``stir.stitching``)."""
@@ -236,6 +296,9 @@ class StitchingConfig(ExperimentConfig):
     test_images: Optional[int] = None  # the first N of the fixed-order test split (None: all)
     init: str = "match"  # match (least squares / Hungarian / Procrustes) | identity
 
+    def model_names(self, common: Any = None) -> List[str]:
+        return _once(m for pair in self.pairs for m in pair)
+
     def settings(self) -> "StitchSettings":
         from stir.stitching import StitchSettings  # torch: not needed to check a command line
 
@@ -243,6 +306,7 @@ class StitchingConfig(ExperimentConfig):
                               train_images=self.train_images, init=self.init)
 
 
+@kind_config("layer_matching")
 @dataclass
 class LayerMatchingConfig(ExperimentConfig):
     """experiment kind ``layer_matching``: seed models in ``models``, taps in ``layers``."""
@@ -251,7 +315,11 @@ class LayerMatchingConfig(ExperimentConfig):
     measures: List[str] = field(default_factory=list)  # [] = every registered measure (+ rbf_cka_0.8)
     stir: bool = True  # STIR grids too: arbitrary IRIs of every tap of every model (measure, k, inversion)
 
+    def model_names(self, common: Any = None) -> List[str]:
+        return _once(self.models)
 
+
+@kind_config("grounding")
 @dataclass
 class GroundingConfig(ExperimentConfig):
     """experiment kind ``grounding`` (Ding et al. 2021): seed models in ``models``, taps in ``layers``."""
@@ -265,7 +333,11 @@ class GroundingConfig(ExperimentConfig):
     stir: bool = True  # STIR (both directions) for the depth pairs of two models and the robustness pairs
     n_boot: int = 1000  # bootstrap resamples of the rank correlation
 
+    def model_names(self, common: Any = None) -> List[str]:
+        return _once([*self.models, *self.robustness_models])
 
+
+@kind_config("invariance")
 @dataclass
 class InvarianceConfig(ExperimentConfig):
     """experiment kind ``invariance`` (G-EED, Kvinge et al. 2022): models in ``models``, taps in ``layers``."""
@@ -277,14 +349,24 @@ class InvarianceConfig(ExperimentConfig):
     noise: List[float] = field(default_factory=lambda: [0.0, 0.05, 0.1])  # Gaussian input noise levels
     random_init: bool = True  # add an untrained network of the first model's architecture
 
+    def model_names(self, common: Any = None) -> List[str]:
+        return _once(self.models)
 
+
+@kind_config("suite")
 @dataclass
 class SuiteConfig(ExperimentConfig):
     """experiment kind ``suite``: {part name: {kind: ..., <that kind's fields>, layers: {...}, iri: ...}}."""
 
     parts: Dict[str, Any] = field(default_factory=dict)
 
+    def model_names(self, common: Any = None) -> List[str]:
+        from stir.experiments.suite import part_configs  # each part checked by its own kind (torch)
 
+        return _once(m for part, _ in part_configs(self).values() for m in part.model_names(common))
+
+
+@kind_config("paper")
 @dataclass
 class PaperConfig(ExperimentConfig):
     """experiment kind ``paper``: the models each claim's preset needs, named by zoo name."""
@@ -340,14 +422,21 @@ class PaperConfig(ExperimentConfig):
     # skipped one ("not measured in this report").
     stored_only: bool = False
 
+    def model_names(self, common: Any = None) -> List[str]:
+        return _once([*(m for seeds in self.recipes.values() for m in seeds), *self.robustness,
+                      *(m for row in self.graded_robustness for m in row),
+                      *(m for chain in self.chains.values() for m in chain),
+                      *(m for arms in self.layer_settings.values() for ms in arms.values() for m in ms),
+                      *(m for fam in self.architectures.values() for ms in fam.values() for m in ms),
+                      *(m for later in self.architecture_seeds.values() for m in later),
+                      *(m for setting in self.methods.values() for ms in setting.values() for m in ms),
+                      *(m for seeds in self.ablation.values() for m in seeds)])
 
-# Each kind's config dataclass by kind name (the registry's ``Kind.config``; tests/experiments check
-# that the two agree).
-KIND_CONFIGS: Dict[str, type] = {
-    "pair": PairConfig, "pairs": PairsConfig, "matrix": MatrixConfig, "incremental": IncrementalConfig,
-    "stitching": StitchingConfig, "layer_matching": LayerMatchingConfig, "grounding": GroundingConfig,
-    "invariance": InvarianceConfig, "suite": SuiteConfig, "paper": PaperConfig,
-}
+
+# Each kind's config dataclass by kind name, collected from the @kind_config declarations (a live view:
+# a config declared below it is in it too; the registry's ``Kind.config`` must be the one declared for
+# its name: stir.experiments.registry checks it).
+KIND_CONFIGS: Mapping[str, type] = KIND_CONFIG.view()
 
 
 def register_evaluate_configs() -> None:

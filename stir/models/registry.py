@@ -7,11 +7,12 @@ returns logits; ``taps`` lists, in depth order, the points where a representatio
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Sequence, Tuple
+from typing import Callable, Sequence, Tuple
 
 from torch import nn
 
 from stir.config.schema import ModelConfig
+from stir.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -61,36 +62,26 @@ class Network(nn.Module):
 
 # (num_classes, mean, std) -> network; mean/std are the data set's channel statistics.
 Builder = Callable[[ModelConfig, int, Sequence[float], Sequence[float]], Network]
-_REGISTRY: Dict[str, Builder] = {}
+
+# A family registers its builders with @register("name") where they are defined; the registry
+# collects every module of stir.models on first use (a new family is one new module, no list).
+ARCHITECTURES: Registry[Builder] = Registry("architecture", package="stir.models", skip=("registry",))
 
 
 def register(name: str) -> Callable[[Builder], Builder]:
-    def wrap(builder: Builder) -> Builder:
-        if name in _REGISTRY:
-            raise ValueError(f"architecture {name!r} is registered twice")
-        _REGISTRY[name] = builder
-        return builder
-
-    return wrap
+    """Decorator: the builder of architecture ``name`` (``model.arch=name``)."""
+    return ARCHITECTURES.register(name)
 
 
 def names() -> list[str]:
     """Names of every registered architecture, sorted."""
-    _load_builtin()
-    return sorted(_REGISTRY)
+    return ARCHITECTURES.names()
 
 
 def build(cfg: ModelConfig, num_classes: int, mean: Sequence[float], std: Sequence[float]) -> Network:
     """Build the architecture ``cfg.arch`` at width ``cfg.width`` for ``num_classes`` classes."""
-    _load_builtin()
-    if cfg.arch not in _REGISTRY:
+    if cfg.arch not in ARCHITECTURES:
         raise ValueError(f"unknown architecture model.arch={cfg.arch!r}; choose one of {names()}")
     if cfg.width < 1:
         raise ValueError(f"model.width must be a positive channel count, got {cfg.width}")
-    return _REGISTRY[cfg.arch](cfg, num_classes, mean, std)
-
-
-def _load_builtin() -> None:
-    # The built-in families register themselves when imported; importing here, not at package
-    # import, keeps `import stir.models.registry` free of side effects.
-    from stir.models import abcrown, cifar_resnet, resnet, vgg  # noqa: F401
+    return ARCHITECTURES.get(cfg.arch)(cfg, num_classes, mean, std)

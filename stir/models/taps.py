@@ -158,6 +158,16 @@ def read_taps(model: nn.Module, x: Tensor, taps: Sequence[str]) -> Dict[str, Ten
     return {tap: out[tap] for tap in taps}
 
 
+def refuse_script_module(model: nn.Module, module: nn.Module, name: str, what: str) -> None:
+    """ValueError in one line when ``module`` (``name`` in ``model``) is TorchScript: a
+    ``torch.jit.ScriptModule`` refuses forward hooks (and runs its submodules inside the TorchScript
+    interpreter, where no Python hook fires), so no representation inside it can be read."""
+    if isinstance(module, torch.jit.ScriptModule):
+        raise ValueError(f"{what}: module {name or '(the model itself)'!r} of {type(model).__name__} is TorchScript "
+                         "(torch.jit.ScriptModule), which refuses forward hooks, so no tap inside it can be read; load "
+                         "the eager nn.Module it was scripted from (its logits, tap 'logits', can still be read)")
+
+
 def _hooked_outputs(model: nn.Module, x: Tensor, points: Dict[str, TapPoint]) -> Dict[str, Tensor]:
     """{tap: tensor} of the module taps (forward hooks / pre-hooks) and the output tap, one pass."""
     hooked = {tap: p for tap, p in points.items() if p.module is not None}
@@ -176,6 +186,7 @@ def _hooked_outputs(model: nn.Module, x: Tensor, points: Dict[str, TapPoint]) ->
             raise _Captured  # every tap is read: skip the rest of the forward pass
 
     def hook_for(tap: str, point: TapPoint):
+        refuse_script_module(model, modules[point.module], point.module, f"tap {tap!r}")
         if point.at == INPUT:
             def pre_hook(_module, inputs):
                 if not inputs:
@@ -249,6 +260,7 @@ def run_from(model: nn.Module, x: Tensor, tap: str, replacement: Tensor) -> Tens
         raise ValueError(f"cannot run {type(model).__name__} from tap {tap!r}: only a module's output or input "
                          f"can be replaced (a function tap or the output has nothing after it to run)")
     module = dict(model.named_modules())[point.module]
+    refuse_script_module(model, module, point.module, f"run from tap {tap!r}")
 
     def check(value: Tensor) -> Tensor:
         if value.shape != replacement.shape:
@@ -290,6 +302,8 @@ def find_penultimate(model: nn.Module, x: Tensor) -> str:
     for name, out_shape in reversed(calls):
         if out_shape == shape:
             return f"{name}:{INPUT}"
+    for name, m in model.named_modules():  # a classifier inside TorchScript is invisible to hooks: say so
+        refuse_script_module(model, m, name, "the penultimate layer cannot be found")
     leaves = [name for name, m in model.named_modules() if name and not any(True for _ in m.children())]
     raise ValueError(
         f"cannot find the penultimate layer of {type(model).__name__}: no nn.Linear produces its output "

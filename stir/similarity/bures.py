@@ -13,7 +13,7 @@ __all__ = ["bures_distance"]
 
 
 @measure(family="bures", symmetric=True, distance=True, range=(0, INF), identity=0.0, invariances=NO_SCALE,
-         reference=f"{RESI}, {NETREP}", metric=True)
+         reference=f"{RESI}, {NETREP}", metric=True, judging_default=True)
 def bures_distance(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Bures distance of the centred Gram matrices, = the Procrustes size-and-shape distance.
 

@@ -57,7 +57,7 @@ def _correlations(qx: Tensor, qy: Tensor) -> Tensor:
 
 
 @measure(family="cca", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ALL,
-         reference="Google's svcca cca_core")
+         reference="Google's svcca cca_core", judging_default=True)
 def cca(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
     r"""Mean canonical correlation (the rho-bar of Raghu et al. 2017; Kornblith et al. 2019, eq. 2).
 
@@ -81,7 +81,7 @@ def cca(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
 
 
 @measure(family="cca", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ALL,
-         reference=KORNBLITH)
+         reference=KORNBLITH, judging_default=True)
 def cca_squared(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
     r"""Mean squared canonical correlation, Yanai's R^2_CCA (Kornblith et al. 2019, eq. 3).
 
@@ -112,7 +112,7 @@ def _leading_components(xc: Tensor, threshold: float, rtol: float | None) -> Ten
 
 
 @measure(family="cca", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=RIGID,
-         reference="Google's svcca")
+         reference="Google's svcca", judging_default=True)
 def svcca(x: Tensor, y: Tensor, *, threshold: float = 0.99, rtol: float | None = None) -> Tensor:
     r"""SVCCA (Raghu et al., NeurIPS 2017): PCA on each side, then mean canonical correlation.
 
@@ -152,7 +152,7 @@ def svcca(x: Tensor, y: Tensor, *, threshold: float = 0.99, rtol: float | None =
 
 @measure(family="cca", symmetric=False, distance=False, range=(0, 1), identity=1.0,
          invariances={"isotropic_scaling", "translation", "permutation"},
-         reference="Morcos et al. (2018), section 2.2")
+         reference="Morcos et al. (2018), section 2.2", judging_default=True)
 def pwcca(x: Tensor, y: Tensor, *, rtol: float | None = None, weights: str = "variates") -> Tensor:
     r"""Projection-weighted CCA (Morcos, Raghu & Bengio, NeurIPS 2018, eq. in section 2.2).
 

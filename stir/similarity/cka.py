@@ -22,7 +22,7 @@ def _frob(t: Tensor) -> Tensor:
 
 
 @measure(family="cka", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=RIGID,
-         reference=KORNBLITH)
+         reference=KORNBLITH, judging_default=True)
 def linear_cka(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Linear CKA with the biased HSIC estimator (Kornblith et al., ICML 2019, eq. 5).
 
@@ -62,7 +62,7 @@ def linear_cka_named(x: Tensor, y: Tensor, form: str, measure: str) -> Tensor:
 
 
 @measure(family="cka", symmetric=True, distance=False, range=(-INF, 1), identity=1.0, invariances=RIGID,
-         reference=KORNBLITH, min_n=4)
+         reference=KORNBLITH, min_n=4, judging_default=True)
 def linear_cka_debiased(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Linear CKA with the unbiased HSIC estimator of Song et al. (JMLR 2012).
 
@@ -122,7 +122,7 @@ def rbf_gram(x: Tensor, threshold: float, side: str = "x", measure: str = "rbf_c
 
 
 @measure(family="cka", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=RIGID,
-         reference=KORNBLITH)
+         reference=KORNBLITH, judging_default=True)
 def rbf_cka(x: Tensor, y: Tensor, *, threshold: float = 1.0, debiased: bool = False) -> Tensor:
     r"""CKA with RBF kernels (Kornblith et al., ICML 2019, section 3 and reference code).
 

@@ -14,7 +14,7 @@ __all__ = ["cka_angular", "cka_euclidean"]
 
 
 @measure(family="cka", symmetric=True, distance=True, range=(0, math.pi / 2), identity=0.0, invariances=RIGID,
-         reference=NETREP, metric=True)
+         reference=NETREP, metric=True, judging_default=True)
 def cka_angular(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Angular CKA distance (Williams et al. 2021, netrep's ``LinearCKA``): arccos of linear CKA.
 
@@ -33,7 +33,7 @@ def cka_angular(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
 
 
 @measure(family="cka", symmetric=True, distance=True, range=(0, math.sqrt(2)), identity=0.0, invariances=RIGID,
-         reference="closed form sqrt(2 - 2 CKA)", metric=True)
+         reference="closed form sqrt(2 - 2 CKA)", metric=True, judging_default=True)
 def cka_euclidean(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Euclidean CKA distance: the chord between the unit-normalised centred Gram matrices.
 

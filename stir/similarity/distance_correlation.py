@@ -29,7 +29,7 @@ def pairwise_distance_rows(z: Tensor, sq: Tensor, rows: slice, squared: bool = F
 
 
 @measure(family="dependence", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=RIGID,
-         reference=f"dcor 0.7, {RESI}")
+         reference=f"dcor 0.7, {RESI}", judging_default=True)
 def distance_correlation(x: Tensor, y: Tensor) -> Tensor:
     r"""Distance correlation dCor (Szekely et al. 2007, definition 4; the V-statistic).
 

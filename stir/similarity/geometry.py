@@ -24,7 +24,7 @@ _BLOCK_ELEMS = 1 << 22
 
 
 @measure(family="geometry", symmetric=True, distance=True, range=(0, INF), identity=0.0,
-         invariances={"orthogonal", "permutation"}, reference=RESI, metric=True)
+         invariances={"orthogonal", "permutation"}, reference=RESI, metric=True, judging_default=True)
 def magnitude_difference(x: Tensor, y: Tensor) -> Tensor:
     r"""Difference of the norms of the mean representations (ReSi's MagnitudeDifference).
 
@@ -54,7 +54,7 @@ def _concentricity(z: Tensor, side: str, measure: str) -> Tensor:
 
 
 @measure(family="geometry", symmetric=True, distance=True, range=(0, 2), identity=0.0, invariances=ROWS,
-         reference=RESI, metric=True)
+         reference=RESI, metric=True, judging_default=True)
 def concentricity_difference(x: Tensor, y: Tensor) -> Tensor:
     r"""Difference of the mean cosine similarity to the mean row (ReSi's ConcentricityDifference).
 
@@ -90,7 +90,7 @@ def _uniformity(z: Tensor, t: float) -> Tensor:
 
 
 @measure(family="geometry", symmetric=True, distance=True, range=(0, INF), identity=0.0, invariances=NO_SCALE,
-         reference=RESI, metric=True)
+         reference=RESI, metric=True, judging_default=True)
 def uniformity_difference(x: Tensor, y: Tensor, *, t: float = 2.0) -> Tensor:
     r"""Difference of the uniformity (Wang & Isola, ICML 2020, eq. 2; ReSi's UniformityDifference).
 

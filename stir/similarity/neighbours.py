@@ -87,7 +87,7 @@ def _matches(nx: Tensor, ny: Tensor) -> Tensor:
 
 
 @measure(family="neighbours", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ROWS,
-         reference=PLATONIC, min_n=11)
+         reference=PLATONIC, min_n=11, judging_default=True)
 def mutual_knn(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     r"""Mutual k-NN alignment (Huh, Cheung, Wang & Isola, ICML 2024, "platonic representations", eq. 11).
 
@@ -108,7 +108,7 @@ def mutual_knn(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
 
 
 @measure(family="neighbours", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ROWS,
-         reference=RESI, min_n=11)
+         reference=RESI, min_n=11, judging_default=True)
 def jaccard_knn(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     r"""Jaccard similarity of the k-NN sets (ReSi's JaccardSimilarity; Schumacher et al. 2021).
 
@@ -126,7 +126,7 @@ def jaccard_knn(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
 
 
 @measure(family="neighbours", symmetric=False, distance=False, range=(0, 1), identity=None, invariances=ROWS,
-         reference=PLATONIC, min_n=11)
+         reference=PLATONIC, min_n=11, judging_default=True)
 def cycle_knn(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     r"""Cycle k-NN (platonic-rep's ``cycle_knn``): does a neighbour-of-a-neighbour walk return?
 
@@ -148,7 +148,7 @@ def cycle_knn(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
 
 
 @measure(family="neighbours", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ROWS,
-         reference=RESI, min_n=11)
+         reference=RESI, min_n=11, judging_default=True)
 def rank_similarity(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     r"""Rank similarity of the k-NN lists (Wang et al. 2020; ReSi's RankSimilarity).
 
@@ -179,7 +179,7 @@ def rank_scores(nx: Tensor, ny: Tensor, k: int) -> tuple[Tensor, Tensor]:
 
 
 @measure(family="neighbours", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=ROWS,
-         reference=RESI, min_n=11)
+         reference=RESI, min_n=11, judging_default=True)
 def second_order_cosine(x: Tensor, y: Tensor, *, k: int = 10) -> Tensor:
     r"""Second-order cosine similarity (Hamilton, Leskovec & Jurafsky 2016; ReSi's SecondOrderCosineSimilarity).
 
@@ -240,7 +240,7 @@ def _hsic_u_sparse(rows: Tensor, cols: Tensor, kv: Tensor, lv: Tensor, n: int) -
 
 
 @measure(family="neighbours", symmetric=False, distance=False, range=(-INF, 1), identity=1.0, invariances=ROWS,
-         reference=PLATONIC, min_n=11)
+         reference=PLATONIC, min_n=11, judging_default=True)
 def cknna(x: Tensor, y: Tensor, *, k: int = 10, normalize: bool = True, eps: float = 0.0) -> Tensor:
     r"""CKNNA: CKA restricted to mutual nearest neighbours (Huh et al., ICML 2024, eq. 12; platonic-rep).
 

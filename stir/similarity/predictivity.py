@@ -66,7 +66,7 @@ def _ridge_fold_dual(yc: Tensor, xc: Tensor, k: Tensor, test: slice, alpha: floa
 
 
 @measure(family="predictivity", symmetric=False, distance=False, range=(-INF, 1), identity=None,
-         invariances=NO_SCALE, reference="scikit-learn 1.9.1 Ridge + KFold", min_n=10)
+         invariances=NO_SCALE, reference="scikit-learn 1.9.1 Ridge + KFold", min_n=10, judging_default=True)
 def linear_predictivity(
     x: Tensor, y: Tensor, *, alpha: float = 1.0, folds: int = 5, score: str = "r2"
 ) -> Tensor:
@@ -130,4 +130,4 @@ def linear_predictivity(
 
 declare("linear_predictivity_r", linear_predictivity, options={"score": "pearson"}, family="predictivity",
         symmetric=False, distance=False, range=(-1, 1), identity=None, invariances={"translation", "permutation"},
-        reference="scikit-learn 1.9.1 Ridge + KFold", min_n=10)
+        reference="scikit-learn 1.9.1 Ridge + KFold", min_n=10, judging_default=True)

@@ -67,7 +67,7 @@ def _nuclear_ratio(x: Tensor, y: Tensor, form: str, measure: str) -> Tensor:
 
 
 @measure(family="procrustes", symmetric=True, distance=False, range=(0, 1), identity=1.0, invariances=RIGID,
-         reference="Ding et al. (2021) code")
+         reference="Ding et al. (2021) code", judging_default=True)
 def procrustes(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Orthogonal Procrustes similarity: the nuclear norm ||X^T Y||_* of normalised inputs.
 
@@ -91,7 +91,7 @@ def procrustes(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
 
 
 @measure(family="procrustes", symmetric=True, distance=True, range=(0, math.sqrt(2)), identity=0.0,
-         invariances=RIGID, reference="Ding et al. (2021) code", metric=True)
+         invariances=RIGID, reference="Ding et al. (2021) code", metric=True, judging_default=True)
 def procrustes_distance(x: Tensor, y: Tensor, *, form: str = "auto") -> Tensor:
     r"""Orthogonal Procrustes distance of Ding et al. (2021) on centred, unit-norm inputs.
 

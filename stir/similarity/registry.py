@@ -4,7 +4,8 @@ Every entry carries its property flags (:class:`MeasureInfo`: similarity or
 distance, range, symmetry, metric, invariances, family, reference
 implementation), which the tests check by property. The flags are declared at
 each measure's definition (``@measure(...)`` or ``declare(...)``, see
-:mod:`.spec`); this module collects them from the measure modules. ``get`` also accepts the ids
+:mod:`.spec`); this module collects them from every measure module of the package
+(a new measure is its module: no list to add it to). ``get`` also accepts the ids
 of the similarity-repository convention (Cloos et al., ``similarity.make``),
 ``measure/<repo>/<name>[-<param>=<value>]...``, for the measures this registry
 has, e.g. ``measure/netrep/procrustes-distance=angular``; ``names(kind="id")``
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import importlib
 import inspect
 import re
 from collections.abc import Callable, Mapping
@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 from torch import Tensor
 
-from .spec import INVARIANCES, MeasureInfo, declared
+from .spec import INVARIANCES, MEASURES, MeasureInfo, declared
 
 __all__ = [
     "INVARIANCES",
@@ -41,27 +41,18 @@ __all__ = [
 
 Measure = Callable[[Tensor, Tensor], Tensor]
 
-# The measure modules, in the registry's order (the order of SYMMETRIC); each declares its
-# measures' flags at their definitions (stir/similarity/spec.py: @measure, declare). By name:
-# the package's attribute ``cca`` is the function, not the module.
-_MODULES = (
-    "cka", "cca", "regression", "procrustes", "relu",  # the measures of the first release
-    "rsa",
-    "neighbours",  # k = 10
-    "shape_metrics", "bures", "cka_distances",
-    "distance_correlation", "subspace", "predictivity", "geometry",  # dependence, subspaces, prediction, statistics
-    "rsm", "alignment", "correlation_match", "neighbour_lists",  # issue 32: families without a counterpart before
-)
 
 
 def _collect() -> list[MeasureInfo]:
-    """The declared measures of :data:`_MODULES`, module by module, each in declaration order."""
-    order = {importlib.import_module(f".{m}", __package__).__name__: i for i, m in enumerate(_MODULES)}
+    """The declared measures of every measure module of this package (stir.similarity.spec.MEASURES
+    imports them all), module by module in name order, each in declaration order."""
+    MEASURES.collect()  # importing the modules is what declares the measures
     entries = list(declared())
-    stray = sorted(e.name for e in entries if e.fn.__module__ not in order)
+    package = __package__ + "."
+    stray = sorted(e.name for e in entries if not e.fn.__module__.startswith(package))
     if stray:
         raise RuntimeError(f"similarity registry: measures declared outside its modules: {', '.join(stray)}")
-    return sorted(entries, key=lambda e: order[e.fn.__module__])  # stable: declaration order within a module
+    return sorted(entries, key=lambda e: e.fn.__module__)  # stable: declaration order within a module
 
 
 _ENTRIES = _collect()

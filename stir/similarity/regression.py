@@ -12,7 +12,7 @@ __all__ = ["linear_regression"]
 
 
 @measure(family="regression", symmetric=False, distance=False, range=(0, 1), identity=1.0, invariances=RIGID,
-         reference=KORNBLITH)
+         reference=KORNBLITH, judging_default=True)
 def linear_regression(x: Tensor, y: Tensor, *, rtol: float | None = None) -> Tensor:
     r"""R^2 of the least-squares prediction of the centred x from the centred y.
 

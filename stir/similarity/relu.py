@@ -54,7 +54,7 @@ def max_kernel(z: Tensor) -> Tensor:
 
 
 @measure(family="relu", symmetric=True, distance=False, range=(-INF, 1), identity=1.0, invariances=G_RELU,
-         reference="Godfrey et al. (2022) code", min_n=4)
+         reference="Godfrey et al. (2022) code", min_n=4, judging_default=True)
 def relu_cka(x: Tensor, y: Tensor, *, debiased: bool = True, center: bool = True) -> Tensor:
     r"""G_ReLU-invariant CKA (Godfrey et al. 2022, section 4 and their reference code).
 
@@ -98,7 +98,7 @@ def _matched_similarity(x: Tensor, y: Tensor, center: bool) -> Tensor:
 
 
 @measure(family="relu", symmetric=True, distance=False, range=(-1, 1), identity=1.0, invariances=G_RELU,
-         reference="Godfrey et al. (2022) code", assignment=True)
+         reference="Godfrey et al. (2022) code", assignment=True, judging_default=True)
 def relu_procrustes(x: Tensor, y: Tensor, *, center: bool = True) -> Tensor:
     r"""G_ReLU-invariant Procrustes similarity (Godfrey et al. 2022): orthogonal maps replaced by permutations.
 
@@ -124,7 +124,7 @@ def relu_procrustes(x: Tensor, y: Tensor, *, center: bool = True) -> Tensor:
 
 
 @measure(family="relu", symmetric=True, distance=True, range=(0, 2), identity=0.0, invariances=G_RELU,
-         reference="Godfrey et al. (2022) code", metric=True, assignment=True)
+         reference="Godfrey et al. (2022) code", metric=True, assignment=True, judging_default=True)
 def relu_procrustes_distance(x: Tensor, y: Tensor, *, center: bool = True) -> Tensor:
     r"""Distance form of :func:`relu_procrustes`: min over permutations P of ||X - Y P||_F.
 

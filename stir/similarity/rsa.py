@@ -189,7 +189,8 @@ def _compare(a: Tensor, b: Tensor, compare: str) -> Tensor:
 
 
 @measure(family="rsa", symmetric=True, distance=False, range=(-1, 1), identity=1.0,
-         invariances={"isotropic_scaling", "permutation"}, reference=f"{RSATOOLBOX} (spearman), {RESI}", min_n=3)
+         invariances={"isotropic_scaling", "permutation"}, reference=f"{RSATOOLBOX} (spearman), {RESI}", min_n=3,
+         judging_default=True)
 def rsa(x: Tensor, y: Tensor, *, rdm: str = "correlation", compare: str = "spearman") -> Tensor:
     r"""RSA: the correlation of the two representational dissimilarity matrices (Kriegeskorte et al. 2008).
 
@@ -233,14 +234,14 @@ def rsa(x: Tensor, y: Tensor, *, rdm: str = "correlation", compare: str = "spear
 
 declare("rsa_pearson", rsa, options={"compare": "pearson"}, family="rsa", symmetric=True, distance=False,
         range=(-1, 1), identity=1.0, invariances={"isotropic_scaling", "permutation"},
-        reference=f"{RSATOOLBOX} (corr)", min_n=3)
+        reference=f"{RSATOOLBOX} (corr)", min_n=3, judging_default=True)
 
 
 declare("rsa_kendall", rsa, options={"compare": "kendall_tau_a"}, family="rsa", symmetric=True, distance=False,
         range=(-1, 1), identity=1.0, invariances={"isotropic_scaling", "permutation"},
-        reference=f"{RSATOOLBOX} (tau-a)", min_n=3)
+        reference=f"{RSATOOLBOX} (tau-a)", min_n=3, judging_default=True)
 
 
 declare("rsa_euclidean", rsa, options={"rdm": "euclidean"}, family="rsa", symmetric=True, distance=False,
         range=(-1, 1), identity=1.0, invariances=RIGID, reference=f"{RSATOOLBOX} (euclidean, spearman), {RESI}",
-        min_n=3)
+        min_n=3, judging_default=True)

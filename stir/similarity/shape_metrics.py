@@ -74,7 +74,7 @@ def _netrep_scales(s: Tensor, alpha: float, width: int) -> Tensor:
 
 
 @measure(family="shape_metric", symmetric=True, distance=True, range=(0, math.pi / 2), identity=0.0,
-         invariances=NO_SCALE, reference=NETREP, metric=True)
+         invariances=NO_SCALE, reference=NETREP, metric=True, judging_default=True)
 def shape_metric(x: Tensor, y: Tensor, *, alpha: float = 0.5, distance: str = "angular",
                  whiten: str = "rank") -> Tensor:
     r"""Generalized shape metric of Williams et al. (2021, eq. 5 and 9) with partial whitening ``alpha``.
@@ -144,7 +144,7 @@ def shape_metric(x: Tensor, y: Tensor, *, alpha: float = 0.5, distance: str = "a
 
 
 @measure(family="shape_metric", symmetric=True, distance=True, range=(0, math.pi / 2), identity=0.0,
-         invariances=RIGID, reference=f"{NETREP}, {RESI}", metric=True)
+         invariances=RIGID, reference=f"{NETREP}, {RESI}", metric=True, judging_default=True)
 def procrustes_angular(x: Tensor, y: Tensor) -> Tensor:
     r"""Orthogonal angular Procrustes distance (Williams et al. 2021; netrep's default ``LinearMetric()``).
 
@@ -164,7 +164,7 @@ def procrustes_angular(x: Tensor, y: Tensor) -> Tensor:
 
 @measure(family="shape_metric", symmetric=True, distance=True, range=(0, math.pi), identity=0.0,
          invariances={"isotropic_scaling", "translation", "permutation"}, reference=NETREP, metric=True,
-         assignment=True)
+         assignment=True, judging_default=True)
 def permutation_metric(x: Tensor, y: Tensor, *, distance: str = "angular") -> Tensor:
     r"""Permutation shape metric (Williams et al. 2021; netrep's ``PermutationMetric``).
 

@@ -10,8 +10,10 @@ and a name that is one function with fixed options is declared right after it::
 
     declare("rsa_pearson", rsa, options={"compare": "pearson"}, family="rsa", ...)
 
-Both record a :class:`MeasureInfo` in declaration order; :mod:`.registry` collects
-them (:func:`declared`) into its name table. This module imports nothing from the
+Both record a :class:`MeasureInfo` in :data:`MEASURES` (the one registration mechanism,
+``stir.registry``); :mod:`.registry` collects every module of the package and builds its name
+table from them (:func:`declared`). A measure joins the judging experiments' default sets only
+where it says ``judging_default=True``. This module imports nothing from the
 measures, so every measure module can import it.
 """
 
@@ -22,6 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from torch import Tensor
+
+from stir.registry import Registry
 
 __all__ = [
     "ALL",
@@ -65,7 +69,9 @@ class MeasureInfo:
     kind (translations: x + 1 c^T). ``identity`` is the value on identical inputs
     (None where it is not fixed, e.g. a cross-validated fit). ``metric``: a
     (pseudo-)metric, i.e. symmetric, zero on identical inputs, triangle inequality.
-    ``judging_default``: included in the judging experiments' all-measures default.
+    ``judging_default``: included in the judging experiments' all-measures default (the default sets
+    of the ``layer_matching`` and ``grounding`` reports). A measure opts in at its definition
+    (``judging_default=True``); a new measure is left out of those reports until it says so.
     ``assignment``: solves an O(d^3) linear assignment over the neurons on the CPU
     (callers skip it at large widths, as layer matching does for the G_ReLU Procrustes).
     """
@@ -82,7 +88,7 @@ class MeasureInfo:
     metric: bool = False
     min_n: int = 2
     options: Mapping[str, object] = field(default_factory=dict)
-    judging_default: bool = True
+    judging_default: bool = False
     assignment: bool = False
 
     @property
@@ -91,7 +97,12 @@ class MeasureInfo:
         return "distance" if self.distance else "similarity"
 
 
-_DECLARED: list[MeasureInfo] = []
+# Every measure module of this package declares its measures at their definitions; the registry
+# imports them all on first use (stir.registry.import_package: the modules whose names do not start
+# with "_", less these three, which declare none), so a new measure module needs no list.
+MEASURES: Registry[MeasureInfo] = Registry("similarity measure", package=__package__,
+                                           skip=("registry", "spec", "pairwise"))
+_DECLARED: list[MeasureInfo] = []  # declaration order (MEASURES lists by name)
 
 
 def declare(
@@ -108,7 +119,7 @@ def declare(
     metric: bool = False,
     min_n: int = 2,
     options: Mapping[str, object] | None = None,
-    judging_default: bool = True,
+    judging_default: bool = False,
     assignment: bool = False,
 ) -> MeasureInfo:
     """Record measure ``name`` (``fn`` with ``options`` fixed) and its flags; returns the record.
@@ -121,7 +132,7 @@ def declare(
         raise ValueError(
             f"declare({name!r}): unknown invariance(s) {', '.join(unknown)}; valid: {', '.join(INVARIANCES)}"
         )
-    if any(e.name == name for e in _DECLARED):
+    if MEASURES.peek(name) is not None:  # checked before anything is recorded (a failed declaration leaves no trace)
         raise ValueError(f"declare({name!r}): a measure of that name is already declared")
     lo, hi = range
     entry = MeasureInfo(
@@ -129,6 +140,7 @@ def declare(
         metric=metric, min_n=min_n, options=dict(options) if options else {},
         judging_default=judging_default, assignment=assignment,
     )
+    MEASURES.add(name, entry)
     _DECLARED.append(entry)
     return entry
 

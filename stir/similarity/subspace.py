@@ -14,7 +14,7 @@ __all__ = ["eigenspace_overlap", "gulp"]
 
 
 @measure(family="subspace", symmetric=True, distance=False, range=(0, 1), identity=1.0,
-         invariances=ALL - {"translation"}, reference=RESI)
+         invariances=ALL - {"translation"}, reference=RESI, judging_default=True)
 def eigenspace_overlap(x: Tensor, y: Tensor, *, divide_by: str = "rank") -> Tensor:
     r"""Eigenspace overlap score (May, Zhang, Dao & Re, NeurIPS 2019, definition 1; ReSi's EOS).
 
@@ -47,7 +47,7 @@ def eigenspace_overlap(x: Tensor, y: Tensor, *, divide_by: str = "rank") -> Tens
 
 
 @measure(family="subspace", symmetric=True, distance=True, range=(0, INF), identity=0.0, invariances=ALL,
-         reference=f"{RESI} (squared)", metric=True)
+         reference=f"{RESI} (squared)", metric=True, judging_default=True)
 def gulp(x: Tensor, y: Tensor, *, lam: float = 0.0, squared: bool = False) -> Tensor:
     r"""GULP distance (Boix-Adsera, Lawrence, Stepaniants & Rigollet, NeurIPS 2022, definition 2).
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from stir.config.store import compose_train
+from stir.experiments import registry
 from stir.experiments.config import compose_evaluate as compose_both
+from stir.experiments.schema import compute_problem
 from stir.models import build, sources
 from stir.models.depth import layer_pairs
 from stir.zoo import load_sourced, load_zoo
@@ -18,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
 ZOO = load_zoo(CONFIGS / "zoo.yaml")
 SOURCED = load_sourced(CONFIGS / "zoo.yaml")  # entries naming models of other sources (never trained)
-PRESETS = sorted(p.stem for p in (CONFIGS / "evaluate/experiment").glob("*.yaml") if p.stem != "pair")
+PRESETS = sorted(p.stem for p in (CONFIGS / "evaluate/experiment").glob("*.yaml"))
 
 
 class Composed:
@@ -35,17 +37,10 @@ def compose_evaluate(config_dir, overrides) -> Composed:
     return Composed(*compose_both(config_dir, overrides))
 
 
-def models_of(experiment) -> list:
-    if experiment.kind == "suite":
-        from stir.experiments.suite import part_configs
-
-        return list(dict.fromkeys(m for part, _ in part_configs(experiment).values() for m in models_of(part)))
-    names = [m for pair in getattr(experiment, "pairs", []) for m in pair] + list(getattr(experiment, "models", []))
-    names += [m for chain in getattr(experiment, "chains", {}).values() for m in chain]
-    names += list(getattr(experiment, "seed_twins", {}).values())
-    names += [m for later in getattr(experiment, "architecture_seeds", {}).values() for m in later]
-    names += list(getattr(experiment, "robustness_models", []))
-    return list(dict.fromkeys(names))
+def models_of(cfg) -> list:
+    """The models the composed evaluation names: its kind says (``Kind.models``), no field is guessed here."""
+    experiment = cfg.experiment
+    return registry.get(experiment.kind).models(experiment, cfg._common)
 
 
 def recipe(name: str, profile: str):
@@ -58,9 +53,8 @@ def recipe(name: str, profile: str):
 def test_preset_models_are_zoo_recipes_that_compose(preset, profile):
     cfg = compose_evaluate(CONFIGS / "evaluate", [f"experiment={preset}", f"profile={profile}"])
     assert cfg.experiment.name == preset and cfg.zoo.profile == profile
-    assert "profile=cpu" in cfg.experiment.compute  # each preset states its small-compute version
-    assert profile == "cpu" or "full:" in cfg.experiment.compute
-    names = models_of(cfg.experiment)
+    assert compute_problem(cfg.experiment.compute, profile) is None  # "full: ...; profile=cpu: ..." (schema.COMPUTE_CONVENTION)
+    names = models_of(cfg)
     assert names, f"{preset} names no model"
     for name in names:
         if name in SOURCED:
@@ -90,7 +84,7 @@ def test_incremental_chains_have_nine_sizes_from_scratch_and_a_warm_variant(prof
         assert losses == ({"vanilla"} if label == "vanilla" else {"at"})
     full = compose_evaluate(CONFIGS / "evaluate", ["experiment=incremental", "profile=full"])
     if profile == "cpu":  # the cpu chains are their own, smaller models
-        assert set(models_of(cfg.experiment)).isdisjoint(models_of(full.experiment))
+        assert set(models_of(cfg)).isdisjoint(models_of(full))
     assert compose_evaluate(CONFIGS / "evaluate", ["experiment=incremental", "experiment.update=warm"]).experiment.update == "warm"
 
 
@@ -159,7 +153,7 @@ def test_profile_laptop_trains_the_presets_zoo_with_the_fast_recipe(preset):
     (the fast recipe at width 16, 15 epochs), evaluated at n=100, k=2, 300 steps."""
     cfg = compose_evaluate(CONFIGS / "evaluate", [f"experiment={preset}", "profile=laptop"])
     assert cfg.zoo.profile == "laptop" and (cfg.n, cfg.k, cfg.inversion.steps) == (100, 2, 300)
-    for name in models_of(cfg.experiment):
+    for name in models_of(cfg):
         train = recipe(name, "laptop")
         assert (train.recipe_name, train.model.width, train.trainer.max_epochs) == ("fast", 16, 15)
         assert train.loss.label_smoothing == 0.2 and train.trainer.precision == "bf16-mixed"

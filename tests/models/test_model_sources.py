@@ -105,7 +105,7 @@ def test_plain_modules_read_module_inputs():
 @pytest.mark.parametrize(
     "spec, options, message",
     [
-        ("keras:resnet50", SourceOptions(), r"unknown model source 'keras'.*sources: \['zoo', 'robustbench', 'torchvision', 'timm', 'python', 'realnet'\]"),
+        ("keras:resnet50", SourceOptions(), r"unknown model source 'keras'.*sources: \['zoo', .*'torchvision'.*\]"),
         ("torchvision:resnet7", SourceOptions(), r"unknown torchvision architecture 'resnet7'.*list_models"),
         ("torchvision:resnet18", SourceOptions(weights="IMAGENET1K_V9"), r"neither a file nor a tag.*IMAGENET1K_V1"),
         ("python:source_nets:feature_maps", SourceOptions(), r"must return \(n, classes\) logits.*returned \(2, 4, 32, 32\)"),
@@ -141,6 +141,18 @@ def test_sources_are_listed():
     assert names()[0] == "zoo" and {"robustbench", "torchvision", "timm", "python", "realnet"} <= set(names())
 
 
+# Every registered source (the registry lists itself: a new source's module is picked up here).
+@pytest.mark.parametrize("prefix", names()[1:])
+def test_every_registered_source_is_named_in_errors_and_refuses_an_empty_name(prefix):
+    from stir.models.sources import SOURCES, is_sourced
+
+    assert is_sourced(f"{prefix}:x") and callable(SOURCES.get(prefix))
+    with pytest.raises(SourceError, match=rf"'{prefix}:' names no model after '{prefix}:'"):
+        load(f"{prefix}:")
+    with pytest.raises(SourceError, match=rf"unknown model source 'nosuch'.*'{prefix}'"):
+        load("nosuch:x")
+
+
 # ------------------------------------------------------------------------------------------------
 # RobustBench (optional extra): its own model definitions and loader, weights in its layout.
 
@@ -172,3 +184,38 @@ def test_any_module_becomes_a_model_with_from_module():
     assert m.module.net is net and m.taps["penultimate"] == "head:input"
     assert torch.allclose(m.module(x), net((x - 0.5) / 0.25))
     assert m.identity != from_module(source_nets.FunctionalHead(width=3)).identity
+
+
+def test_a_torchscript_model_is_refused_with_the_reason():
+    """A ScriptModule refuses forward hooks: its taps cannot be read, and loading it says why in one line."""
+    import warnings
+
+    from stir.models.sources import from_module
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.jit.script is deprecated
+        net = torch.jit.script(nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 8), nn.ReLU(), nn.Linear(8, 2)))
+    with pytest.raises(ValueError, match=r"penultimate layer cannot be found: module '\(the model itself\)' .*"
+                                         r"TorchScript \(torch.jit.ScriptModule\), which refuses forward hooks"):
+        from_module(net)
+    with pytest.raises(ValueError, match=r"tap 'penultimate': module 'net.2' of SourcedModel is TorchScript .* refuses forward hooks"):
+        from_module(net, tap="net.2")
+    eager = from_module(nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 8), nn.ReLU(), nn.Linear(8, 2)))
+    with pytest.raises(ValueError, match=r"tap '1': module '1' .* TorchScript"):
+        representation(torch.jit.script(eager.module.net), torch.rand(2, 3, 32, 32), "1")
+
+
+def test_the_docs_sources_table_reads_every_registered_source():
+    """docs/models.md's sources table (docs/hooks/registries.py, read from the source) lists the registry's sources."""
+    import importlib.util
+    from pathlib import Path
+
+    from stir.models.sources import SOURCES
+
+    path = Path(__file__).resolve().parents[2] / "docs/hooks/registries.py"
+    spec = importlib.util.spec_from_file_location("registries_hook", path)
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    read = {e["prefix"]: e["module"] for e in hook.sources()}
+    assert ["zoo", *sorted(read)] == names()
+    assert all(f"stir.models.sources.{read[p]}" == SOURCES.get(p).__module__ for p in read)

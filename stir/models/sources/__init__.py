@@ -1,5 +1,8 @@
 """Model sources: a string names a model anywhere, a registry maps its prefix to a loader.
 
+Each module of this package registers its ``load`` under its prefix (``@SOURCES.register("timm")``);
+``names()`` lists them (the table of docs/models.md is generated from it). The built-in ones:
+
     zoo:NAME, NAME, PATH            this project's zoo / run folders (``stir.zoo``)
     robustbench:MODEL_NAME          RobustBench's model zoo (optional extra ``.[robustbench]``)
     torchvision:ARCH                a torchvision architecture (weights file or pretrained tag)
@@ -18,49 +21,46 @@ floor than ``stir.models``, so ``stir.zoo`` resolves them.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from torch import nn
 
 from stir.models.sources.base import (
     LoadedModel, RobustBenchOptions, SourceError, SourcedModel, SourceOptions, content_identity, split_spec, wrap,
 )
+from stir.registry import Registry
 
 ZOO = "zoo"
 Loader = Callable[[str, SourceOptions], LoadedModel]  # (name after the prefix, options) -> model
 
-
-def _loaders() -> Dict[str, Loader]:
-    # Imported on use: each module imports its optional library only when a model is loaded.
-    from stir.models.sources import python_factory, realnet, robustbench, timm_models, torchvision_models
-
-    return {"robustbench": robustbench.load, "torchvision": torchvision_models.load,
-            "timm": timm_models.load, "python": python_factory.load, realnet.PREFIX: realnet.load}
+# Each source module registers its loader where it is defined (``@SOURCES.register("timm")`` on its
+# ``load``); the registry imports every module of this package on first use, and each module imports
+# its optional library only when a model is loaded. A new source is one new module.
+SOURCES: Registry[Loader] = Registry("model source", package=__name__, skip=("base",))
 
 
 def names() -> list[str]:
-    """Every source prefix, ``zoo`` first."""
-    return [ZOO, *_loaders()]
+    """Every source prefix, ``zoo`` first, the others sorted."""
+    return [ZOO, *SOURCES.names()]
 
 
 def is_sourced(spec: str) -> bool:
     """Whether ``spec`` names a model of a library source (a known prefix other than zoo)."""
     prefix, _ = split_spec(spec)
-    return prefix in _loaders()
+    return prefix in SOURCES
 
 
 def load(spec: str, options: SourceOptions = SourceOptions()) -> LoadedModel:
     """The model that ``spec`` ('torchvision:resnet18', ...) names, made with ``options``."""
     prefix, name = split_spec(spec)
-    loaders = _loaders()
     if prefix == ZOO:
         raise SourceError(f"{spec!r}: zoo models are resolved by stir.zoo (evaluate.py ref={name})")
-    if prefix not in loaders:
+    if prefix not in SOURCES:
         raise SourceError(f"unknown model source {prefix!r} in {spec!r}; sources: {names()} "
                           "(written SOURCE:NAME, e.g. torchvision:resnet18)")
     if not name:
         raise SourceError(f"{spec!r} names no model after '{prefix}:'")
-    return loaders[prefix](name, options)
+    return SOURCES.get(prefix)(name, options)
 
 
 def from_module(net: nn.Module, mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
@@ -71,5 +71,5 @@ def from_module(net: nn.Module, mean: Optional[Sequence[float]] = None, std: Opt
     return wrap(net, SourceOptions(tap=tap), mean, std, f"python object {name}", {"source": "module", "class": type(net).__name__})
 
 
-__all__ = ["from_module", "LoadedModel", "RobustBenchOptions", "SourceError", "SourceOptions", "SourcedModel", "ZOO",
+__all__ = ["from_module", "LoadedModel", "RobustBenchOptions", "SOURCES", "SourceError", "SourceOptions", "SourcedModel", "ZOO",
            "content_identity", "is_sourced", "load", "names", "split_spec"]

@@ -13,9 +13,11 @@ from typing import Any
 
 from torch import nn
 
+from stir.models.sources import SOURCES
 from stir.models.sources.base import SourceError, SourceOptions, LoadedModel, import_object, load_weights_file, wrap
 
 
+@SOURCES.register("python")
 def load(name: str, options: SourceOptions) -> LoadedModel:
     spec = f"python:{name}"
     factory = import_object(name, what="model factory")

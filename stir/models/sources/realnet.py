@@ -21,6 +21,7 @@ import torch
 
 from stir.models import realnets
 from stir.models.fake_relu import describe
+from stir.models.sources import SOURCES
 from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, content_identity
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 PREFIX = "realnet"
 
 
+@SOURCES.register(PREFIX)
 def load(name: str, options: SourceOptions) -> LoadedModel:
     spec = f"{PREFIX}:{name}"
     _refuse(spec, options)

@@ -20,6 +20,7 @@ import logging
 import sys
 from pathlib import Path
 
+from stir.models.sources import SOURCES
 from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, wrap
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ def _import():
     return model_dicts, BenchmarkDataset, ThreatModel, load_model
 
 
+@SOURCES.register("robustbench")
 def load(name: str, options: SourceOptions) -> LoadedModel:
     spec = f"robustbench:{name}"
     model_dicts, BenchmarkDataset, ThreatModel, load_model = _import()

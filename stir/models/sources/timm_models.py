@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 
+from stir.models.sources import SOURCES
 from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, classes_in_weights, load_weights_file, wrap
 
 log = logging.getLogger(__name__)
 
 
+@SOURCES.register("timm")
 def load(name: str, options: SourceOptions) -> LoadedModel:
     spec = f"timm:{name}"
     try:

@@ -17,6 +17,7 @@ from typing import Optional
 
 import torch
 
+from stir.models.sources import SOURCES
 from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, classes_in_weights, load_weights_file, wrap
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ def _weights_enum(arch: str):
         return None
 
 
+@SOURCES.register("torchvision")
 def load(name: str, options: SourceOptions) -> LoadedModel:
     from torchvision.models import get_model, list_models
 
