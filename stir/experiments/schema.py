@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from hydra.core.config_store import ConfigStore
 
 from stir.config.schema import ImagesConfig, LoggerConfig
-from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig
+from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig, resolve_budgets
 from stir.measure.settings import CalibrationConfig
 
 if TYPE_CHECKING:
@@ -95,6 +95,17 @@ class RobustBenchConfig:
     model_dir: str = "models"  # weights at <model_dir>/<dataset>/<threat_model>/<name>.pt (RobustBench's layout)
 
 
+@dataclass(frozen=True)
+class ImagesSpec:
+    """Which images X are measured: ``n`` images of ``split``, chosen by ``seed`` (one set per draw
+    j, seed + j, with ``resample``)."""
+
+    n: int
+    split: str
+    seed: int
+    resample: bool
+
+
 @dataclass
 class ExperimentConfig:
     """What every experiment kind's config has; each kind adds its own fields (``stir.experiments.<kind>``)."""
@@ -169,6 +180,18 @@ class EvaluateConfig:
     # kind's dataclass (each preset's defaults list names /experiment_schema/<kind>).
     experiment: Any = field(default_factory=lambda: {"name": "pair", "kind": "pair"})
 
+    # The command line's keys stay flat (n=, k=, inversion.steps=); each component is handed its own
+    # small config, assembled by one method below: estimator(), images(), roles(), run().
+
+    def resolved(self) -> "EvaluateConfig":
+        """These settings with every default that depends on another one filled in (a new object; the
+        one place, ``stir.experiments.config.evaluate_config`` calls it): the inversion's ``steps`` (the
+        mode's default when unset) and the walk's (following them, ``resolve_budgets``), and ``data``
+        as the ``DataConfig`` the images load through (training keys at their defaults), as records
+        name it. A record of the run is a plain copy of the result."""
+        inversion, difficulty = resolve_budgets(self.inversion, self.difficulty)
+        return dataclasses.replace(self, inversion=inversion, difficulty=difficulty, data=self.data.for_loading())
+
     def estimator(self) -> "Estimator":
         """The estimator these settings describe (``stir.measure.Estimator``)."""
         from stir.measure.plan import Estimator  # torch: not needed to check a command line
@@ -176,6 +199,15 @@ class EvaluateConfig:
         return Estimator(measure=self.measure, k=self.k, iri=self.iri, inversion=self.inversion,
                          difficulty=self.difficulty, min_fraction_iri=self.min_fraction_iri,
                          min_fraction_adversarial=self.min_fraction_adversarial, calibration=self.calibration)
+
+    def images(self) -> "ImagesSpec":
+        """Which images X are measured (``n``, ``split``, ``image_seed``, ``resample_images``)."""
+        return ImagesSpec(self.n, self.split, self.image_seed, self.resample_images)
+
+    def roles(self) -> Dict[str, Tuple[str, Optional[str], Optional[str]]]:
+        """{ref, target: (the name given, its tap option, its weights option)}."""
+        return {"ref": (self.ref, self.tap_ref, self.weights_ref),
+                "target": (self.target, self.tap_target, self.weights_target)}
 
     def run(self) -> ExecutionConfig:
         """``execution``, with the inversion cache under out_dir unless one is named (a new object)."""
