@@ -56,8 +56,10 @@ def compose_evaluate(config_dir: Path, overrides: Sequence[str]) -> Tuple[Evalua
 
 
 def _validate(cfg: EvaluateConfig) -> None:
-    try:  # measure, k, iri, min_fraction_*: checked where the library checks them (stir.measure.plan)
-        cfg.estimator()
+    from stir.measure.plan import check_estimator  # torch: not needed to check a command line
+
+    try:  # measure, k, iri, min_fraction_*: the library's check of them (stir.measure.plan), no Estimator built
+        check_estimator(cfg)
     except ValueError as err:
         raise ConfigError(str(err)) from None
     check_choice("split", cfg.split, SPLITS)

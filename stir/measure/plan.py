@@ -92,9 +92,10 @@ def check_iri(iri: str, key: str = "iri") -> None:
 MAX_K = 1000  # seed draws: each one inverts all n images again
 
 
-def check_estimator(estimator: Estimator) -> None:
+def check_estimator(estimator: Any) -> None:
     """The one check of an estimator's own settings: a ValueError naming the key (the keys of
-    ``python evaluate.py`` have the same names; its config reports the error as a one-line
+    ``python evaluate.py`` have the same names, so its ``EvaluateConfig`` is checked by this as it is,
+    before the one ``Estimator`` of a run is built; its config reports the error as a one-line
     ``ConfigError``). The inversion, walk and calibration check themselves (their ``__post_init__``)."""
     try:
         similarity.get(estimator.measure)  # a registered name or a similarity-repository id
