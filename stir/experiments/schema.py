@@ -186,11 +186,10 @@ class EvaluateConfig:
     def resolved(self) -> "EvaluateConfig":
         """These settings with every default that depends on another one filled in (a new object; the
         one place, ``stir.experiments.config.evaluate_config`` calls it): the inversion's ``steps`` (the
-        mode's default when unset) and the walk's (following them, ``resolve_budgets``), and ``data``
-        as the ``DataConfig`` the images load through (training keys at their defaults), as records
-        name it. A record of the run is a plain copy of the result."""
+        mode's default when unset) and the walk's (following them, ``resolve_budgets``). A record of
+        the run is a plain copy of the result."""
         inversion, difficulty = resolve_budgets(self.inversion, self.difficulty)
-        return dataclasses.replace(self, inversion=inversion, difficulty=difficulty, data=self.data.for_loading())
+        return dataclasses.replace(self, inversion=inversion, difficulty=difficulty)
 
     def estimator(self) -> "Estimator":
         """The estimator these settings describe (``stir.measure.Estimator``)."""

@@ -36,7 +36,7 @@ def test_the_record_is_a_plain_copy_and_the_estimator_is_measured_with_as_built(
     record = ctx.config
     assert record["inversion"]["steps"] == 40 and record["difficulty"]["steps"] == 40
     assert record["inversion"] == json.loads(json.dumps(dataclasses.asdict(cfg.inversion)))  # a copy, nothing patched
-    assert record["data"] == dataclasses.asdict(cfg.data)  # the DataConfig images load through, as records name it
+    assert record["data"] == dataclasses.asdict(cfg.data)  # what selects the images: no training keys
     assert ctx.estimator.inversion == cfg.inversion and ctx.estimator.difficulty == cfg.difficulty
     plan = make_plan(torch.rand(2, 3, 8, 8), ctx.estimator)
     assert plan.estimator is ctx.estimator  # resolved once: the plan takes it as it is
