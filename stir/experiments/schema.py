@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -41,6 +41,17 @@ class LayersConfig:
     def spec(self) -> Any:
         """``taps`` as the model layer takes it: a name, or a list of tap names."""
         return self.taps if isinstance(self.taps, str) else [str(t) for t in self.taps]
+
+
+@dataclass(frozen=True)
+class ImagesSpec:
+    """Which images X are measured: ``n`` images of ``split``, chosen by ``seed`` (one set per draw
+    j, seed + j, with ``resample``)."""
+
+    n: int
+    split: str
+    seed: int
+    resample: bool
 
 
 @dataclass
@@ -93,17 +104,6 @@ class RobustBenchConfig:
     dataset: str = "cifar10"  # cifar10 | cifar100 | imagenet
     threat_model: str = "L2"  # Linf | L2 | corruptions
     model_dir: str = "models"  # weights at <model_dir>/<dataset>/<threat_model>/<name>.pt (RobustBench's layout)
-
-
-@dataclass(frozen=True)
-class ImagesSpec:
-    """Which images X are measured: ``n`` images of ``split``, chosen by ``seed`` (one set per draw
-    j, seed + j, with ``resample``)."""
-
-    n: int
-    split: str
-    seed: int
-    resample: bool
 
 
 @dataclass
@@ -203,7 +203,7 @@ class EvaluateConfig:
         """Which images X are measured (``n``, ``split``, ``image_seed``, ``resample_images``)."""
         return ImagesSpec(self.n, self.split, self.image_seed, self.resample_images)
 
-    def roles(self) -> Dict[str, Tuple[str, Optional[str], Optional[str]]]:
+    def roles(self) -> Dict[str, tuple[str, Optional[str], Optional[str]]]:
         """{ref, target: (the name given, its tap option, its weights option)}."""
         return {"ref": (self.ref, self.tap_ref, self.weights_ref),
                 "target": (self.target, self.tap_target, self.weights_target)}
