@@ -36,7 +36,9 @@ class Dataset:
 
     def __post_init__(self) -> None:
         # Fail here, at the one place every source passes through, rather than deep inside training.
-        object.__setattr__(self, "classes", tuple(self.classes))
+        if not isinstance(self.classes, tuple):  # frozen: the caller passes tuple(names), never coerced here
+            raise TypeError(f"classes must be a tuple of class names, got a {type(self.classes).__name__}: pass "
+                            "tuple(classes)")
         for split in ("train", "test"):
             images, labels = getattr(self, f"{split}_images"), getattr(self, f"{split}_labels")
             if images.dtype != torch.uint8 or images.dim() != 4 or images.shape[1] != 3:

@@ -35,10 +35,10 @@ def estimator_notes(ctx: Context) -> list:
                      "differ from faithful mode on the same models and images (docs: the estimator)")
     elif inversion.mode == "iri":
         notes.append(f"inversion.mode=iri: the IRI solver (each image stopped at r1 <= {inversion.target:g}, at most "
-                     f"{inversion.num_steps} steps), a different estimator from the published STIR procedure "
+                     f"{inversion.steps} steps), a different estimator from the published STIR procedure "
                      "(docs: the estimator)")
-    elif inversion.num_steps != 1000:
-        notes.append(f"inversion: {inversion.num_steps} faithful steps, not the published 1000 (see the "
+    elif inversion.steps != 1000:
+        notes.append(f"inversion: {inversion.steps} faithful steps, not the published 1000 (see the "
                      "convergence table for how far the value had settled)")
     if inversion.fake_relu is not None and inversion.fake_relu_spec != ("published" if inversion.mode == "faithful" else "off"):
         notes.append(f"inversion.fake_relu={inversion.fake_relu}: not the mode's published setting (each model's "

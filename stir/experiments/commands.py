@@ -134,11 +134,11 @@ def evaluate_profile_sizes(config_dir: Path) -> Dict[str, str]:
     out = {}
     for name in group_choices(config_dir, ("profile",))["profile"]:
         cfg = compose(config_dir, "evaluate", [f"profile={name}"])
-        inversion = OmegaConf.to_object(cfg.inversion)
-        walk = OmegaConf.to_object(cfg.difficulty).following(inversion.num_steps)
-        zoo = cfg.zoo.profile
-        out[name] = (f"n={cfg.n}, k={cfg.k}, {inversion.num_steps} {inversion.mode} inversion steps, walks of "
-                     f"{walk.steps}; zoo models of train.py profile={zoo}: {train.get(zoo, '?')}")
+        settled = dataclasses.replace(OmegaConf.to_object(cfg), experiment=None).resolved()  # as evaluate_config
+        zoo = settled.zoo.profile
+        out[name] = (f"n={settled.n}, k={settled.k}, {settled.inversion.steps} {settled.inversion.mode} inversion "
+                     f"steps, walks of {settled.difficulty.steps}; zoo models of train.py profile={zoo}: "
+                     f"{train.get(zoo, '?')}")
     return out
 
 

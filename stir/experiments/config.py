@@ -8,7 +8,9 @@ them first) and re-exported here. ``EvaluateConfig`` holds what every experiment
 (``execution``, ``device``, shards) and the output (``out_dir``, ``logger``). ``experiment`` is the
 kind's own config: each kind's dataclass (``ExperimentConfig`` and its fields) is in
 ``stir.experiments.schema.KIND_CONFIGS``; ``evaluate_config`` checks the common part and the kind's.
-Nothing writes into a config once it is checked.
+Every default that depends on another setting (the inversion's steps, the walk's following them) is
+filled in by ``evaluate_config``, once; nothing writes into a config once it is checked, and a run's
+record is a plain copy of it (``stir.experiments.context.record_config``).
 """
 from __future__ import annotations
 
@@ -31,10 +33,12 @@ TRAIN_CONFIGS = Path(__file__).resolve().parents[2] / "configs"  # train.py's co
 
 
 def evaluate_config(cfg: DictConfig) -> Tuple[EvaluateConfig, ExperimentConfig]:
-    """The composed config as (the checked common settings, the kind's checked config)."""
+    """The composed config as (the checked common settings, the kind's checked config), every default
+    that depends on another setting filled in here, once (``EvaluateConfig.resolved``: the inversion's
+    and the walk's steps as integers); nothing downstream resolves or writes into them."""
     from stir.experiments.registry import get
 
-    common = to_dataclass(cfg, EvaluateConfig)
+    common = to_dataclass(cfg, EvaluateConfig).resolved()
     _validate(common)
     experiment = common.experiment
     kind = get(getattr(experiment, "kind", None) or "pair")
@@ -52,8 +56,10 @@ def compose_evaluate(config_dir: Path, overrides: Sequence[str]) -> Tuple[Evalua
 
 
 def _validate(cfg: EvaluateConfig) -> None:
-    try:  # measure, k, iri, min_fraction_*: checked where the library checks them (stir.measure.plan)
-        cfg.estimator()
+    from stir.measure.plan import check_estimator  # torch: not needed to check a command line
+
+    try:  # measure, k, iri, min_fraction_*: the library's check of them (stir.measure.plan), no Estimator built
+        check_estimator(cfg)
     except ValueError as err:
         raise ConfigError(str(err)) from None
     check_choice("split", cfg.split, SPLITS)

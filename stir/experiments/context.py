@@ -21,6 +21,7 @@ from torch import Tensor
 from stir.config.validate import ConfigError
 from stir.data import StirDataModule, to_float
 from stir.experiments.config import EvaluateConfig, ExperimentConfig, LayersConfig, ZooConfig
+from stir.experiments.schema import ImagesSpec
 from stir.inversion import ExecutionConfig
 from stir.measure import (
     DEFAULT_TAP, DirectionResult, Estimator, LayerwiseResult, PairResult, SimilarityResult, evaluate_direction,
@@ -54,17 +55,6 @@ def pick_device(name: str) -> torch.device:
         raise ConfigError(f"device={name!r} but this machine has {torch.cuda.device_count()} CUDA device(s); use "
                           "device=cuda:0 or device=auto")
     return device
-
-
-@dataclass(frozen=True)
-class ImagesSpec:
-    """Which images X are measured: ``n`` images of ``split``, chosen by ``seed`` (one set per draw
-    j, seed + j, with ``resample``)."""
-
-    n: int
-    split: str
-    seed: int
-    resample: bool
 
 
 @dataclass
@@ -196,20 +186,29 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
               weights_root=cfg.zoo.weights_root, train_missing=cfg.train_missing, device=device,
               allow_nonfinite=cfg.allow_nonfinite, allow_unfinished=cfg.allow_unfinished,
               shipped=_shipped_zoo(cfg.zoo.shipped_dir, repo), allow_code=cfg.zoo.allow_code)
-    config = {**{k: v for k, v in OmegaConf.to_container(OmegaConf.structured(cfg)).items() if k != "experiment"},
-              "experiment": dataclasses.asdict(experiment)}
-    # The budget as run, not null: records, report settings and index.md show 1000 for the default run.
-    config["inversion"]["steps"] = cfg.inversion.num_steps
-    # The DataConfig that models of other sources load their images through (training keys at their
-    # defaults), as records and report folders have always named it.
-    config["data"] = dataclasses.asdict(cfg.data.for_loading())
     check_not_linked(Path(cfg.out_dir), cfg.execution.cache_dir is None)
     return Context(
         zoo=zoo, store=ResultStore(Path(cfg.out_dir) / "store", shipped=_shipped_store(cfg.zoo, repo)), estimator=cfg.estimator(), run=cfg.run(),
-        layers=cfg.layers, images_spec=ImagesSpec(cfg.n, cfg.split, cfg.image_seed, cfg.resample_images),
-        device=device, config=config, iri_grid_images=cfg.iri_grid_images,
-        roles={"ref": (cfg.ref, cfg.tap_ref, cfg.weights_ref), "target": (cfg.target, cfg.tap_target, cfg.weights_target)},
+        layers=cfg.layers, images_spec=cfg.images(), device=device, config=record_config(cfg, experiment),
+        iri_grid_images=cfg.iri_grid_images, roles=cfg.roles(),
     )
+
+
+def record_config(cfg: EvaluateConfig, experiment: ExperimentConfig) -> Dict[str, Any]:
+    """The config as records, report settings and index.md name it: a plain copy of the resolved
+    settings (``EvaluateConfig.resolved``: 1000 inversion steps for the default run, not null) and the
+    kind's, as JSON values (tuples as lists)."""
+    return _plain({**{k: v for k, v in dataclasses.asdict(cfg).items() if k != "experiment"},
+                   "experiment": dataclasses.asdict(experiment)})
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every tuple a list, recursively (as JSON and OmegaConf containers hold them)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def check_not_linked(out_dir: Path, own_cache: bool) -> None:

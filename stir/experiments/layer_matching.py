@@ -89,7 +89,7 @@ def stir_results(ctx: Context, cfg: LayerMatchingConfig) -> Dict[str, LayerMatch
     grids = {STIR_NAMES[0]: forward, STIR_NAMES[1]: backward,
              STIR_NAMES[2]: [(f + g) / 2 for f, g in zip(forward, backward)]}
     inversion = ctx.estimator.inversion
-    note = f"inner measure {ctx.estimator.measure}, k={ctx.estimator.k}, n={ctx.images_spec.n}, inversion steps {inversion.num_steps}"
+    note = f"inner measure {ctx.estimator.measure}, k={ctx.estimator.k}, n={ctx.images_spec.n}, inversion steps {inversion.steps}"
     return {name: LayerMatchingResult(name, taps, pairs, [g.tolist() for g in gs], False, [note]) for name, gs in grids.items()}
 
 

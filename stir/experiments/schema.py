@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 from hydra.core.config_store import ConfigStore
 
 from stir.config.schema import ImagesConfig, LoggerConfig
-from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig
+from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig, resolve_budgets
 from stir.measure.settings import CalibrationConfig
 from stir.registry import Registry
 
@@ -42,6 +42,17 @@ class LayersConfig:
     def spec(self) -> Any:
         """``taps`` as the model layer takes it: a name, or a list of tap names."""
         return self.taps if isinstance(self.taps, str) else [str(t) for t in self.taps]
+
+
+@dataclass(frozen=True)
+class ImagesSpec:
+    """Which images X are measured: ``n`` images of ``split``, chosen by ``seed`` (one set per draw
+    j, seed + j, with ``resample``)."""
+
+    n: int
+    split: str
+    seed: int
+    resample: bool
 
 
 @dataclass
@@ -212,6 +223,17 @@ class EvaluateConfig:
     # kind's dataclass (each preset's defaults list names /experiment_schema/<kind>).
     experiment: Any = field(default_factory=lambda: {"name": "pair", "kind": "pair"})
 
+    # The command line's keys stay flat (n=, k=, inversion.steps=); each component is handed its own
+    # small config, assembled by one method below: estimator(), images(), roles(), run().
+
+    def resolved(self) -> "EvaluateConfig":
+        """These settings with every default that depends on another one filled in (a new object; the
+        one place, ``stir.experiments.config.evaluate_config`` calls it): the inversion's ``steps`` (the
+        mode's default when unset) and the walk's (following them, ``resolve_budgets``). A record of
+        the run is a plain copy of the result."""
+        inversion, difficulty = resolve_budgets(self.inversion, self.difficulty)
+        return dataclasses.replace(self, inversion=inversion, difficulty=difficulty)
+
     def estimator(self) -> "Estimator":
         """The estimator these settings describe (``stir.measure.Estimator``)."""
         from stir.measure.plan import Estimator  # torch: not needed to check a command line
@@ -219,6 +241,15 @@ class EvaluateConfig:
         return Estimator(measure=self.measure, k=self.k, iri=self.iri, inversion=self.inversion,
                          difficulty=self.difficulty, min_fraction_iri=self.min_fraction_iri,
                          min_fraction_adversarial=self.min_fraction_adversarial, calibration=self.calibration)
+
+    def images(self) -> "ImagesSpec":
+        """Which images X are measured (``n``, ``split``, ``image_seed``, ``resample_images``)."""
+        return ImagesSpec(self.n, self.split, self.image_seed, self.resample_images)
+
+    def roles(self) -> Dict[str, tuple[str, Optional[str], Optional[str]]]:
+        """{ref, target: (the name given, its tap option, its weights option)}."""
+        return {"ref": (self.ref, self.tap_ref, self.weights_ref),
+                "target": (self.target, self.tap_target, self.weights_target)}
 
     def run(self) -> ExecutionConfig:
         """``execution``, with the inversion cache under out_dir unless one is named (a new object)."""

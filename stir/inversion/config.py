@@ -181,6 +181,12 @@ class InversionConfig:
         """Gradient steps per image: ``steps``, or the mode's default."""
         return self.steps if self.steps is not None else DEFAULT_STEPS[self.mode]
 
+    def resolved(self) -> "InversionConfig":
+        """These settings with ``steps`` filled in (the mode's default when unset): a new object, or this
+        one when already resolved. ``python evaluate.py`` resolves once (``resolve_budgets``); the engine's
+        entry points resolve a library caller's config the same way."""
+        return self if self.steps is not None else dataclasses.replace(self, steps=self.num_steps)
+
     @property
     def fake_relu_spec(self) -> Union[str, Tuple[str, ...]]:
         """``fake_relu`` as a spec of ``stir.models.fake_relu`` ("published", "architecture", "off" or
@@ -361,6 +367,15 @@ class ControversialConfig:
         if self.steps is not None:
             return self
         return dataclasses.replace(self, steps=min(WALK_STEPS, int(inversion_steps)))
+
+
+def resolve_budgets(inversion: InversionConfig,
+                    difficulty: ControversialConfig) -> Tuple[InversionConfig, ControversialConfig]:
+    """The one place an unset budget is filled in: (the inversion with its steps, the walk with its
+    steps following them). Called once per run (``stir.experiments.config.evaluate_config``) and by
+    the library entry points that take unresolved settings (``Estimator.resolved``); idempotent."""
+    inversion = inversion.resolved()
+    return inversion, difficulty.following(inversion.steps)
 
 
 def _memory_bound() -> int:

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from stir.descent import FixedLengthStep, descend
-from stir.inversion.config import ControversialConfig, InversionConfig
+from stir.inversion.config import ControversialConfig, InversionConfig, resolve_budgets
 from stir.inversion.objectives import Forward, InversionObjective, make_term
 from stir.inversion.seeds import seed_generator
 from stir.models import frozen
@@ -87,8 +87,8 @@ def controversial_perturbation(
     ``progress``: report the walk (``stir.progress``: steps done, the fraction of images already
     controversial, the ETA).
     """
-    inversion = inversion or InversionConfig()
-    cfg = (cfg or ControversialConfig()).following(inversion.num_steps)  # unset steps follow the inversion's
+    # unset budgets filled in by the one rule (a no-op for evaluate.py's settings, resolved once already)
+    inversion, cfg = resolve_budgets(inversion or InversionConfig(), cfg or ControversialConfig())
     tap2 = tap2 or tap1
     images = images.detach()
     n = images.shape[0]

@@ -218,8 +218,9 @@ def cached(m1: nn.Module, images: Tensor, tap: str, cfg: InversionConfig, run: E
     ``run.cache_dir`` holds none: the x' an earlier measurement made, never computed here (what a
     report shows as example IRIs)."""
     problem = Problem(m1, tap, m2, tap2, adversarial=adversarial)
-    draw_cfg = replace(cfg, seed=cfg.seed + draw)
-    key, path = _cache_entry(problem, images.detach(), draw_cfg, run)
+    draw_cfg = replace(cfg, seed=cfg.seed + draw).resolved()
+    forward = resolve_forward(cfg.model_precision, run.channels_last, images.device)
+    key, path = _cache_entry(problem, images.detach(), draw_cfg, run, forward)
     if path is None:
         return None
     entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.total_steps, cfg.snapshot_steps)
@@ -230,15 +231,17 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig,
          run: Optional[ExecutionConfig]) -> List[InversionResult]:
     """Each draw from the cache, or all missing draws optimised together in chunks: by ``solve``
     from their seeds, or with a continuation by ``continue_inversion`` from the published
-    procedure's x' (itself from the cache when there)."""
+    procedure's x' (itself from the cache when there). Unset steps and the forward resolved once here."""
     run = run or ExecutionConfig()
+    cfg = cfg.resolved()
+    forward = resolve_forward(cfg.model_precision, run.channels_last, draws[0].device) if draws else None
     base = _run(problem, draws, replace(cfg, continue_steps=0), run) if cfg.continue_steps else None
     results: List[Optional[InversionResult]] = [None] * len(draws)
     entries: List[Tuple[Optional[str], Optional[Path]]] = []
     for j, images in enumerate(draws):
         if images.dim() != 4 or images.shape[0] == 0:
             raise ValueError(f"images must be a non-empty (n, c, h, w) batch, got shape {tuple(images.shape)}")
-        key, path = _cache_entry(problem, images.detach(), replace(cfg, seed=cfg.seed + j), run)
+        key, path = _cache_entry(problem, images.detach(), replace(cfg, seed=cfg.seed + j), run, forward)
         entries.append((key, path))
         if path is not None:
             entry = load_entry(path, key, images.shape[0], tuple(images.shape[1:]), cfg.total_steps, cfg.snapshot_steps)
@@ -256,10 +259,10 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig,
                 check_gradient_path(model, images[:1], tap, type(getattr(model, "inner", model)).__name__,
                                     representation)
         with frozen(*problem.models):  # copies of eval-mode, frozen models, made once for every chunk
-            working = Working.of(problem, cfg, run, images.device)
-        batch = resolve_batch_size(run, images, _probe(problem, working, images, cfg, run))
+            working = Working.of(problem, cfg, run, forward)
+        batch = resolve_batch_size(run, images, _probe(problem, working, images, cfg, forward))
         chunks = range(0, images.shape[0], batch)
-        steps = cfg.num_steps if base is None else cfg.continue_steps
+        steps = cfg.steps if base is None else cfg.continue_steps
         what = "adversarial" if problem.adversarial else "arbitrary"
         desc = (f"{'inverting' if base is None else 'continuing'} {images.shape[0]} images ({what} IRIs, "
                 f"{len(missing)} draw{'s' if len(missing) > 1 else ''}) x {steps} steps")
@@ -268,12 +271,12 @@ def _run(problem: Problem, draws: Sequence[Tensor], cfg: InversionConfig,
                 # each draw's seeds for its whole batch: independent of chunking and of the other draws
                 seeds = torch.cat([make_seed(cfg.seed_kind, draws[j].detach(), seed_generator(cfg.seed + j))
                                    for j in missing])
-                parts = [solve(problem, images[s:s + batch], seeds[s:s + batch], cfg, working, run, progress=bar)
-                         for s in chunks]
+                parts = [solve(problem, images[s:s + batch], seeds[s:s + batch], cfg, working, run, progress=bar,
+                               forward=forward) for s in chunks]
             else:
                 published = concat_results([base[j] for j in missing], cfg.tolerance)
                 parts = [continue_inversion(problem, images[s:s + batch], slice_result(published, s, s + batch), cfg,
-                                            working, run, progress=bar) for s in chunks]
+                                            working, run, progress=bar, forward=forward) for s in chunks]
         joint = concat_results(parts, cfg.tolerance)
         start = 0
         for j in missing:
@@ -292,24 +295,22 @@ def _descended(problem: Problem) -> List[Tuple[nn.Module, str]]:
     return [(problem.m1, problem.tap1)] + ([(problem.m2, problem.second_tap)] if problem.adversarial else [])
 
 
-def _cache_entry(problem: Problem, images: Tensor, cfg: InversionConfig,
-                 run: ExecutionConfig) -> Tuple[Optional[str], Optional[Path]]:
+def _cache_entry(problem: Problem, images: Tensor, cfg: InversionConfig, run: ExecutionConfig,
+                 forward: Forward) -> Tuple[Optional[str], Optional[Path]]:
     """(key, path) of one draw's cache entry, or (None, None) without ``run.cache_dir``."""
     if run.cache_dir is None:
         return None, None
-    precision = resolve_forward(cfg.model_precision, run.channels_last, images.device).precision
     models = [(problem.m1, problem.tap1)] + ([(problem.m2, problem.second_tap)] if problem.adversarial else [])
-    key = cache_key(models, images, cfg.key_settings(problem.adversarial, precision))
+    key = cache_key(models, images, cfg.key_settings(problem.adversarial, forward.precision))
     return key, entry_path(run.cache_dir, key)
 
 
 def _probe(problem: Problem, working: Working, images: Tensor, cfg: InversionConfig,
-           run: ExecutionConfig) -> Callable[[Tensor], Tensor]:
+           forward: Forward) -> Callable[[Tensor], Tensor]:
     """objective(x) on the first rows of ``images``: what the automatic batch size measures (CUDA)."""
 
     def probe(x: Tensor) -> Tensor:
         with frozen(*problem.models):
-            forward = resolve_forward(cfg.model_precision, run.channels_last, images.device)
             objective = _objective(problem, working, images[:x.shape[0]], cfg, forward)
             return objective(x, torch.arange(x.shape[0], device=x.device))
 
@@ -324,8 +325,8 @@ class Working:
     m2: Optional[nn.Module] = None  # adversarial IRIs only
 
     @classmethod
-    def of(cls, problem: Problem, cfg: InversionConfig, run: ExecutionConfig, device: torch.device) -> "Working":
-        channels_last = resolve_forward(cfg.model_precision, run.channels_last, device).channels_last
+    def of(cls, problem: Problem, cfg: InversionConfig, run: ExecutionConfig, forward: Forward) -> "Working":
+        channels_last = forward.channels_last
         m1 = working_model(problem.m1, problem.tap1, cfg.fold_batch_norm, run.compile, channels_last)
         m2 = (working_model(problem.m2, problem.second_tap, cfg.fold_batch_norm, run.compile, channels_last)
               if problem.adversarial else None)
@@ -346,20 +347,19 @@ def _objective(problem: Problem, working: Working, images: Tensor, cfg: Inversio
 
 def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
           working: Optional[Working] = None, run: Optional[ExecutionConfig] = None,
-          progress: Optional[Progress] = None) -> InversionResult:
+          progress: Optional[Progress] = None, forward: Optional[Forward] = None) -> InversionResult:
     """Invert one batch ``images`` (b, c, h, w) from ``seeds`` (b, c, h, w): no cache, no chunking.
 
     The building block of ``invert`` and of the multi-device ``InversionPredictor``; ``run`` gives the
-    layout (channels-last) and compile settings of the working copies. The
-    optimisation differentiates working copies of the models (``working``, made here when not
-    given: batch norm folded, channels-last, compiled; ``stir.inversion.batching``); residuals and
-    distances are measured on the models themselves. ``progress``: the bar this batch advances
-    (``stir.progress``; ``images.shape[0]`` image-steps per step, the current median residual).
-    """
-    run = run or ExecutionConfig()
+    layout (channels-last) and compile settings of the working copies. The optimisation differentiates
+    working copies of the models (``working``, made here when not given: batch norm folded,
+    channels-last, compiled; ``stir.inversion.batching``); residuals and distances are measured on the
+    models themselves. ``progress``: the bar this batch advances (``stir.progress``; ``images.shape[0]``
+    image-steps per step, the median residual). ``forward``: precision and layout (here when not given)."""
+    run, cfg = run or ExecutionConfig(), cfg.resolved()  # resolved: a no-op from _run
+    forward = forward or resolve_forward(cfg.model_precision, run.channels_last, images.device)
     with frozen(*problem.models):
-        forward = resolve_forward(cfg.model_precision, run.channels_last, images.device)
-        working = working or Working.of(problem, cfg, run, images.device)
+        working = working or Working.of(problem, cfg, run, forward)
         objective = _objective(problem, working, images, cfg, forward)
         faithful = cfg.mode == "faithful"
 
@@ -386,28 +386,28 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
             geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
             x_init, stop = None, _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
         with fake_relu(*working.models, enabled=cfg.fake_relu_spec), raising_relu(working.m1, sites):
-            tick = _ticker(progress, images.shape[0], cfg.num_steps, problem, cfg)
-            run = descend(timed, seeds, geometry, cfg.num_steps, keep_best=True, stop=stop, x_init=x_init,
+            tick = _ticker(progress, images.shape[0], cfg.steps, problem, cfg)
+            run = descend(timed, seeds, geometry, cfg.steps, keep_best=True, stop=stop, x_init=x_init,
                           snapshots=cfg.snapshot_steps, on_step=tick)
             tick.finish()
 
         snapshots = {t: to_image(x) for t, x in run.snapshots.items()}
-        x_prime = snapshots[cfg.num_steps]
+        x_prime = snapshots[cfg.steps]
         # r1 of every snapshot (x_prime is the last), the targets m1(x) computed once
         snapshot_residual = dict(zip(snapshots, relative_distances(problem.m1, problem.tap1, list(snapshots.values()), images)))
-        residual = snapshot_residual[cfg.num_steps]
+        residual = snapshot_residual[cfg.steps]
         m2_distance = (
             relative_distance(problem.m2, problem.second_tap, x_prime, images) if problem.m2 is not None else None
         )
     elapsed = torch.tensor(times, dtype=torch.float64)
-    elapsed = torch.cat([elapsed, elapsed[-1:].expand(cfg.num_steps + 1 - len(times))])  # flat once all stopped
+    elapsed = torch.cat([elapsed, elapsed[-1:].expand(cfg.steps + 1 - len(times))])  # flat once all stopped
     return _result(x_prime, residual, m2_distance, images, run.steps, run.evaluations, run.history, elapsed,
                    cfg.tolerance, snapshots, snapshot_residual)
 
 
 def continue_inversion(problem: Problem, images: Tensor, published: InversionResult, cfg: InversionConfig,
                        working: Optional[Working] = None, run: Optional[ExecutionConfig] = None,
-                       progress: Optional[Progress] = None) -> InversionResult:
+                       progress: Optional[Progress] = None, forward: Optional[Forward] = None) -> InversionResult:
     """The continuation of one batch's published inversion ``published`` (``InversionConfig.continue_steps``).
 
     From the published x' (its best iterates), ``cfg.continue_steps`` more normalised-gradient steps
@@ -420,9 +420,9 @@ def continue_inversion(problem: Problem, images: Tensor, published: InversionRes
     final snapshot at ``cfg.total_steps``.
     """
     run = run or ExecutionConfig()
+    forward = forward or resolve_forward(cfg.model_precision, run.channels_last, images.device)
     with frozen(*problem.models):
-        forward = resolve_forward(cfg.model_precision, run.channels_last, images.device)
-        working = working or Working.of(problem, cfg, run, images.device)
+        working = working or Working.of(problem, cfg, run, forward)
         objective = _objective(problem, working, images, cfg, forward)
         times: List[float] = []
         start = time.perf_counter()
@@ -458,7 +458,7 @@ def _schedule(cfg: InversionConfig) -> Schedule:
     if cfg.schedule == "inverse_time":
         return InverseTime(cfg.decay_steps)
     if cfg.schedule == "cosine":
-        return Cosine(cfg.num_steps)
+        return Cosine(cfg.steps)
     return Constant()
 
 

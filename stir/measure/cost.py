@@ -48,7 +48,7 @@ class Cost:
 def work(plan: Plan, adversarial: bool) -> Tuple[int, int]:
     """(image-steps of m1, image-steps of m2) of one direction of ``plan`` (module docstring)."""
     est, cfg = plan.estimator, plan.cfg
-    per_draw = plan.n * (cfg.num_steps + cfg.continue_steps)
+    per_draw = plan.n * cfg.total_steps
     draws = plan.k * (int(est.arbitrary) + int(adversarial)) + int(est.calibration.ceiling == "independent")
     walk = plan.k * plan.n * est.difficulty.steps if adversarial else 0
     pushed = plan.k * per_draw if adversarial else 0

@@ -128,7 +128,7 @@ def measure_direction(ref: nn.Module, target: nn.Module, tap_ref: str, tap_targe
     self_pair = (ref is target or ids[0] == ids[1]) and tap_ref == tap_target
     walk = f", difficulty walk {est.difficulty.steps} steps" if est.adversarial and not self_pair else ""
     log.info("STIR(%s|%s) at (%s, %s): %s IRIs, k=%d, n=%d, %s mode, %d steps%s; %s", names[1], names[0], tap_ref,
-             tap_target, est.iri, est.k, plan.n, plan.cfg.mode, plan.cfg.num_steps, walk,
+             tap_target, est.iri, est.k, plan.n, plan.cfg.mode, plan.cfg.steps, walk,
              cost.describe(cost.estimate(ref, target, tap_ref, tap_target, plan, est.adversarial and not self_pair)))
     runs = _inversions(ref, target, tap_ref, tap_target, plan, adversarial=est.adversarial and not self_pair)
     target_reps = _target_representations(target, tap_target, plan, target_rep)

@@ -22,6 +22,7 @@ from torch import Tensor
 
 from stir import similarity
 from stir.inversion import ControversialConfig, ExecutionConfig, InversionConfig
+from stir.inversion.config import resolve_budgets
 from stir.inversion.objectives import resolve_forward
 from stir.measure.calibration import CalibrationConfig
 from stir.models.identity import tensor_digest
@@ -56,10 +57,17 @@ class Estimator:
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
 
     def __post_init__(self) -> None:
-        # An unset walk budget follows the inversion's (ControversialConfig.following), resolved here
-        # once so that the store key, the record and the walk all see the steps actually walked.
-        object.__setattr__(self, "difficulty", self.difficulty.following(self.inversion.num_steps))
         check_estimator(self)
+
+    def resolved(self) -> "Estimator":
+        """This estimator with every budget filled in (``stir.inversion.config.resolve_budgets``): the
+        inversion's steps, and the walk's following them when unset, so that the store key, the record
+        and the walk all see the steps actually walked. ``python evaluate.py``'s estimator is resolved
+        when its config is (``stir.experiments.config.evaluate_config``): then this returns it as is."""
+        inversion, difficulty = resolve_budgets(self.inversion, self.difficulty)
+        if inversion is self.inversion and difficulty is self.difficulty:
+            return self
+        return dataclasses.replace(self, inversion=inversion, difficulty=difficulty)
 
     @property
     def arbitrary(self) -> bool:
@@ -84,9 +92,10 @@ def check_iri(iri: str, key: str = "iri") -> None:
 MAX_K = 1000  # seed draws: each one inverts all n images again
 
 
-def check_estimator(estimator: Estimator) -> None:
+def check_estimator(estimator: Any) -> None:
     """The one check of an estimator's own settings: a ValueError naming the key (the keys of
-    ``python evaluate.py`` have the same names; its config reports the error as a one-line
+    ``python evaluate.py`` have the same names, so its ``EvaluateConfig`` is checked by this as it is,
+    before the one ``Estimator`` of a run is built; its config reports the error as a one-line
     ``ConfigError``). The inversion, walk and calibration check themselves (their ``__post_init__``)."""
     try:
         similarity.get(estimator.measure)  # a registered name or a similarity-repository id
@@ -151,7 +160,7 @@ class Plan:
     def settings(self) -> Dict[str, Any]:
         """What produced the numbers, stored beside them (the estimator, resolved)."""
         cfg = self.cfg
-        inversion = {**dataclasses.asdict(cfg), "steps": cfg.num_steps, "precision": self.precision,
+        inversion = {**dataclasses.asdict(cfg), "precision": self.precision,
                      "fake_relu": cfg.fake_relu_key, "record_steps": list(cfg.snapshot_steps), "betas": list(cfg.betas)}
         settings = {"inversion": inversion, "seed": cfg.seed, "seeds": [cfg.seed + j for j in range(self.k)],
                     "measure": self.measure, "resample_images": self.resampled,
@@ -175,8 +184,9 @@ def check_images(images: Tensor) -> None:
 
 
 def make_plan(images: Images, estimator: Optional[Estimator] = None, run: Optional[ExecutionConfig] = None) -> Plan:
-    """Check the images (X, or k sets of one shape for resampled draws) and resolve the settings."""
-    estimator = estimator or Estimator()
+    """Check the images (X, or k sets of one shape for resampled draws) and resolve the settings (an
+    estimator's unset budgets: ``Estimator.resolved``; the models' precision on the images' device)."""
+    estimator = (estimator or Estimator()).resolved()
     resampled = not isinstance(images, Tensor)
     sets = [x.detach() for x in images] if resampled else [images]
     for x in sets:

@@ -221,7 +221,8 @@ def test_each_profile_size_is_read_from_the_config_by_the_help_and_the_docs_stat
         assert re.search(rf"{name} \([^()]*: {re.escape(sizes)}\)", train_help), (name, sizes)
     for name in profiles:
         cfg, _ = compose_evaluate(REPO / "configs" / "evaluate", [f"profile={name}"])
-        steps, walk = cfg.inversion.num_steps, cfg.estimator().difficulty.steps
+        steps, walk = cfg.inversion.steps, cfg.difficulty.steps  # integers: resolved once by evaluate_config
+        assert isinstance(steps, int) and isinstance(walk, int)
         stated = f"n={cfg.n}, k={cfg.k}, {steps} {cfg.inversion.mode} inversion steps, walks of {walk}; zoo models of " \
                  f"train.py profile={cfg.zoo.profile}"
         assert stated in evaluate_help, (name, stated)
@@ -230,7 +231,7 @@ def test_each_profile_size_is_read_from_the_config_by_the_help_and_the_docs_stat
         for fact in (f"n = {cfg.n}", f"k = {cfg.k}", f"{steps} faithful steps", f"width {zoo.model.width}",
                      f"{zoo.trainer.max_epochs} epochs" if name != "laptop" else f"for {zoo.trainer.max_epochs} epochs"):
             assert fact in page, (name, fact)
-        if cfg.inversion.steps is not None:  # a shorter inversion than the published: the walk's steps said
+        if steps != 1000:  # a shorter inversion than the published: the walk's steps said
             assert f"walks of {walk} steps" in page, (name, walk)
 
 

@@ -24,12 +24,17 @@ def images() -> torch.Tensor:
 
 
 def test_an_unset_walk_follows_the_inversion_budget_up_to_the_published_200():
-    assert Estimator(inversion=InversionConfig(steps=20)).difficulty.steps == 20
-    assert Estimator(inversion=InversionConfig(mode="fast")).difficulty.steps == 200  # fast: 300 steps
-    assert Estimator().difficulty.steps == 200  # the published 1000-step inversion walks 200, as before
-    explicit = Estimator(inversion=InversionConfig(steps=20), difficulty=ControversialConfig(steps=7))
+    assert Estimator(inversion=InversionConfig(steps=20)).resolved().difficulty.steps == 20
+    assert Estimator(inversion=InversionConfig(mode="fast")).resolved().difficulty.steps == 200  # fast: 300 steps
+    assert Estimator().resolved().difficulty.steps == 200  # the published 1000-step inversion walks 200, as before
+    assert Estimator().resolved().inversion.steps == 1000  # an integer, not None
+    explicit = Estimator(inversion=InversionConfig(steps=20), difficulty=ControversialConfig(steps=7)).resolved()
     assert explicit.difficulty.steps == 7  # a budget of its own is kept
     assert ControversialConfig().following(5).steps == 5 and ControversialConfig().steps is None
+    # nothing is written into an estimator: resolving makes a new one, and a resolved one is returned as is
+    given = Estimator()
+    assert given.difficulty.steps is None and given.inversion.steps is None
+    assert explicit.resolved() is explicit
 
 
 def test_the_default_store_key_says_the_steps_walked(images):
