@@ -11,7 +11,8 @@ inside) are different models, and must not share a stored result or a cached inv
 * the code (``code_identity``): for every submodule, in ``named_modules`` order, its name, its
   class's qualified name and ``extra_repr`` (a convolution's stride and padding, a dropout's p,
   which no state dict holds), the functions it holds (``self.act = torch.tanh``) and its forward
-  hooks; and the source of every method its class resolves to outside torch (``inspect.getsource``;
+  hooks (forward and backward, and torch's global module hooks: a backward hook changes the
+  gradients an inversion descends); and the source of every method its class resolves to outside torch (``inspect.getsource``;
   the qualified name where there is no source). torch's own classes are named, not read: their code
   is that of the installed torch, which every record states.
 
@@ -44,7 +45,13 @@ from torch import Tensor, nn
 _PREFIX = b"stir-model-v1\n"
 _CODE_PREFIX = b"stir-model-code-v1\n"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # reprs of functions and objects: not stable across processes
-_HOOKS = ("_forward_pre_hooks", "_forward_hooks")
+# Hooks on a module: the forward ones change what it computes; the backward ones change the gradients
+# an inversion descends (a hook that scales or clips them moves every x', not one output), which no
+# forward probe sees. A module without hooks hashes as before (an empty dict adds nothing).
+_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+# torch's global module hooks (``nn.modules.module.register_module_*_hook``) run on every module.
+_GLOBAL_HOOKS = ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_pre_hooks",
+                 "_global_backward_hooks")
 
 
 def state_dict_identity(state: Mapping[str, Tensor]) -> str:
@@ -133,6 +140,9 @@ def code_identity(model: nn.Module) -> str:
                             f"extra_repr {_ADDRESS.sub('', module.extra_repr())}", *_settings(module)]
         h.update("\n".join(lines).encode())
         h.update(b"\0")
+    for kind in _GLOBAL_HOOKS:  # none registered (the usual case): nothing added, the identity as before
+        for hook in getattr(nn.modules.module, kind, {}).values():
+            h.update(f"{kind}=<fn {callable_identity(hook)}>\0".encode())
     return h.hexdigest()
 
 

@@ -73,6 +73,30 @@ def test_settings_held_functions_and_hooks_are_part_of_the_code():
     assert content_identity(base.eval()) == content_identity(base)  # a mode is not content
 
 
+def test_a_backward_hook_is_part_of_the_code():
+    """Issue 54: a backward hook changes the gradients an inversion descends, not one forward output,
+    so the behaviour probe cannot see it; a hooked model got the unhooked model's cached X'. Module
+    backward hooks (full and pre) and torch's global backward hooks are now in the static identity;
+    without any, the identity is what it was."""
+    base = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+    before = content_identity(base)
+    scaled = copy.deepcopy(base)
+    handle = scaled[0].register_full_backward_hook(lambda m, gin, gout: tuple(g * 0.5 if g is not None else g
+                                                                             for g in gin))
+    assert content_identity(scaled) != before
+    handle.remove()
+    assert content_identity(scaled) == before
+    pre = copy.deepcopy(base)
+    pre[1].register_full_backward_pre_hook(lambda m, gout: tuple(g.clamp(-1, 1) for g in gout))
+    assert content_identity(pre) not in (before, content_identity(scaled))
+    handle = nn.modules.module.register_module_full_backward_hook(lambda m, gin, gout: None)
+    try:
+        assert content_identity(base) != before
+    finally:
+        handle.remove()
+    assert content_identity(base) == before
+
+
 def _identity_in_subprocess() -> str:
     code = "import untrusted_nets as n; from stir.models.identity import content_identity as c; print(c(n.tanh_net()))"
     env = {"PYTHONPATH": f"{REPO}:{HERE}", "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
