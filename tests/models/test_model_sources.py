@@ -219,3 +219,21 @@ def test_the_docs_sources_table_reads_every_registered_source():
     read = {e["prefix"]: e["module"] for e in hook.sources()}
     assert ["zoo", *sorted(read)] == names()
     assert all(f"stir.models.sources.{read[p]}" == SOURCES.get(p).__module__ for p in read)
+
+
+def test_a_library_builders_arguments_are_in_the_identity(tmp_path):
+    """Issue 54: torchvision:/timm: kwargs were in no identity, so a builder argument that changes what
+    the network computes without changing its weights or module tree shared the plain model's results.
+    The same weights file with and without an argument: two identities; no argument: as before."""
+    from stir.models.identity import content_identity
+
+    torch.manual_seed(0)
+    plain = load("torchvision:resnet18", SourceOptions(num_classes=10))
+    weights = tmp_path / "r18.pt"
+    torch.save(plain.module.net.state_dict(), weights)
+    again = load("torchvision:resnet18", SourceOptions(num_classes=10, weights=str(weights)))
+    argued = load("torchvision:resnet18", SourceOptions(num_classes=10, weights=str(weights),
+                                                        kwargs={"zero_init_residual": True}))
+    assert content_identity(again.module) == content_identity(plain.module)  # no argument: the identity as before
+    assert content_identity(argued.module) != content_identity(again.module)
+    assert "zero_init_residual" in argued.module.origin

@@ -124,6 +124,13 @@ class SourcedModel(nn.Module):
         self.tap_definitions.copy_(torch.tensor(list(digest), dtype=torch.uint8))
 
 
+def builder_origin(spec: str, kwargs: Mapping[str, Any]) -> str:
+    """The ``origin`` of a network a library builder made (``torchvision:``, ``timm:``): the arguments
+    given to it beyond the defaults, so an argument that changes what it computes without changing
+    its weights or module tree is in the identity; "" without any (the identity as before)."""
+    return f"{spec} kwargs {json.dumps(dict(kwargs), sort_keys=True, default=repr)}" if kwargs else ""
+
+
 def wrap(net: nn.Module, options: SourceOptions, mean: Optional[Sequence[float]], std: Optional[Sequence[float]],
          spec: str, record: Dict[str, Any], origin: str = "") -> LoadedModel:
     """Wrap a foreign network: normalisation, named taps (``penultimate`` found when not given),

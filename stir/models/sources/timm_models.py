@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 
 from stir.models.sources import SOURCES
-from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, classes_in_weights, load_weights_file, wrap
+from stir.models.sources.base import (LoadedModel, SourceError, SourceOptions, builder_origin, classes_in_weights,
+                                      load_weights_file, wrap)
 
 log = logging.getLogger(__name__)
 
@@ -44,4 +45,4 @@ def load(name: str, options: SourceOptions) -> LoadedModel:
     cfg = getattr(net, "pretrained_cfg", None) or {}
     mean, std = cfg.get("mean"), cfg.get("std")
     record["normalization_from"] = "pretrained_cfg" if mean is not None else None
-    return wrap(net, options, mean, std, spec, record)
+    return wrap(net, options, mean, std, spec, record, origin=builder_origin(spec, options.kwargs))

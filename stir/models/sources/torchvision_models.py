@@ -18,7 +18,8 @@ from typing import Optional
 import torch
 
 from stir.models.sources import SOURCES
-from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, classes_in_weights, load_weights_file, wrap
+from stir.models.sources.base import (LoadedModel, SourceError, SourceOptions, builder_origin, classes_in_weights,
+                                      load_weights_file, wrap)
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ def load(name: str, options: SourceOptions) -> LoadedModel:
         transforms = meta.transforms()
         mean, std = tuple(transforms.mean), tuple(transforms.std)
         record["normalization_from"] = f"{meta}.transforms()"
-    return wrap(net, options, mean, std, spec, record)
+    return wrap(net, options, mean, std, spec, record, origin=builder_origin(spec, options.kwargs))
 
 
 def _pretrained_tag(enum, weights: Optional[str]):
