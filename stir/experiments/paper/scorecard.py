@@ -6,7 +6,7 @@ verdict kept beside: ``stir.paper.rules``); ``scorecard`` is the report's first 
 the paper's number | ours [interval] | verdict | why (<= 25 words) | power | rule.
 
 Claim 6's Appendix C Delta (eq. 8) is ``appendix_c_delta``: Table 3's six directions measured by
-``stir.experiments.paper_delta`` (served from the store; shipped in zoo/store), set beside Table 3's
+``stir.experiments.paper.delta`` (served from the store; shipped in zoo/store), set beside Table 3's
 Delta row. The claim's verdict rule (the walk's ties) is not changed by it: Delta grows with the step
 budget (eq. 8 bounds nothing), a reading the rule was not set on.
 """
@@ -20,6 +20,13 @@ from typing import Any, Dict, List, Tuple
 from stir.experiments import matrix as matrix_kind
 from stir.experiments.incremental import links
 from stir.experiments.intervals import from_se as _from_se, se as _se
+from stir.experiments.paper.delta import delta_rows, table3_pairs
+from stir.experiments.paper.methods import method_contrasts
+from stir.experiments.paper.parts import (METHOD_LABELS, METHOD_PAIRS, Availability, _pairs, architecture_positions,
+                                          method_positions)
+from stir.experiments.paper.readings import (Evidence, _difference, _direction_stir, _mean, _z, calibrated,
+                                             over_seed_pairs)
+from stir.experiments.paper.table2 import robustness_gap
 from stir.measure.results import DIRECTIONS
 from stir.paper import CLAIMS, Interval, Verdict, claim
 from stir.paper import levels, power, rules
@@ -36,9 +43,6 @@ def appendix_c_delta(ctx, cfg) -> Dict[str, Interval]:
     """Claim 6's Delta = mean ||x - x_c||_2 after eq. 8, per direction and start ("target|ref from
     START" -> Interval over images), for Table 3's columns on the preset's Table 1 models; the
     directions not in the store are left out (a read-only store measures nothing)."""
-    from stir.experiments.paper import Availability
-    from stir.experiments.paper_delta import delta_rows, table3_pairs
-
     ok = Availability(ctx)
     here = {column: pair for column, pair in table3_pairs(cfg.recipes).items() if ok.all(list(pair))}
     out: Dict[str, Interval] = {}
@@ -51,8 +55,6 @@ def appendix_c_delta(ctx, cfg) -> Dict[str, Interval]:
 
 
 def _layer_mean(pctx, ctx, a: str, b: str, z: float, conf: float) -> Interval:
-    from stir.experiments.paper import _direction_stir, _mean
-
     result = pctx.layerwise(ctx.model(a), ctx.model(b))
     return _mean([_direction_stir(row.get(d)) for row in result.rows for d in DIRECTIONS], z, conf)
 
@@ -60,8 +62,6 @@ def _layer_mean(pctx, ctx, a: str, b: str, z: float, conf: float) -> Interval:
 def method_layer_means(ctx, cfg, part, z: float, conf: float) -> Dict[str, List[Dict[Tuple[str, str], Interval]]]:
     """Per methods setting, per seed position whose three pairs are measured: the layer mean of STIR
     (every tap, both directions) of each method pair."""
-    from stir.experiments.paper import METHOD_PAIRS, method_positions
-
     if part is None:
         return {}
     measured = {tuple(p) for p in part[0].pairs}
@@ -79,10 +79,6 @@ def method_layer_means(ctx, cfg, part, z: float, conf: float) -> Dict[str, List[
 
 def extra_evidence(ctx, cfg, ok, chosen, evidence) -> Dict[int, Any]:
     """{claim: Evidence} of claims 12 (layer mean), 13-21 (``stir.experiments.paper.Evidence``)."""
-    from stir.experiments.paper import (METHOD_LABELS, METHOD_PAIRS, Evidence, _difference, _direction_stir, _mean,
-                                        _pairs, _z, architecture_positions, calibrated, method_contrasts,
-                                        method_positions, over_seed_pairs, robustness_gap)
-
     conf, z = ctx.estimator.calibration.confidence, _z(ctx)
     out: Dict[int, Any] = {}
     means = method_layer_means(ctx, cfg, chosen.get("at_methods"), z, conf)
@@ -213,8 +209,6 @@ def _units_positive(values: List[float]) -> Tuple[int, int]:
 def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evidence) -> Dict[int, Dict[str, Any]]:
     """Issue 52's rules on claims 1, 3, 6, 8, 9, 12: {claim: {"verdict": new Verdict, "old": old
     verdict text, "direction": (k, n), "power": text}}; the verdicts are replaced in ``verdicts``."""
-    from stir.experiments.paper import _difference, _pairs, _z
-
     conf, z = ctx.estimator.calibration.confidence, _z(ctx)
     info: Dict[int, Dict[str, Any]] = {n: {} for n in range(1, 22)}
     delta = appendix_c_delta(ctx, cfg)

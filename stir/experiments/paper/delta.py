@@ -12,7 +12,7 @@ start, and the inversion's noise seed), on the first ``n`` images of the evaluat
 
 Measuring (what is shipped in zoo/store was made by this, its sizes in ``DeltaConfig``'s defaults):
 
-    python -m stir.experiments.paper_delta profile=laptop data.source=PATH [out_dir=DIR]
+    python -m stir.experiments.paper.delta profile=laptop data.source=PATH [out_dir=DIR]
     python -m stir.zoo.ship_results DIR/store
 """
 from __future__ import annotations
