@@ -2,7 +2,8 @@
 per family, within each training-seed position and pooled over the positions by random effects."""
 from __future__ import annotations
 
-from typing import Callable, List, Mapping, Optional, Sequence, Tuple
+import math
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from stir.experiments import matrix as matrix_kind
 from stir.experiments.context import Context
@@ -11,7 +12,7 @@ from stir.experiments.paper.parts import Availability, _matrix_models, architect
 from stir.experiments.paper.readings import (Evidence, _cell, _difference, _direction_stir, _mean, _positions_held, _z,
                                              calibrated, over_seed_pairs)
 from stir.experiments.schema import PaperConfig
-from stir.paper import Interval
+from stir.paper import Interval, levels
 from stir.paper import verdicts as v
 
 def figures4_8(ctx: Context, cfg: PaperConfig, part: Optional[Tuple[MatrixConfig, Context]], ok: Availability):
@@ -92,3 +93,41 @@ def architecture_contrast(positions: Sequence[Mapping[str, Sequence[str]]], stir
     sets = [tuple(n for names in p.values() for n in names) for p in positions]
     return (over_seed_pairs(among, confidence, sets)[0], over_seed_pairs(across, confidence, sets)[0], within,
             over_seed_pairs(within, confidence, sets)[0])
+
+
+def across_types(ctx: Context, cfg: PaperConfig, arch: Optional[Tuple[MatrixConfig, Context]], z: float,
+                 conf: float) -> Dict[int, Evidence]:
+    """Claims 18 (STIR drops across training types: residual nets of one loss against AT / vanilla) and
+    19 (AT residual nets and AT VGGs share highly), per seed position of the architectures matrix."""
+    out: Dict[int, Evidence] = {}
+    if arch is not None:
+        mcfg, pctx = arch
+        index = {n: i for i, n in enumerate(mcfg.models)}
+        rows_ = [matrix_kind.measure_row(pctx, mcfg, i)[0] for i in range(len(mcfg.models))]
+
+        def stir(a, b):
+            return _direction_stir(rows_[index[a]][index[b]])
+
+        fams = architecture_positions(cfg, lambda n: n in index)
+        van, at = fams.get("vanilla", []), fams.get("at", [])
+        within, across_at = [], []
+        for pv, pa in zip(van, at):
+            rv, ra = pv["residual"], pa["residual"]
+            same = _mean([stir(a, b) for g in (rv, ra) for a in g for b in g if a != b], z, conf)
+            cross = _mean([stir(a, b) for a in rv for b in ra] + [stir(b, a) for a in rv for b in ra], z, conf)
+            within.append(_difference(same, cross, z, conf))
+        for pa in at:
+            across_at.append(_mean([stir(a, b) for a in pa["residual"] for b in pa["vgg"]]
+                                   + [stir(b, a) for a in pa["residual"] for b in pa["vgg"]], z, conf))
+        if within:
+            d = over_seed_pairs(within, conf)[0]
+            out[18] = Evidence(v.ContrastEvidence({"same loss - across types (ResNets)": d},
+                                                  {"same loss - across types (ResNets)": len(within)}),
+                               notes=[f"{len(within)} seed position(s): " + ", ".join(f"{w.value:+.3f}" for w in within)])
+        if across_at:
+            out[19] = Evidence(levels.LevelEvidence({"AT residual / AT VGG": over_seed_pairs(across_at, conf)[0]},
+                                                    v.HIGH_STIR, math.inf, f"above {v.HIGH_STIR}"),
+                               notes=[f"{len(across_at)} seed position(s), raw STIR, both directions"])
+    for n in (18, 19):
+        out.setdefault(n, Evidence(missing="the architectures part is not in this report"))
+    return out

@@ -10,7 +10,7 @@ from stir.experiments.intervals import num as _num
 from stir.experiments.paper.parts import Availability
 from stir.experiments.paper.readings import NAN, Evidence, _cell, _direction_stir, calibrated
 from stir.experiments.schema import PaperConfig
-from stir.paper import Interval
+from stir.paper import Interval, levels
 from stir.paper import verdicts as v
 
 def figure1(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[Tuple[IncrementalConfig, Context]]):
@@ -57,3 +57,19 @@ def _curve_reading(raw: Dict[str, List[Tuple[float, Interval]]],
                            "read against its own floor); the raw values are beside them in the table")
     return raw, ("judged on the raw STIR(m_t|m_t-1): the chance-corrected reading is not measured at every link "
                  "(results stored before it existed)")
+
+
+def reverse_curves(ctx: Context, inc: Optional[Tuple[IncrementalConfig, Context]]) -> Evidence:
+    """Claim 16, Figure 1's other direction: STIR(m_t-1|m_t) (chance-corrected where measured) against
+    m_t's training-set size, per family."""
+    curves = {}
+    if inc is not None:
+        for family, chain in inc[0].chains.items():
+            curves[family] = []
+            for prev, cur in links(chain):
+                m_prev, m_cur = ctx.model(prev), ctx.model(cur)
+                d12 = inc[1].pair(m_prev, m_cur).get("m1|m2")
+                c = calibrated(d12, "chance_corrected")
+                curves[family].append((m_cur.data.train_size or NAN, c if c.measured else _direction_stir(d12)))
+    return Evidence(levels.RiseEvidence(curves) if curves else None, missing="the incremental part is not in this report",
+                    notes=["chance-corrected STIR(m_t-1|m_t), as claim 8's other direction"])

@@ -16,11 +16,11 @@ from stir.experiments.context import Context
 from stir.experiments.intervals import from_se as _from_se, num as _num
 from stir.experiments.pairs import PairsConfig
 from stir.experiments.paper.parts import Availability
-from stir.experiments.paper.readings import NAN, NOT_STORED, Evidence, _cell, _z
+from stir.experiments.paper.readings import NAN, NOT_STORED, Evidence, _cell, _direction_stir, _z
 from stir.experiments.schema import PaperConfig
 from stir.measure.results import DIRECTIONS
 from stir.measure.seeds import standard_error
-from stir.paper import Interval, claim
+from stir.paper import Interval, claim, levels
 from stir.paper import verdicts as v
 
 def normalised_slope(result, direction: str, z: float, confidence: float,
@@ -122,3 +122,19 @@ def figures2_3(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
     evidence[10] = Evidence(v.DatasetSlopeEvidence(slopes, why),
                             notes=[f"{dataset}: {note}" for dataset, (fam, note) in readings.items() if fam["vanilla"] and fam["at"]])
     return rows, evidence
+
+
+def at_taps(ctx: Context, cfg: PaperConfig, lay: Optional[Tuple[PairsConfig, Context]]) -> Evidence:
+    """Claim 17: STIR at every tap of the CIFAR-10 AT seed pairs, both directions."""
+    taps = {}
+    if lay is not None:
+        measured = {tuple(p) for p in lay[0].pairs}
+        for setting, families in cfg.layer_settings.items():
+            pair = tuple(families.get("at", ()))
+            if setting.startswith("cifar10 ") and pair in measured:
+                result = lay[1].layerwise(ctx.model(pair[0]), ctx.model(pair[1]))
+                for depth, row in zip(result.depths, result.rows):
+                    for d in DIRECTIONS:
+                        taps[f"{setting.split(' ')[1]} {d} depth {depth:.2f}"] = _direction_stir(row.get(d))
+    return Evidence(levels.LevelEvidence(taps, v.HIGH_STIR, math.inf, f"every AT tap above {v.HIGH_STIR}")
+                    if taps else None, missing="the layers part is not in this report")

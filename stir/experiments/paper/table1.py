@@ -5,7 +5,7 @@ STIR beside agreement and controversial difficulty (claims 5, 6).
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from stir.experiments.context import Context
 from stir.experiments.intervals import from_se as _from_se, num as _num, se as _se
@@ -15,7 +15,7 @@ from stir.experiments.paper.readings import (NAN, Evidence, _cell, _difference, 
 from stir.experiments.schema import PaperConfig
 from stir.measure.calibration import Calibration
 from stir.measure.results import DIRECTIONS, PairResult
-from stir.paper import Interval, claim
+from stir.paper import Interval, claim, levels
 from stir.paper import verdicts as v
 from stir.store import NotStored
 
@@ -197,3 +197,20 @@ def tracking(ctx: Context, results: Dict[str, List[PairResult]], z: float) -> Di
                         notes=["agreement interval: mean +- z sd / sqrt(k) over the k draws"]),
             6: Evidence(v.TrackingEvidence(stir, difficulty),
                         notes=["difficulty: the walk reading's restricted mean (Kaplan-Meier) with its interval"])}
+
+
+def seed_spread(ctx: Context, cfg: PaperConfig, seeds_part: Optional[Tuple[Any, Context]]) -> Evidence:
+    """Claim 14: the spread of STIR over the k draws of X', per direction of Table 1's pairs."""
+    sds, draws = {}, 0
+    if seeds_part is not None:
+        for kind, pairs in _pairs(cfg).items():
+            for a, b in pairs:
+                if [a, b] not in [list(p) for p in seeds_part[0].pairs]:
+                    continue
+                p = seeds_part[1].pair(ctx.model(a), ctx.model(b))
+                for d in DIRECTIONS:
+                    r = p.get(d)
+                    if r is not None and r.stir is not None:
+                        sds[f"STIR({r.target}|{r.ref})"] = r.stir.std
+                        draws = max(draws, len(r.stir.values))
+    return Evidence(levels.SpreadEvidence(sds, draws) if sds else None, missing="the seeds part is not in this report")
