@@ -395,7 +395,7 @@ def test_claim_11_pools_its_difference_over_the_architectures_training_seed_posi
 def test_the_methods_of_claim_12_name_as_many_training_seeds_each():
     from stir.config.validate import ConfigError
     from stir.experiments.paper import _check
-    from stir.experiments.paper.parts import _method_pairs
+    from stir.experiments.paper.parts import method_pairs
     from stir.experiments.schema import PaperConfig
 
     uneven = {"r18": {"at": ["at", "at_s1"], "trades": ["trades", "trades_s1"], "mart": ["mart"]}}
@@ -403,7 +403,7 @@ def test_the_methods_of_claim_12_name_as_many_training_seeds_each():
         _check(PaperConfig(name="paper", kind="paper", methods=uneven))
     even = PaperConfig(name="paper", kind="paper", methods={"r18": {**uneven["r18"], "mart": ["mart", "mart_s1"]}})
     _check(even)
-    assert _method_pairs(even) == [("at", "trades"), ("at", "mart"), ("trades", "mart"),
+    assert method_pairs(even) == [("at", "trades"), ("at", "mart"), ("trades", "mart"),
                                    ("at_s1", "trades_s1"), ("at_s1", "mart_s1"), ("trades_s1", "mart_s1")]
 
 

@@ -42,7 +42,7 @@ from stir.experiments.paper.architectures import figures4_8
 from stir.experiments.paper.judge import summary_line, unstored_rows
 from stir.experiments.paper.layers import figures2_3
 from stir.experiments.paper.methods import figures5_9
-from stir.experiments.paper.parts import PARTS, Availability, _extra_objectives
+from stir.experiments.paper.parts import PARTS, Availability, extra_objectives
 from stir.experiments.paper.readings import DISJOINT, NAN, NOT_STORED, ONE_PAIR, SHARED, Evidence
 from stir.experiments.paper.stored import stored_parts
 from stir.experiments.schema import PaperConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
@@ -76,7 +76,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
         report.figures.update({f"{name}/{figure}": f for figure, f in sub.figures.items()})
         report.summary.update({f"{name}/{key}": value for key, value in sub.summary.items()})
     evidence: Dict[int, Evidence] = {}
-    adversarial = {o: chosen[f"seeds_{o}"][1] for o in _extra_objectives(ctx, cfg) if f"seeds_{o}" in chosen}
+    adversarial = {o: chosen[f"seeds_{o}"][1] for o in extra_objectives(ctx, cfg) if f"seeds_{o}" in chosen}
     t1, recipes, ev = table1.table1(ctx, cfg, ok, chosen.get("seeds", (None, None))[1], adversarial)
     evidence.update(ev)
     t2, evidence[7] = table2.table2(ctx, chosen.get("relative_robustness"))

@@ -20,8 +20,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from stir.experiments.context import Context
 from stir.experiments.intervals import num as _num, se as _se
-from stir.experiments.paper.parts import Availability, _ablation_pairs
-from stir.experiments.paper.readings import NAN, _direction_stir, arm_estimate
+from stir.experiments.paper.parts import Availability, ablation_pairs
+from stir.experiments.paper.readings import NAN, arm_estimate, direction_reading
 from stir.experiments.schema import PaperConfig
 from stir.measure.seeds import SeedEstimate, difference, z_value as _z
 from stir.paper import Interval
@@ -105,14 +105,14 @@ def recipe_ablation(ctx: Context, cfg: PaperConfig, ok: Availability,
     measured = {tuple(p) for p in part[0].pairs} if part else set()
     arms: Dict[str, Dict[str, List[Interval]]] = {}
     absent = []
-    for arm, pairs in _ablation_pairs(cfg).items():
+    for arm, pairs in ablation_pairs(cfg).items():
         results = [part[1].pair(ctx.model(a), ctx.model(b)) for a, b in pairs if (a, b) in measured]
         if not results:
             why = ok.why(cfg.ablation[arm]) or "not measured in this report"
             absent.append(absent_row(arm, cfg.ablation_levers.get(arm, ""), why, cfg.ablation_margin))
             continue
-        s12 = [_direction_stir(p.get("m1|m2")) for p in results]
-        s21 = [_direction_stir(p.get("m2|m1")) for p in results]
+        s12 = [direction_reading(p.get("m1|m2")) for p in results]
+        s21 = [direction_reading(p.get("m2|m1")) for p in results]
         cka = [Interval(p.similarity.value, p.similarity.value, p.similarity.value)
                if math.isfinite(p.similarity.value) else Interval(NAN, NAN, NAN) for p in results]
         arms[arm] = {"STIR(m1|m2)": s12, "STIR(m2|m1)": s21, "CKA": cka,

@@ -8,9 +8,9 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from stir.experiments import matrix as matrix_kind
 from stir.experiments.context import Context
 from stir.experiments.matrix import MatrixConfig
-from stir.experiments.paper.parts import Availability, _matrix_models, architecture_positions
-from stir.experiments.paper.readings import (Evidence, _cell, _difference, _direction_stir, _mean, _positions_held, _z,
-                                             calibrated, over_seed_pairs)
+from stir.experiments.paper.parts import Availability, architecture_positions, matrix_models
+from stir.experiments.paper.readings import (Evidence, calibrated, cell_text, confidence_z, difference_of,
+                                             direction_reading, mean_of, over_seed_pairs, positions_held)
 from stir.experiments.schema import PaperConfig
 from stir.paper import Interval, levels
 from stir.paper import verdicts as v
@@ -25,12 +25,12 @@ def figures4_8(ctx: Context, cfg: PaperConfig, part: Optional[Tuple[MatrixConfig
     if part is None:
         return [], None
     mcfg, pctx = part
-    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
     index = {n: i for i, n in enumerate(mcfg.models)}
     rows_ = [matrix_kind.measure_row(pctx, mcfg, i)[0] for i in range(len(mcfg.models))]
 
     def stir(a: str, b: str) -> Interval:  # STIR(b | a): row a is the reference
-        return _direction_stir(rows_[index[a]][index[b]])
+        return direction_reading(rows_[index[a]][index[b]])
 
     def corrected(a: str, b: str) -> Interval:  # the same, read against its target's own floor
         return calibrated(rows_[index[a]][index[b]], "chance_corrected")
@@ -49,18 +49,18 @@ def figures4_8(ctx: Context, cfg: PaperConfig, part: Optional[Tuple[MatrixConfig
         name = f"{family}: residual/residual - residual/VGG"
         diffs[name], seeds[name] = d, n
         residual, vgg = positions[0]["residual"], positions[0]["vgg"]
-        vgg_vgg = over_seed_pairs([_mean([read(a, b) for a in p["vgg"] for b in p["vgg"] if a != b], z, conf)
+        vgg_vgg = over_seed_pairs([mean_of([read(a, b) for a in p["vgg"] for b in p["vgg"] if a != b], z, conf)
                                    for p in positions], conf)[0]
         rows.append({"family": family, "residual": ", ".join(residual), "VGG": ", ".join(vgg),
                      "reading": "chance-corrected" if use_corrected else "raw",
-                     "residual / residual": _cell(among), "residual / VGG": _cell(across), "difference": _cell(d),
+                     "residual / residual": cell_text(among), "residual / VGG": cell_text(across), "difference": cell_text(d),
                      "per seed position": ", ".join(f"{w.value:+.3f}" for w in within),
-                     "difference (raw STIR)": _cell(raw[family][3]),
-                     "VGG / VGG (not in the claim)": _cell(vgg_vgg),
+                     "difference (raw STIR)": cell_text(raw[family][3]),
+                     "VGG / VGG (not in the claim)": cell_text(vgg_vgg),
                      "directions per position": f"{len(residual) * (len(residual) - 1)} / {2 * len(residual) * len(vgg)}",
-                     "seed positions": n, "interval holds": _positions_held(n),
+                     "seed positions": n, "interval holds": positions_held(n),
                      "paper": "> 0 (a figure: no printed value)"})
-    names = _matrix_models(cfg)
+    names = matrix_models(cfg)
     why = {family: ok.why([n for names in groups.values() for n in names]) for family, groups in cfg.architectures.items()}
     notes = [f"{family} family left out: it needs two residual nets and one VGG here" + (f" ({why[family]})" if why[family] else "")
              for family in cfg.architectures if family not in families]
@@ -87,9 +87,9 @@ def architecture_contrast(positions: Sequence[Mapping[str, Sequence[str]]], stir
     among, across, within = [], [], []
     for p in positions:
         residual, vgg = p["residual"], p["vgg"]
-        ma = _mean([stir(a, b) for a in residual for b in residual if a != b], z, confidence)
-        mb = _mean([stir(a, b) for a in residual for b in vgg] + [stir(b, a) for a in residual for b in vgg], z, confidence)
-        among.append(ma), across.append(mb), within.append(_difference(ma, mb, z, confidence))
+        ma = mean_of([stir(a, b) for a in residual for b in residual if a != b], z, confidence)
+        mb = mean_of([stir(a, b) for a in residual for b in vgg] + [stir(b, a) for a in residual for b in vgg], z, confidence)
+        among.append(ma), across.append(mb), within.append(difference_of(ma, mb, z, confidence))
     sets = [tuple(n for names in p.values() for n in names) for p in positions]
     return (over_seed_pairs(among, confidence, sets)[0], over_seed_pairs(across, confidence, sets)[0], within,
             over_seed_pairs(within, confidence, sets)[0])
@@ -106,18 +106,18 @@ def across_types(ctx: Context, cfg: PaperConfig, arch: Optional[Tuple[MatrixConf
         rows_ = [matrix_kind.measure_row(pctx, mcfg, i)[0] for i in range(len(mcfg.models))]
 
         def stir(a, b):
-            return _direction_stir(rows_[index[a]][index[b]])
+            return direction_reading(rows_[index[a]][index[b]])
 
         fams = architecture_positions(cfg, lambda n: n in index)
         van, at = fams.get("vanilla", []), fams.get("at", [])
         within, across_at = [], []
         for pv, pa in zip(van, at):
             rv, ra = pv["residual"], pa["residual"]
-            same = _mean([stir(a, b) for g in (rv, ra) for a in g for b in g if a != b], z, conf)
-            cross = _mean([stir(a, b) for a in rv for b in ra] + [stir(b, a) for a in rv for b in ra], z, conf)
-            within.append(_difference(same, cross, z, conf))
+            same = mean_of([stir(a, b) for g in (rv, ra) for a in g for b in g if a != b], z, conf)
+            cross = mean_of([stir(a, b) for a in rv for b in ra] + [stir(b, a) for a in rv for b in ra], z, conf)
+            within.append(difference_of(same, cross, z, conf))
         for pa in at:
-            across_at.append(_mean([stir(a, b) for a in pa["residual"] for b in pa["vgg"]]
+            across_at.append(mean_of([stir(a, b) for a in pa["residual"] for b in pa["vgg"]]
                                    + [stir(b, a) for a in pa["residual"] for b in pa["vgg"]], z, conf))
         if within:
             d = over_seed_pairs(within, conf)[0]

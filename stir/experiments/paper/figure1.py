@@ -8,7 +8,7 @@ from stir.experiments.context import Context
 from stir.experiments.incremental import IncrementalConfig, links
 from stir.experiments.intervals import num as _num
 from stir.experiments.paper.parts import Availability
-from stir.experiments.paper.readings import NAN, Evidence, _cell, _direction_stir, calibrated
+from stir.experiments.paper.readings import NAN, Evidence, calibrated, cell_text, direction_reading
 from stir.experiments.schema import PaperConfig
 from stir.paper import Interval, levels
 from stir.paper import verdicts as v
@@ -33,15 +33,15 @@ def figure1(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[Tup
             m_prev, m_cur = ctx.model(prev), ctx.model(cur)
             p = pctx.pair(m_prev, m_cur)
             d21, d12 = p.get("m2|m1"), p.get("m1|m2")
-            s, c = _direction_stir(d21), calibrated(d21, "chance_corrected")
+            s, c = direction_reading(d21), calibrated(d21, "chance_corrected")
             size = m_cur.data.train_size or NAN
             raw[family].append((size, s))
             corrected[family].append((size, c))
             cal = d21.calibration.get("stir") if d21 is not None else None
             rows.append({"family": family, "train size of m_t": size, "link": f"{prev} -> {cur}",
-                         "STIR(m_t|m_t-1)": _cell(s), "floor": _num(cal.floor if cal else None),
-                         "chance-corrected": _cell(c), "STIR(m_t-1|m_t)": _cell(_direction_stir(d12)),
-                         "chance-corrected (m_t-1|m_t)": _cell(calibrated(d12, "chance_corrected"))})
+                         "STIR(m_t|m_t-1)": cell_text(s), "floor": _num(cal.floor if cal else None),
+                         "chance-corrected": cell_text(c), "STIR(m_t-1|m_t)": cell_text(direction_reading(d12)),
+                         "chance-corrected (m_t-1|m_t)": cell_text(calibrated(d12, "chance_corrected"))})
     curves, reading_note = _curve_reading(raw, corrected)
     seeds_note = ("one training seed per size: each link's interval is over images and draws only (the "
                   "between-seed spread of a size is not measured)")
@@ -70,6 +70,6 @@ def reverse_curves(ctx: Context, inc: Optional[Tuple[IncrementalConfig, Context]
                 m_prev, m_cur = ctx.model(prev), ctx.model(cur)
                 d12 = inc[1].pair(m_prev, m_cur).get("m1|m2")
                 c = calibrated(d12, "chance_corrected")
-                curves[family].append((m_cur.data.train_size or NAN, c if c.measured else _direction_stir(d12)))
+                curves[family].append((m_cur.data.train_size or NAN, c if c.measured else direction_reading(d12)))
     return Evidence(levels.RiseEvidence(curves) if curves else None, missing="the incremental part is not in this report",
                     notes=["chance-corrected STIR(m_t-1|m_t), as claim 8's other direction"])

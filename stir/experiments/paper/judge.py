@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from stir.experiments.context import Context
-from stir.experiments.paper.parts import PARTS, Availability, _matrix_models, _pairs, method_positions
+from stir.experiments.paper.parts import PARTS, Availability, matrix_models, method_positions, table1_pairs
 from stir.experiments.paper.readings import Evidence
 from stir.experiments.schema import PaperConfig
 from stir.paper import CLAIMS, HOLDS, NOT_RUN, NOT_TESTABLE, Verdict
@@ -14,14 +14,14 @@ from stir.paper import verdicts as v
 
 def _needs(cfg: PaperConfig) -> Dict[int, List[str]]:
     """The models each claim's evidence needs at the least (for 'not testable here' when absent)."""
-    pairs = _pairs(cfg)
+    pairs = table1_pairs(cfg)
     seeds = [n for kind in pairs.values() for p in kind for n in p]
     return {1: [n for p in pairs.get("vanilla", [])[:1] for n in p], 2: [n for p in pairs.get("at", [])[:1] for n in p],
             3: [n for p in pairs.get("cross", [])[:1] for n in p], 4: seeds[:2], 5: seeds, 6: seeds,
             7: list(cfg.robustness), 8: [n for c in cfg.chains.values() for n in c[:2]],
             9: [n for s, f in cfg.layer_settings.items() if s.startswith("cifar10 ") for p in f.values() for n in p],
             10: [n for f in cfg.layer_settings.values() for p in f.values() for n in p],
-            11: _matrix_models(cfg), 12: [n for m in cfg.methods.values() for n in (method_positions(m)[:1] or [{}])[0].values()]}
+            11: matrix_models(cfg), 12: [n for m in cfg.methods.values() for n in (method_positions(m)[:1] or [{}])[0].values()]}
 
 
 def unstored_rows(ctx: Context, cfg: PaperConfig, ok: Availability, chosen: Dict[str, Tuple[Any, Context]]) -> Dict[int, str]:
@@ -30,7 +30,7 @@ def unstored_rows(ctx: Context, cfg: PaperConfig, ok: Availability, chosen: Dict
     stored = {tuple(p) for p in part[0].pairs} if part else set()
     out = {}
     for kind, number in (("vanilla", 1), ("at", 2), ("cross", 3)):
-        here = [tuple(p) for p in _pairs(cfg).get(kind, []) if ok.all(p)]
+        here = [tuple(p) for p in table1_pairs(cfg).get(kind, []) if ok.all(p)]
         if here and not stored.intersection(here):
             out[number] = (f"none of its {len(here)} seed pair(s) ({', '.join(f'{a} / {b}' for a, b in here)}) is in the "
                            "results store yet; experiment.stored_only=true")

@@ -16,7 +16,7 @@ from stir.experiments.context import Context
 from stir.experiments.intervals import from_se as _from_se, num as _num
 from stir.experiments.pairs import PairsConfig
 from stir.experiments.paper.parts import Availability
-from stir.experiments.paper.readings import NAN, NOT_STORED, Evidence, _cell, _direction_stir, _z
+from stir.experiments.paper.readings import NAN, NOT_STORED, Evidence, cell_text, confidence_z, direction_reading
 from stir.experiments.schema import PaperConfig
 from stir.measure.results import DIRECTIONS
 from stir.measure.seeds import standard_error
@@ -71,7 +71,7 @@ def _slope_reading(normalised: Dict[str, Dict[str, Interval]],
 
 def figures2_3(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[Tuple[PairsConfig, Context]]):
     """Claims 9 and 10: the vanilla and AT seed pairs' layer-wise slopes, per data set and architecture."""
-    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
     rows: List[Dict[str, Any]] = []
     by_dataset: Dict[str, Dict[str, Dict[str, Interval]]] = {}  # the normalised slopes
     corrected_by_dataset: Dict[str, Dict[str, Dict[str, Interval]]] = {}  # the chance-corrected ones
@@ -97,8 +97,8 @@ def figures2_3(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
                 by_dataset[dataset][family][f"{arch} {direction}"] = slope
                 corrected_by_dataset[dataset][family][f"{arch} {direction}"] = corrected
                 rows.append({"data set": dataset, "architecture": arch, "family": family, "pair": " / ".join(pair),
-                             "direction": direction, "taps": len(result.rows), "slope (normalised)": _cell(slope),
-                             "slope (chance-corrected)": _cell(corrected),
+                             "direction": direction, "taps": len(result.rows), "slope (normalised)": cell_text(slope),
+                             "slope (chance-corrected)": cell_text(corrected),
                              "slope (raw)": _num(raw), "not measured because": why_not or "-", "paper": "vanilla < 0, AT flatter (a figure: no printed value)"})
     evidence: Dict[int, Evidence] = {}
     readings = {dataset: _slope_reading(by_dataset[dataset], corrected_by_dataset[dataset]) for dataset in by_dataset}
@@ -135,6 +135,6 @@ def at_taps(ctx: Context, cfg: PaperConfig, lay: Optional[Tuple[PairsConfig, Con
                 result = lay[1].layerwise(ctx.model(pair[0]), ctx.model(pair[1]))
                 for depth, row in zip(result.depths, result.rows):
                     for d in DIRECTIONS:
-                        taps[f"{setting.split(' ')[1]} {d} depth {depth:.2f}"] = _direction_stir(row.get(d))
+                        taps[f"{setting.split(' ')[1]} {d} depth {depth:.2f}"] = direction_reading(row.get(d))
     return Evidence(levels.LevelEvidence(taps, v.HIGH_STIR, math.inf, f"every AT tap above {v.HIGH_STIR}")
                     if taps else None, missing="the layers part is not in this report")

@@ -9,8 +9,8 @@ from stir.experiments.context import Context
 from stir.experiments.intervals import from_se as _from_se
 from stir.experiments.pairs import PairsConfig
 from stir.experiments.paper.parts import METHOD_LABELS, METHOD_PAIRS, Availability, method_positions
-from stir.experiments.paper.readings import (NAN, NOT_STORED, Evidence, _cell, _difference, _direction_stir, _mean,
-                                             _positions_held, _z, over_seed_pairs)
+from stir.experiments.paper.readings import (NAN, NOT_STORED, Evidence, cell_text, confidence_z, difference_of,
+                                             direction_reading, mean_of, over_seed_pairs, positions_held)
 from stir.experiments.paper.table2 import robustness_gap
 from stir.experiments.schema import PaperConfig
 from stir.measure.results import DIRECTIONS
@@ -31,17 +31,17 @@ def method_contrasts(positions: Sequence[Mapping[Tuple[str, str], Interval]], mo
     values = {pair: over_seed_pairs([p[pair] for p in positions], confidence)[0] for pair in METHOD_PAIRS}
     diffs = {}
     for other in METHOD_PAIRS[1:]:
-        within = [_difference(p[METHOD_PAIRS[0]], p[other], z, confidence) for p in positions]
+        within = [difference_of(p[METHOD_PAIRS[0]], p[other], z, confidence) for p in positions]
         name = f"STIR(AT, TRADES) - STIR({METHOD_LABELS[other[0]]}, {METHOD_LABELS[other[1]]})"
         diffs[name] = over_seed_pairs(within, confidence)[0]
     shared = len({m for names in models for m in names}) < sum(len(names) for names in models)
-    return values, diffs, _positions_held(len(positions), shared)
+    return values, diffs, positions_held(len(positions), shared)
 
 
 def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[Tuple[PairsConfig, Context]]):
     """Claim 12: STIR(AT, TRADES) against STIR(AT, MART) and STIR(TRADES, MART), both directions' mean at the
     last tap (the penultimate layer), per setting, over its training-seed positions (``method_contrasts``)."""
-    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
     diffs, seeds, rows, absent, notes = {}, {}, [], [], []
     measured = {tuple(p) for p in part[0].pairs} if part else set()
     unmeasured: List[str] = []  # settings whose models are here but not their pairs (stored_only: not stored yet)
@@ -52,7 +52,7 @@ def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
             if not ok.all(list(names.values())) or not all(p in measured for p in pairs):
                 left.append((i, list(names.values())))
                 continue
-            positions.append({key: _mean([_direction_stir(part[1].layerwise(ctx.model(a), ctx.model(b)).rows[-1].get(d))
+            positions.append({key: mean_of([direction_reading(part[1].layerwise(ctx.model(a), ctx.model(b)).rows[-1].get(d))
                                           for d in DIRECTIONS], z, conf) for key, (a, b) in zip(METHOD_PAIRS, pairs)})
             models.append(tuple(names.values()))
         if not positions:
@@ -68,8 +68,8 @@ def figures5_9(ctx: Context, cfg: PaperConfig, ok: Availability, part: Optional[
         seeds.update({f"{setting}: {name}": len(positions) for name in contrast})
         notes.append(f"{setting}: {held}")
         rows.append({"setting": setting, "seed positions": len(positions),
-                     **{f"{METHOD_LABELS[a]} / {METHOD_LABELS[b]}": _cell(values[(a, b)]) for a, b in METHOD_PAIRS},
-                     **{name: _cell(d) for name, d in contrast.items()}, "interval holds": held,
+                     **{f"{METHOD_LABELS[a]} / {METHOD_LABELS[b]}": cell_text(values[(a, b)]) for a, b in METHOD_PAIRS},
+                     **{name: cell_text(d) for name, d in contrast.items()}, "interval holds": held,
                      "paper": "AT / TRADES highest (a figure: no printed value)"})
     not_here = f"{NOT_STORED}: {', '.join(unmeasured)}" if unmeasured else ""
     if diffs and absent:
@@ -89,7 +89,7 @@ def _why_left(ok: Availability, left: List[Tuple[int, List[str]]]) -> str:
 
 def _layer_mean(pctx, ctx, a: str, b: str, z: float, conf: float) -> Interval:
     result = pctx.layerwise(ctx.model(a), ctx.model(b))
-    return _mean([_direction_stir(row.get(d)) for row in result.rows for d in DIRECTIONS], z, conf)
+    return mean_of([direction_reading(row.get(d)) for row in result.rows for d in DIRECTIONS], z, conf)
 
 
 def method_layer_means(ctx, cfg, part, z: float, conf: float) -> Dict[str, List[Dict[Tuple[str, str], Interval]]]:
@@ -138,7 +138,7 @@ def layer_mean_evidence(ctx: Context, cfg: PaperConfig, ok: Availability, part: 
     if "resnet18 beta 1.0" in means and "vgg16 beta 1.0" in means:
         vgg, res = means["vgg16 beta 1.0"], means["resnet18 beta 1.0"]
         d20 = {f"VGG16 - ResNet18 {METHOD_LABELS[a]}/{METHOD_LABELS[b]}":
-               _difference(over_seed_pairs([p[(a, b)] for p in vgg], conf)[0],
+               difference_of(over_seed_pairs([p[(a, b)] for p in vgg], conf)[0],
                            over_seed_pairs([p[(a, b)] for p in res], conf)[0], z, conf) for a, b in METHOD_PAIRS}
         out[20] = Evidence(v.ContrastEvidence(d20, {k: len(vgg) for k in d20}),
                            notes=[f"VGG16 {len(vgg)} seed position(s), ResNet18 {len(res)}"])

@@ -59,19 +59,19 @@ class Availability:
         """'not testable here' reasons of the missing ones among ``names``."""
         return "; ".join(self.missing[n] for n in dict.fromkeys(names) if n in self.missing)
 
-def _pairs(cfg: PaperConfig) -> Dict[str, List[Tuple[str, str]]]:
+def table1_pairs(cfg: PaperConfig) -> Dict[str, List[Tuple[str, str]]]:
     """Table 1's pairs by row kind: each recipe's seed pairs, and AT vs vanilla by seed position."""
     out = {name: list(itertools.combinations(seeds, 2)) for name, seeds in cfg.recipes.items()}
     out["cross"] = list(zip(cfg.recipes.get("at", []), cfg.recipes.get("vanilla", [])))
     return out
 
 
-def _ablation_pairs(cfg: PaperConfig) -> Dict[str, List[Tuple[str, str]]]:
+def ablation_pairs(cfg: PaperConfig) -> Dict[str, List[Tuple[str, str]]]:
     """The recipe ablation's seed pairs by arm: every two seeds of an arm."""
     return {arm: list(itertools.combinations(seeds, 2)) for arm, seeds in cfg.ablation.items()}
 
 
-def _layer_pairs(cfg: PaperConfig) -> List[Tuple[str, str]]:
+def layer_pairs(cfg: PaperConfig) -> List[Tuple[str, str]]:
     return [tuple(p) for s in cfg.layer_settings.values() for p in s.values()]
 
 # Claim 12's method pairs, in the order the figure and the differences name them.
@@ -85,7 +85,7 @@ def method_positions(m: Mapping[str, Sequence[str]]) -> List[Dict[str, str]]:
     return [dict(zip(m, names)) for names in zip(*m.values())]
 
 
-def _method_pairs(cfg: PaperConfig) -> List[Tuple[str, str]]:
+def method_pairs(cfg: PaperConfig) -> List[Tuple[str, str]]:
     out: List[Tuple[str, str]] = []
     for m in cfg.methods.values():
         for position in method_positions(m):
@@ -95,7 +95,7 @@ def _method_pairs(cfg: PaperConfig) -> List[Tuple[str, str]]:
     return out
 
 
-def _matrix_models(cfg: PaperConfig) -> List[str]:
+def matrix_models(cfg: PaperConfig) -> List[str]:
     return list(dict.fromkeys(n for family in cfg.architectures.values() for group in family.values() for n in group))
 
 def architecture_positions(cfg: PaperConfig, ok: Callable[[str], bool]) -> Dict[str, List[Dict[str, List[str]]]]:
@@ -130,7 +130,7 @@ def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[A
         changes["layers"] = layers or LayersConfig()
         return dataclasses.replace(ctx, **changes)
 
-    seeds = [list(p) for kind in _pairs(cfg).values() for p in kind if ok.all(p)]
+    seeds = [list(p) for kind in table1_pairs(cfg).values() for p in kind if ok.all(p)]
     if seeds:
         out["seeds"] = (PairsConfig(name="seeds", kind="pairs", pairs=seeds,
                                     description="Table 1: seed pairs and AT vs vanilla"), with_iri(cfg.seeds_iri))
@@ -152,25 +152,25 @@ def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[A
         out["incremental"] = (IncrementalConfig(name="incremental", kind="incremental", chains=chains,
                                                 description="Figure 1: consecutive models of growing training sets"),
                               with_iri("arbitrary"))
-    layers = [list(p) for p in _layer_pairs(cfg) if ok.all(p)]
+    layers = [list(p) for p in layer_pairs(cfg) if ok.all(p)]
     if layers:
         out["layers"] = (PairsConfig(name="layers", kind="pairs", pairs=layers,
                                      description="Figures 2-3, 6-7: layer-wise STIR of seed pairs"),
                          with_iri("arbitrary", cfg.layers))
     # position 0 of every family (the figure), then the later seeds of the families claim 11 reads
     seeded = [n for f in architecture_positions(cfg, ok).values() for p in f[1:] for names in p.values() for n in names]
-    models = list(dict.fromkeys([n for n in _matrix_models(cfg) if ok(n)] + seeded))
+    models = list(dict.fromkeys([n for n in matrix_models(cfg) if ok(n)] + seeded))
     if len(models) >= 2:
         twins = {m: seeds[0] for m, seeds in cfg.architecture_seeds.items() if m in models and seeds and ok(seeds[0])}
         out["architectures"] = (MatrixConfig(name="architectures", kind="matrix", models=models, seed_twins=twins,
                                              description="Figures 4, 8: STIR matrix across architectures"),
                                 with_iri("arbitrary"))
-    methods = [list(p) for p in _method_pairs(cfg) if ok.all(p)]
+    methods = [list(p) for p in method_pairs(cfg) if ok.all(p)]
     if methods:
         out["at_methods"] = (PairsConfig(name="at_methods", kind="pairs", pairs=methods,
                                          description="Figures 5, 9: layer-wise STIR between AT, TRADES and MART"),
                              with_iri("arbitrary", cfg.methods_layers))
-    ablation = [list(p) for pairs in _ablation_pairs(cfg).values() for p in pairs if ok.all(p)]
+    ablation = [list(p) for pairs in ablation_pairs(cfg).values() for p in pairs if ok.all(p)]
     if ablation:  # measured as Table 1's pairs are: the baseline arm's pairs are Table 1's vanilla pairs
         out["recipe_ablation"] = (PairsConfig(name="recipe_ablation", kind="pairs", pairs=ablation,
                                               description="The recipe question: seed pairs of each recipe arm"),
@@ -180,7 +180,7 @@ def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[A
 def _adversarial_parts(ctx: Context, cfg: PaperConfig, seeds: List[List[str]]) -> Dict[str, Tuple[Any, Context]]:
     """Part ``seeds_<objective>`` of each extra STIR_adv objective: the seed pairs, adversarial IRIs only."""
     out = {}
-    for objective in _extra_objectives(ctx, cfg):
+    for objective in extra_objectives(ctx, cfg):
         inversion = dataclasses.replace(ctx.estimator.inversion, adversarial_objective=objective)
         estimator = dataclasses.replace(ctx.estimator, iri="adversarial", inversion=inversion)
         out[f"seeds_{objective}"] = (
@@ -190,7 +190,7 @@ def _adversarial_parts(ctx: Context, cfg: PaperConfig, seeds: List[List[str]]) -
     return out
 
 
-def _extra_objectives(ctx: Context, cfg: PaperConfig) -> List[str]:
+def extra_objectives(ctx: Context, cfg: PaperConfig) -> List[str]:
     """The objectives of ``stir_adv_objectives`` other than the evaluation's own (measured by ``seeds``)."""
     own = ctx.estimator.inversion.adversarial_objective
     return [o for o in dict.fromkeys(cfg.stir_adv_objectives) if o != own]

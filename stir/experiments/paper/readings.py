@@ -1,5 +1,5 @@
 """The paper report's readings, shared by every claim group's module: a stored value with its
-calibrated interval (``reading``, ``_direction_stir``, ``calibrated``), a recipe's value over its seed
+calibrated interval (``reading``, ``direction_reading``, ``calibrated``), a recipe's value over its seed
 pairs (``over_seed_pairs``: random effects), differences and means of intervals, a cell's text, and
 ``Evidence`` (what one claim is judged on).
 """
@@ -24,7 +24,7 @@ DISJOINT = "the seed pairs share no model ((a_i, b_i) by seed): they are indepen
 # What a claim says of models that are here but whose results are not (experiment.stored_only).
 NOT_STORED = "not measured in this report (not in the results store yet)"
 
-def _z(ctx: Context) -> float:
+def confidence_z(ctx: Context) -> float:
     return z_value(ctx.estimator.calibration.confidence)
 
 
@@ -63,12 +63,12 @@ def over_seed_pairs(values: Sequence[Interval], confidence: float,
             est.method + "; " + (DISJOINT if disjoint else SHARED), est.tau)
 
 
-def _difference(a: Interval, b: Interval, z: float, confidence: float) -> Interval:
+def difference_of(a: Interval, b: Interval, z: float, confidence: float) -> Interval:
     """a - b, se = sqrt(se_a^2 + se_b^2) (the two read as independent)."""
     return _from_se(a.value - b.value, math.hypot(_se(a, confidence), _se(b, confidence)), z)
 
 
-def _cell(i: Interval) -> str:
+def cell_text(i: Interval) -> str:
     if not i.measured:
         return "not measured"
     return f"{i.value:.3f}" if i.low == i.high else str(i)  # a value without spread (CKA of one pair)
@@ -82,7 +82,7 @@ class Evidence:
     notes: List[str] = field(default_factory=list)
 
 
-def _direction_stir(d: Optional[DirectionResult], name: str = "stir") -> Interval:
+def direction_reading(d: Optional[DirectionResult], name: str = "stir") -> Interval:
     if d is None:
         return Interval(NAN, NAN, NAN)
     return reading(getattr(d, name), d.calibration.get(name))
@@ -99,7 +99,7 @@ def calibrated(d: Optional[DirectionResult], reading: str, name: str = "stir") -
         return Interval(NAN, NAN, NAN)
     return Interval(value, min(low, value), max(high, value))
 
-def _positions_held(n: int, shared: bool = False) -> str:
+def positions_held(n: int, shared: bool = False) -> str:
     """What an interval pooled over n training-seed positions holds (claims 11, 12)."""
     if n == 1:
         return "one seed position: between-seed spread not measured (interval over images and draws of its models)"
@@ -108,7 +108,7 @@ def _positions_held(n: int, shared: bool = False) -> str:
                                                 else "the positions share no model: independent"))
 
 
-def _mean(values: List[Interval], z: float, conf: float) -> Interval:
+def mean_of(values: List[Interval], z: float, conf: float) -> Interval:
     """The mean of several values, se = sqrt(sum se_i^2) / m (read as independent)."""
     if not values or not all(i.measured for i in values):
         return Interval(NAN, NAN, NAN)

@@ -19,8 +19,8 @@ from typing import Any, Dict, List, Tuple
 from stir.experiments.intervals import se as _se
 from stir.experiments.paper import architectures, figure1, layers, methods, table1
 from stir.experiments.paper.delta import appendix_c_delta
-from stir.experiments.paper.parts import _pairs
-from stir.experiments.paper.readings import _difference, _z
+from stir.experiments.paper.parts import table1_pairs
+from stir.experiments.paper.readings import confidence_z, difference_of
 from stir.paper import CLAIMS, Interval, Verdict, claim
 from stir.paper import levels, power, rules
 from stir.paper import verdicts as v
@@ -35,7 +35,7 @@ RBF_COMMAND = ("python evaluate.py experiment=seeds profile=laptop measure=rbf_c
 def extra_evidence(ctx, cfg, ok, chosen, evidence) -> Dict[int, Any]:
     """{claim: Evidence} of claims 12 (layer mean), 13-21 (``stir.experiments.paper.readings.Evidence``),
     each from its claim group's module."""
-    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
     out: Dict[int, Any] = methods.layer_mean_evidence(ctx, cfg, ok, chosen.get("at_methods"), z, conf)  # 12, 13, 20
     out[14] = table1.seed_spread(ctx, cfg, chosen.get("seeds"))
     out[16] = figure1.reverse_curves(ctx, chosen.get("incremental"))
@@ -52,7 +52,7 @@ def _units_positive(values: List[float]) -> Tuple[int, int]:
 def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evidence) -> Dict[int, Dict[str, Any]]:
     """Issue 52's rules on claims 1, 3, 6, 8, 9, 12: {claim: {"verdict": new Verdict, "old": old
     verdict text, "direction": (k, n), "power": text}}; the verdicts are replaced in ``verdicts``."""
-    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
     info: Dict[int, Dict[str, Any]] = {n: {} for n in range(1, 22)}
     delta = appendix_c_delta(ctx, cfg)
     if delta:  # eq. 8's Delta per direction, once wired: beside Table 3's row
@@ -61,7 +61,7 @@ def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evi
     stored = {tuple(p) for p in seeds_part[0].pairs} if seeds_part else set()
     per_pair: Dict[str, List[Tuple[float, float, float]]] = {"vanilla": [], "cross": []}  # (unit, se) per unit
     for kind in per_pair:
-        for a, b in _pairs(cfg).get(kind, []):
+        for a, b in table1_pairs(cfg).get(kind, []):
             if (a, b) not in stored:
                 continue
             p = seeds_part[1].pair(ctx.model(a), ctx.model(b))
@@ -129,7 +129,7 @@ def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evi
     e9 = evidence.get(9)
     if e9 is not None and e9.evidence is not None and verdicts[9][0].outcome in (v.HOLDS, v.FAILS):
         slopes = e9.evidence
-        diffs = {f"AT - vanilla slope {k}": _difference(slopes.at[k], slopes.vanilla[k], z, conf)
+        diffs = {f"AT - vanilla slope {k}": difference_of(slopes.at[k], slopes.vanilla[k], z, conf)
                  for k in slopes.at if k in slopes.vanilla}
         vanilla = {f"vanilla slope {k}": i for k, i in slopes.vanilla.items()}
         falls = v._side(vanilla, lambda i: i.below(0.0), lambda i: i.above(0.0), "negative")

@@ -9,9 +9,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from stir.experiments.context import Context
 from stir.experiments.intervals import from_se as _from_se, num as _num, se as _se
-from stir.experiments.paper.parts import Availability, _extra_objectives, _pairs
-from stir.experiments.paper.readings import (NAN, Evidence, _cell, _difference, _direction_stir, _z, over_seed_pairs,
-                                             reading)
+from stir.experiments.paper.parts import Availability, extra_objectives, table1_pairs
+from stir.experiments.paper.readings import (NAN, Evidence, cell_text, confidence_z, difference_of, direction_reading,
+                                             over_seed_pairs, reading)
 from stir.experiments.schema import PaperConfig
 from stir.measure.calibration import Calibration
 from stir.measure.results import DIRECTIONS, PairResult
@@ -28,7 +28,7 @@ def table1(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optional
            adversarial: Optional[Dict[str, Context]] = None):
     """Table 1's rows (ours beside the paper's) and the evidence of claims 1-6; ``adversarial``: the
     context of each extra STIR_adv objective (parts ``seeds_<objective>``)."""
-    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
 
     def stored(part_ctx: Context, a: str, b: str) -> Optional[PairResult]:
         try:
@@ -38,7 +38,7 @@ def table1(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optional
 
     def measured(part_ctx: Optional[Context]) -> Dict[str, List[PairResult]]:
         out = {kind: [stored(part_ctx, a, b) for a, b in pairs if ok.all((a, b))] if part_ctx else []
-               for kind, pairs in _pairs(cfg).items()}
+               for kind, pairs in table1_pairs(cfg).items()}
         return {kind: [r for r in results if r is not None] for kind, results in out.items()}
 
     results = measured(seeds_ctx)
@@ -58,7 +58,7 @@ def table1(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optional
                     own = ctx.estimator.inversion.adversarial_objective
                     row = {"pair": f"{p.ref} / {p.target}", "paper pair": TABLE1_PAIRS[kind],
                            "quantity": quantity if name == "stir" else f"{quantity.replace('STIR', 'STIR_adv')}, {own} objective",
-                           "ours": _cell(reading(stat, cal)),
+                           "ours": cell_text(reading(stat, cal)),
                            "floor": _num(cal.floor if cal else None), "normalised": _normalised(cal),
                            "p-value": _num(cal.p_value if cal else None), "paper": _num(paper) if name == "stir"
                            else _published_adv(kind, direction)}
@@ -72,7 +72,7 @@ def table1(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optional
     if any(results.values()) or any(any(r.values()) for r in extra.values()):
         readings = {ctx.estimator.inversion.adversarial_objective: _stir_adv(results),
                     **{objective: _stir_adv(r) for objective, r in extra.items()}}
-        evidence[4] = stir_adv_evidence(readings, [o for o in _extra_objectives(ctx, cfg) if o not in extra])
+        evidence[4] = stir_adv_evidence(readings, [o for o in extra_objectives(ctx, cfg) if o not in extra])
     return rows, recipes, evidence
 
 
@@ -87,7 +87,7 @@ def _adversarial_rows(objective: str, by_kind: Dict[str, List[PairResult]]) -> L
                     continue
                 cal = d.calibration.get("stir_adv")
                 rows.append({"pair": f"{p.ref} / {p.target}", "paper pair": TABLE1_PAIRS[kind],
-                             "quantity": f"{quantity}, {objective} objective", "ours": _cell(reading(d.stir_adv, cal)),
+                             "quantity": f"{quantity}, {objective} objective", "ours": cell_text(reading(d.stir_adv, cal)),
                              "floor": _num(cal.floor if cal else None), "normalised": _normalised(cal),
                              "p-value": _num(cal.p_value if cal else None), "paper": _published_adv(kind, direction)})
     return rows
@@ -116,15 +116,15 @@ def recipe_rows(ctx: Context, results: Dict[str, List[PairResult]], conf: float,
         est, method, tau = over_seed_pairs(values, conf, [(p.ref, p.target) for p in results[kind]])
         paper = claim({"vanilla": 1, "at": 2, "cross": 3}[kind]).paper_value(quantity, TABLE1_PAIRS[kind])
         rows.append({"recipe": kind if kind != "cross" else "AT vs vanilla", "quantity": quantity,
-                     "seed pairs": len([v for v in values if v.measured]), "ours": _cell(est),
+                     "seed pairs": len([v for v in values if v.measured]), "ours": cell_text(est),
                      "between-pair sd (tau)": _num(tau), "paper": _num(paper), "interval holds": method})
         return est
 
     for kind, pairs in results.items():
         if not pairs:
             continue
-        s12 = [_direction_stir(p.get("m1|m2")) for p in pairs]
-        s21 = [_direction_stir(p.get("m2|m1")) for p in pairs]
+        s12 = [direction_reading(p.get("m1|m2")) for p in pairs]
+        s21 = [direction_reading(p.get("m2|m1")) for p in pairs]
         a12, a21 = add(kind, "STIR(m1|m2)", s12), add(kind, "STIR(m2|m1)", s21)
         cka = [p.similarity.value for p in pairs]
         add(kind, "CKA", [Interval(c, c, c) if math.isfinite(c) else Interval(NAN, NAN, NAN) for c in cka])
@@ -136,7 +136,7 @@ def recipe_rows(ctx: Context, results: Dict[str, List[PairResult]], conf: float,
         elif kind == "at":
             out[2] = Evidence(v.PairEvidence(a12, a21))
         elif kind == "cross":
-            diffs = [_difference(b, a, z, conf) for a, b in zip(s12, s21)]  # STIR(m2|m1) - STIR(m1|m2), m1 = AT
+            diffs = [difference_of(b, a, z, conf) for a, b in zip(s12, s21)]  # STIR(m2|m1) - STIR(m1|m2), m1 = AT
             est = add(kind, "STIR(m2|m1) - STIR(m1|m2)", diffs)
             out[3] = Evidence(v.DirectionEvidence({f"{pairs[0].ref} / {pairs[0].target}"
                                                    + (f" and {len(pairs) - 1} more seed pair(s)" if len(pairs) > 1 else ""): est}))
@@ -146,7 +146,7 @@ def recipe_rows(ctx: Context, results: Dict[str, List[PairResult]], conf: float,
 def _stir_adv(results: Dict[str, List[PairResult]]) -> Dict[str, Interval]:
     """STIR_adv per direction of every pair: {"STIR_adv(target|ref)": its reading} (NaN: not measured)."""
     return {f"STIR_adv({p.target if d == 'm2|m1' else p.ref}|{p.ref if d == 'm2|m1' else p.target})":
-            _direction_stir(p.get(d), "stir_adv")
+            direction_reading(p.get(d), "stir_adv")
             for pairs in results.values() for p in pairs for d in DIRECTIONS
             if p.get(d) is not None and p.get(d).stir_adv is not None}
 
@@ -180,7 +180,7 @@ def tracking(ctx: Context, results: Dict[str, List[PairResult]], z: float) -> Di
                 if r is None:
                     continue
                 label = f"{r.target}|{r.ref}"
-                stir[label] = _direction_stir(r)
+                stir[label] = direction_reading(r)
                 if r.agreement is not None:
                     a = r.agreement
                     agreement[label] = _from_se(a.mean, a.std / math.sqrt(max(len(a.values), 1)), z)
@@ -203,7 +203,7 @@ def seed_spread(ctx: Context, cfg: PaperConfig, seeds_part: Optional[Tuple[Any, 
     """Claim 14: the spread of STIR over the k draws of X', per direction of Table 1's pairs."""
     sds, draws = {}, 0
     if seeds_part is not None:
-        for kind, pairs in _pairs(cfg).items():
+        for kind, pairs in table1_pairs(cfg).items():
             for a, b in pairs:
                 if [a, b] not in [list(p) for p in seeds_part[0].pairs]:
                     continue

@@ -19,7 +19,8 @@ from stir.experiments import matrix as matrix_kind
 from stir.experiments.context import Context
 from stir.experiments.intervals import from_se as _from_se
 from stir.experiments.matrix import MatrixConfig
-from stir.experiments.paper.readings import NAN, Evidence, _cell, _difference, _direction_stir, _z, over_seed_pairs
+from stir.experiments.paper.readings import (NAN, Evidence, cell_text, confidence_z, difference_of, direction_reading,
+                                             over_seed_pairs)
 from stir.paper import Interval, Verdict
 from stir.paper import published as pub
 from stir.paper import rules
@@ -127,7 +128,7 @@ def graded_parts(cfg, ok, with_iri) -> Dict[str, Tuple[Any, Any]]:
 def graded_from_parts(ctx, cfg, chosen, ok) -> Tuple[List[Dict[str, Any]], Optional[Verdict], str]:
     """(the graded family's rows, its verdict by ``rules.GRADED`` or None, why it is not measured)
     from the ``graded_<i>`` parts that ran."""
-    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
     matrices, gaps, cka = {}, {}, {}
     for i, names in enumerate(cfg.graded_robustness):
         part = chosen.get(f"graded_{i}")
@@ -140,7 +141,7 @@ def graded_from_parts(ctx, cfg, chosen, ok) -> Tuple[List[Dict[str, Any]], Optio
             directions, similarities = matrix_kind.measure_row(pctx, mcfg, a_i)
             for b_i, b in enumerate(models):
                 if a != b:
-                    matrices[i][(a, b)] = _direction_stir(directions[b_i])
+                    matrices[i][(a, b)] = direction_reading(directions[b_i])
                     if b_i > a_i and similarities[b_i] is not None:
                         cka[(a, b)] = cka[(b, a)] = float(similarities[b_i].value)
                         gaps[(a, b)] = robustness_gap(ctx.model(a), ctx.model(b), z)
@@ -185,13 +186,13 @@ def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]]):
     if part is None:
         return [], None
     cfg, pctx = part
-    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
     rows_ = [matrix_kind.measure_row(pctx, cfg, i)[0] for i in range(len(cfg.models))]
     diffs, rows, notes = {}, [], []
     for i, j in itertools.combinations(range(len(cfg.models)), 2):
         m1, m2 = cfg.models[i], cfg.models[j]
-        s21, s12 = _direction_stir(rows_[i][j]), _direction_stir(rows_[j][i])  # STIR(m2|m1), STIR(m1|m2)
-        d = _difference(s21, s12, z, conf)
+        s21, s12 = direction_reading(rows_[i][j]), direction_reading(rows_[j][i])  # STIR(m2|m1), STIR(m1|m2)
+        d = difference_of(s21, s12, z, conf)
         gap = robustness_gap(ctx.model(m1), ctx.model(m2), z)
         order, evidence = robustness_order(gap)
         if not evidence:
@@ -200,7 +201,7 @@ def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]]):
             diffs[f"{m1} / {m2}"] = d
             if not gap.measured:
                 notes.append(f"{m1} / {m2}: {order} (experiment.robustness) is taken")
-        rows.append({"m1 (more robust)": m1, "m2": m2, "robust acc gap (m1 - m2)": _cell(gap), "order": order,
-                     "STIR(m2|m1)": _cell(s21), "STIR(m1|m2)": _cell(s12), "difference": _cell(d),
+        rows.append({"m1 (more robust)": m1, "m2": m2, "robust acc gap (m1 - m2)": cell_text(gap), "order": order,
+                     "STIR(m2|m1)": cell_text(s21), "STIR(m1|m2)": cell_text(s12), "difference": cell_text(d),
                      "paper": cells(m1, m2)})
     return rows, Evidence(v.DirectionEvidence(diffs), notes=notes)
