@@ -595,3 +595,19 @@ def test_claim_9_reads_the_chance_corrected_slopes_only_where_every_one_is_measu
     chosen, note = _slope_reading(normalised, stored)
     assert chosen is normalised and "not measured at every tap" in note
     assert _slope_reading(normalised, {"vanilla": {}, "at": {}})[0] is normalised
+
+
+def test_a_graded_position_cut_by_stored_only_is_not_measured():
+    """experiment.stored_only cuts a graded_<i> matrix to its stored models (stir.experiments.paper.stored);
+    a position that lost a model reads "not measured" (its cells are not stored), not a KeyError."""
+    from types import SimpleNamespace
+
+    from stir.experiments.matrix import MatrixConfig
+    from stir.experiments.paper.table2 import graded_from_parts
+
+    ctx = SimpleNamespace(estimator=SimpleNamespace(calibration=SimpleNamespace(confidence=0.95)))
+    cfg = SimpleNamespace(graded_robustness=[["vanilla", "at_e025", "at"]])
+    cut = MatrixConfig(name="graded_0", kind="matrix", models=["at", "vanilla"])  # at_e025's cells not stored
+    ok = SimpleNamespace(all=lambda names: True, why=lambda names: "")
+    rows, verdict, why = graded_from_parts(ctx, cfg, {"graded_0": (cut, None)}, ok)
+    assert (rows, verdict) == ([], None) and "not in the results store" in why

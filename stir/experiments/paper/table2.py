@@ -136,6 +136,8 @@ def graded_from_parts(ctx, cfg, chosen, ok) -> Tuple[List[Dict[str, Any]], Optio
             continue
         mcfg, pctx = part
         models = list(mcfg.models)
+        if len(models) < 3:  # experiment.stored_only cut a model whose cells are not stored: position not measured
+            continue
         matrices[i] = {}
         for a_i, a in enumerate(models):
             directions, similarities = matrix_kind.measure_row(pctx, mcfg, a_i)
