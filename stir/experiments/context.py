@@ -145,8 +145,10 @@ class Context:
                                   ids=(ref.identity, target.identity), store=self.store, record=self.record(ref, target))
 
     def similarity(self, m1: Model, m2: Model, images: Tensor, tap1: str = DEFAULT_TAP,
-                   tap2: Optional[str] = None) -> SimilarityResult:
-        return evaluate_similarity(m1.module, m2.module, images, tap1, tap2, self.estimator.measure, run=self.run,
+                   tap2: Optional[str] = None, measure: Optional[str] = None) -> SimilarityResult:
+        """S_r(m1(X), m2(X)) at one tap pair, through the store (``measure``, a registered similarity
+        measure, overrides the estimator's, as ``iri`` does in ``direction``)."""
+        return evaluate_similarity(m1.module, m2.module, images, tap1, tap2, measure or self.estimator.measure, run=self.run,
                                    names=(m1.label, m2.label), ids=(m1.identity, m2.identity), store=self.store,
                                    record=self.record(m1, m2))
 

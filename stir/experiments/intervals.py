@@ -1,5 +1,5 @@
 """Normal-approximation arithmetic on the paper kind's readings (``stir.paper.Interval``), shared by
-the paper report (``stir.experiments.paper``) and its recipe ablation (``paper_ablation``).
+the paper report (``stir.experiments.paper``) and its recipe ablation (``stir.experiments.paper.ablation``).
 
 A reading's standard error is recovered from its symmetric interval, se = (high - low) / (2 z) with
 z = Phi^-1(0.5 + confidence / 2) (``stir.measure.seeds.standard_error``); a derived value (a

@@ -439,7 +439,7 @@ class PaperConfig(ExperimentConfig):
     # seeds]}, the first arm the baseline, and {arm: the lever it moves, in words} for the table. Every
     # two seeds of an arm are a seed pair, measured as Table 1's pairs are (seeds_iri); each arm is read
     # against the baseline with Welch's interval and an equivalence test at ablation_margin
-    # (stir.experiments.paper_ablation).
+    # (stir.experiments.paper.ablation).
     ablation: Dict[str, List[str]] = field(default_factory=dict)
     ablation_levers: Dict[str, str] = field(default_factory=dict)
     ablation_margin: float = 0.05

@@ -34,9 +34,9 @@ restored exactly afterwards. The optimisation runs through ``stir.descent.descen
 Every mode differentiates working copies of the models (batch norm folded into the convolutions,
 channels-last memory, optionally compiled: ``stir.inversion.batching``), equal to the models up to
 float rounding, and the k seed draws of ``invert_draws`` run as one batch, chunked automatically.
-Every result is re-measured in full precision at the returned x' on the models themselves:
-``residual`` (r1), ``m2_distance``
-(the r2 of m2, when m2 is given), ``l2_to_original`` (||x' - x||_2). ``snapshots`` keeps the best
+Every result (``stir.inversion.result.InversionResult``) is re-measured in full precision at the
+returned x' on the models themselves: ``residual`` (r1), ``m2_distance`` (the r2 of m2, when m2 is
+given), ``l2_to_original`` (||x' - x||_2). ``snapshots`` keeps the best
 iterate so far at each of ``cfg.snapshot_steps`` (with its residual), so that a caller can see how
 a value computed from x' moves with the budget (``stir.measure`` records STIR along it). A "model evaluation" is one
 image's forward (+ backward) pass through the model(s) up to the tap during the optimisation; the
@@ -48,7 +48,7 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -65,6 +65,7 @@ from stir.inversion.iri import image_map, surrogate_sites
 from stir.inversion.objectives import (
     Forward, InversionObjective, make_term, published_clamp, relative_distance, relative_distances, resolve_forward,
 )
+from stir.inversion.result import InversionResult, concat_results, make_result, slice_result
 from stir.inversion.seeds import make_seed, seed_generator
 from stir.models import frozen
 from stir.models.fake_relu import fake_relu, raising_relu
@@ -76,46 +77,6 @@ log = logging.getLogger(__name__)
 
 # What the continuation fakes: nothing (FakeReLU's gradient is not r1's; docs/estimator.md#the-continuation).
 CONTINUATION_FAKE_RELU = "off"
-
-
-@dataclass(eq=False)  # eq=False: tensors do not compare to a bool
-class InversionResult:
-    """IRIs of n images and what they cost; one type for every mode and kind.
-
-    Attributes:
-        x_prime: (n, c, h, w) the IRIs, in [0, 1], on the images' device.
-        residual: (n,) ||m1(x') - m1(x)||_2 / ||m1(x)||_2, measured in full precision.
-        m2_distance: (n,) ||m2(x') - m2(x)||_2 / ||m2(x)||_2 when a second model was given, else None.
-        l2_to_original: (n,) ||x' - x||_2 in pixel space.
-        steps: (n,) int64 gradient steps each image took (fewer than ``steps`` when it stopped early).
-        evaluations: model evaluations spent by the optimisation (one per image and iterate).
-        is_iri: (n,) bool, residual <= tolerance.
-        fraction_iri: mean of ``is_iri``.
-        tolerance: the relaxed-IRI delta that ``is_iri`` used.
-        history: (T + 1, n) the objective of every evaluated iterate (r1 for arbitrary IRIs with
-            ``normalize_residual``), in the optimisation's precision; NaN after an image stopped.
-        elapsed: (T + 1,) wall-clock seconds from the start of the optimisation until iterate t was
-            evaluated, summed over batches (for a cached result: the run that computed it).
-        snapshots: step t -> (n, c, h, w) the best iterates among steps 0..t, in [0, 1], for every t
-            of ``cfg.snapshot_steps`` (the last is ``x_prime`` itself).
-        snapshot_residual: step t -> (n,) r1 of ``snapshots[t]``, measured in full precision.
-        from_cache: whether x' was read from the cache.
-    """
-
-    x_prime: Tensor
-    residual: Tensor
-    m2_distance: Optional[Tensor]
-    l2_to_original: Tensor
-    steps: Tensor
-    evaluations: int
-    is_iri: Tensor
-    fraction_iri: float
-    tolerance: float
-    history: Tensor
-    elapsed: Tensor
-    snapshots: Dict[int, Tensor]
-    snapshot_residual: Dict[int, Tensor]
-    from_cache: bool = False
 
 
 @dataclass(frozen=True)
@@ -401,7 +362,7 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
         )
     elapsed = torch.tensor(times, dtype=torch.float64)
     elapsed = torch.cat([elapsed, elapsed[-1:].expand(cfg.steps + 1 - len(times))])  # flat once all stopped
-    return _result(x_prime, residual, m2_distance, images, run.steps, run.evaluations, run.history, elapsed,
+    return make_result(x_prime, residual, m2_distance, images, run.steps, run.evaluations, run.history, elapsed,
                    cfg.tolerance, snapshots, snapshot_residual)
 
 
@@ -450,7 +411,7 @@ def continue_inversion(problem: Problem, images: Tensor, published: InversionRes
     history = torch.cat([published.history, cont.history[1:].to(published.history.dtype)])
     snapshots = {**published.snapshots, cfg.total_steps: x_prime}
     snapshot_residual = {**published.snapshot_residual, cfg.total_steps: residual}
-    return _result(x_prime, residual, m2_distance, images, published.steps + cont.steps,
+    return make_result(x_prime, residual, m2_distance, images, published.steps + cont.steps,
                    published.evaluations + cont.evaluations, history, elapsed, cfg.tolerance, snapshots, snapshot_residual)
 
 
@@ -472,77 +433,6 @@ def _stop_at(objective: InversionObjective, threshold: float) -> StopRule:
         return objective.relative_residual(loss, index) <= threshold
 
     return stop
-
-
-def _result(x_prime, residual, m2_distance, images, steps, evaluations, history, elapsed, tolerance,
-            snapshots, snapshot_residual) -> InversionResult:
-    is_iri = residual <= tolerance
-    return InversionResult(
-        x_prime=x_prime,
-        residual=residual,
-        m2_distance=m2_distance,
-        l2_to_original=(x_prime - images).flatten(1).norm(dim=1),
-        steps=steps,
-        evaluations=int(evaluations),
-        is_iri=is_iri,
-        fraction_iri=is_iri.float().mean().item(),
-        tolerance=tolerance,
-        history=history,
-        elapsed=elapsed,
-        snapshots=snapshots,
-        snapshot_residual=snapshot_residual,
-    )
-
-
-def concat_results(parts: List[InversionResult], tolerance: float) -> InversionResult:
-    """One result from results of consecutive chunks of a batch (rows in order)."""
-    m2 = None if parts[0].m2_distance is None else torch.cat([p.m2_distance for p in parts])
-    residual = torch.cat([p.residual for p in parts])
-    is_iri = residual <= tolerance
-    return InversionResult(
-        x_prime=torch.cat([p.x_prime for p in parts]),
-        residual=residual,
-        m2_distance=m2,
-        l2_to_original=torch.cat([p.l2_to_original for p in parts]),
-        steps=torch.cat([p.steps for p in parts]),
-        evaluations=sum(p.evaluations for p in parts),
-        is_iri=is_iri,
-        fraction_iri=is_iri.float().mean().item(),
-        tolerance=tolerance,
-        history=torch.cat([p.history for p in parts], dim=1),
-        elapsed=torch.stack([p.elapsed for p in parts]).sum(0),
-        snapshots={t: torch.cat([p.snapshots[t] for p in parts]) for t in parts[0].snapshots},
-        snapshot_residual={t: torch.cat([p.snapshot_residual[t] for p in parts]) for t in parts[0].snapshot_residual},
-        from_cache=all(p.from_cache for p in parts),
-    )
-
-
-def slice_result(result: InversionResult, start: int, stop: int) -> InversionResult:
-    """Rows start..stop-1 of a result, as if they had been inverted alone.
-
-    ``evaluations`` counts the rows' own (steps + 1 per image, what the loop evaluated for them);
-    ``elapsed`` is the rows' share of the run's time, in proportion to their number.
-    """
-    rows = slice(start, stop)
-    residual = result.residual[rows]
-    is_iri = residual <= result.tolerance
-    steps = result.steps[rows]
-    return InversionResult(
-        x_prime=result.x_prime[rows],
-        residual=residual,
-        m2_distance=None if result.m2_distance is None else result.m2_distance[rows],
-        l2_to_original=result.l2_to_original[rows],
-        steps=steps,
-        evaluations=int((steps + 1).sum()),
-        is_iri=is_iri,
-        fraction_iri=is_iri.float().mean().item(),
-        tolerance=result.tolerance,
-        history=result.history[:, rows],
-        elapsed=result.elapsed * ((stop - start) / result.residual.shape[0]),
-        snapshots={t: x[rows] for t, x in result.snapshots.items()},
-        snapshot_residual={t: r[rows] for t, r in result.snapshot_residual.items()},
-        from_cache=result.from_cache,
-    )
 
 
 def _to_entry(result: InversionResult, problem: Problem) -> dict:
@@ -574,7 +464,7 @@ def _from_entry(problem: Problem, images: Tensor, entry: dict, cfg: InversionCon
             m2_distance = relative_distance(problem.m2, problem.second_tap, x_prime, images)
     snapshots = {t: x.to(device=device, dtype=images.dtype) for t, x in entry["snapshots"].items()}
     snapshots[cfg.total_steps] = x_prime
-    result = _result(
+    result = make_result(
         x_prime, entry["residual"].to(device), m2_distance, images, entry["steps"].to(device),
         entry["evaluations"], entry["history"].to(device), entry["elapsed"], cfg.tolerance,
         snapshots, {t: r.to(device) for t, r in entry["snapshot_residual"].items()},

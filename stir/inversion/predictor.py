@@ -32,7 +32,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from stir.atomic import torch_save
 from stir.untrusted import load_plain
 from stir.inversion.config import ExecutionConfig, InversionConfig
-from stir.inversion.engine import InversionResult, Problem, solve
+from stir.inversion.engine import Problem, solve
+from stir.inversion.result import InversionResult
 from stir.inversion.seeds import make_seed, seed_generator
 
 Prediction = Tuple[Tensor, InversionResult]  # (rows (b,), the batch's result on the CPU)

@@ -8,7 +8,9 @@ figures use the Agg canvas directly (no pyplot, no global backend) and wandb is 
 when :func:`log_report` runs.
 """
 
-from .plots import plot_bars, plot_convergence, plot_incremental, plot_iri_grid, plot_layerwise, plot_matrix, plot_matrix_pair
+from .heatmaps import plot_matrix, plot_matrix_pair
+from .image_grid import plot_iri_grid
+from .plots import plot_bars, plot_convergence, plot_incremental, plot_layerwise
 from .tables import format_table, matrix_rows, mean_std, to_markdown, write_csv, write_markdown
 from .report import Figure, Report, Table, slug
 from .wandb_log import WANDB_MODES, log_report

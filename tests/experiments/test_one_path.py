@@ -97,3 +97,20 @@ def test_a_suite_runs_its_parts_into_one_report(cifar10_root, tmp_path, monkeypa
     assert [r["measure"] for r in rows(out / "matching-layer_matching.csv")] == ["linear_cka"]
     record = json.loads((out / "record.json").read_text())
     assert "pairs/stir_m2_given_m1" in record["summary"] and "layers/slope/fa_vs_fb/stir_m2_given_m1" in record["summary"]
+
+
+def test_context_similarity_takes_a_measure(cifar10_root, tmp_path, factory_weights):
+    """``Context.similarity(..., measure=...)`` reads S_r with that measure (stored under it), the
+    estimator's ``measure`` otherwise."""
+    from stir.experiments.library import open_evaluation
+
+    ctx = open_evaluation(*common(cifar10_root, tmp_path, factory_weights), "ref=fa", "target=fb", "measure=linear_cka")
+    a, b = ctx.model("fa"), ctx.model("fb")
+    images = ctx.images(a)
+    default = ctx.similarity(a, b, images, "penultimate")
+    other = ctx.similarity(a, b, images, "penultimate", measure="procrustes_distance")
+    assert (default.measure, other.measure) == ("linear_cka", "procrustes_distance")
+    assert other.value != default.value
+    hits = ctx.store.hits
+    assert ctx.similarity(a, b, images, "penultimate", measure="procrustes_distance").value == other.value
+    assert ctx.store.hits == hits + 1  # served from the store, keyed by its measure

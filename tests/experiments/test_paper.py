@@ -15,7 +15,8 @@ import pytest
 
 NAN = float("nan")
 
-from stir.experiments.paper import over_seed_pairs, summary_line
+from stir.experiments.paper.judge import summary_line
+from stir.experiments.paper.readings import over_seed_pairs
 from stir.paper import CLAIMS, FAILS, HOLDS, NOT_RUN, NOT_TESTABLE, Interval, Verdict, claim
 from stir.paper.rules import WORDS
 from stir.paper import verdicts as v
@@ -193,7 +194,7 @@ def test_table1_has_stir_adv_under_the_published_objective_beside_the_constraine
 
 
 def test_claim_4_is_judged_on_the_objective_of_the_published_row_where_it_was_measured():
-    from stir.experiments.paper import stir_adv_evidence
+    from stir.experiments.paper.table1 import stir_adv_evidence
 
     low, nan = Interval(0.08, 0.05, 0.11), Interval(NAN, NAN, NAN)
     both = stir_adv_evidence({"constrained": {"STIR_adv(b|a)": nan}, "original": {"STIR_adv(b|a)": low}})
@@ -320,7 +321,8 @@ def test_stored_only_cuts_a_matrix_to_its_stored_models_and_the_claims_name_what
 
 def test_an_unknown_part_to_skip_is_refused_with_the_parts():
     from stir.config.validate import ConfigError
-    from stir.experiments.paper import PARTS, _check
+    from stir.experiments.paper import _check
+    from stir.experiments.paper.parts import PARTS
     from stir.experiments.schema import PaperConfig
 
     with pytest.raises(ConfigError, match=r"experiment.skip='tables' is not a valid choice; choose one of \['seeds'"):
@@ -331,7 +333,8 @@ def test_an_unknown_part_to_skip_is_refused_with_the_parts():
 def test_claim_12_pools_its_differences_over_the_training_seed_positions():
     """Seed position i is (at_i, trades_i, mart_i): each difference is taken within a position and
     pooled over the positions, so two positions that disagree widen the interval past either one's."""
-    from stir.experiments.paper import METHOD_PAIRS, method_contrasts
+    from stir.experiments.paper.methods import method_contrasts
+    from stir.experiments.paper.parts import METHOD_PAIRS
 
     def position(at_trades, at_mart, trades_mart, half=0.01):
         return dict(zip(METHOD_PAIRS, (Interval(x, x - half, x + half) for x in (at_trades, at_mart, trades_mart))))
@@ -356,7 +359,8 @@ def test_claim_11_pools_its_difference_over_the_architectures_training_seed_posi
     """Position i replaces every architecture by its i-th later seed while all of them have one here;
     the difference is taken within a position and pooled over them, so positions that disagree widen
     the interval past either one's."""
-    from stir.experiments.paper import architecture_contrast, architecture_positions
+    from stir.experiments.paper.architectures import architecture_contrast
+    from stir.experiments.paper.parts import architecture_positions
     from stir.experiments.schema import PaperConfig
 
     cfg = PaperConfig(name="paper", kind="paper",
@@ -390,7 +394,8 @@ def test_claim_11_pools_its_difference_over_the_architectures_training_seed_posi
 
 def test_the_methods_of_claim_12_name_as_many_training_seeds_each():
     from stir.config.validate import ConfigError
-    from stir.experiments.paper import _check, _method_pairs
+    from stir.experiments.paper import _check
+    from stir.experiments.paper.parts import method_pairs
     from stir.experiments.schema import PaperConfig
 
     uneven = {"r18": {"at": ["at", "at_s1"], "trades": ["trades", "trades_s1"], "mart": ["mart"]}}
@@ -398,7 +403,7 @@ def test_the_methods_of_claim_12_name_as_many_training_seeds_each():
         _check(PaperConfig(name="paper", kind="paper", methods=uneven))
     even = PaperConfig(name="paper", kind="paper", methods={"r18": {**uneven["r18"], "mart": ["mart", "mart_s1"]}})
     _check(even)
-    assert _method_pairs(even) == [("at", "trades"), ("at", "mart"), ("trades", "mart"),
+    assert method_pairs(even) == [("at", "trades"), ("at", "mart"), ("trades", "mart"),
                                    ("at_s1", "trades_s1"), ("at_s1", "mart_s1"), ("trades_s1", "mart_s1")]
 
 
@@ -408,7 +413,7 @@ def test_claim_8_says_which_chain_is_left_out_or_cut_short():
     from types import SimpleNamespace as NS
 
     from stir.experiments.incremental import IncrementalConfig
-    from stir.experiments.paper import figure1
+    from stir.experiments.paper.figure1 import figure1
     from stir.experiments.schema import PaperConfig
 
     sizes = {f"v{n}": n for n in (5, 10, 15, 20)}
@@ -438,7 +443,7 @@ def test_claim_8_is_judged_on_each_link_s_chance_corrected_stir_where_every_link
     from types import SimpleNamespace as NS
 
     from stir.experiments.incremental import IncrementalConfig
-    from stir.experiments.paper import figure1
+    from stir.experiments.paper.figure1 import figure1
     from stir.experiments.schema import PaperConfig
 
     sizes = {f"v{n}": n for n in (5, 10, 15)}
@@ -480,7 +485,7 @@ def test_table2_takes_a_pair_as_evidence_only_where_m1_is_measurably_the_more_ro
     images each, a gap within noise, so that pair predicts no direction; at against vanilla does."""
     from types import SimpleNamespace as NS
 
-    from stir.experiments.paper import NOT_EVIDENCE, robustness_gap, robustness_order
+    from stir.experiments.paper.table2 import NOT_EVIDENCE, robustness_gap, robustness_order
 
     def model(robust, size=1000):
         return NS(metrics={"test/robust_acc": robust} if robust is not None else {},
@@ -552,7 +557,7 @@ def test_a_layer_wise_slope_is_fitted_to_the_reading_it_is_asked_for():
     A tap without the reading (stored before it was measured) leaves the slope not measured."""
     from types import SimpleNamespace as NS
 
-    from stir.experiments.paper import normalised_slope
+    from stir.experiments.paper.layers import normalised_slope
     from stir.measure.calibration import Calibration
 
     def cal(normalised, corrected):
@@ -578,7 +583,7 @@ def test_a_layer_wise_slope_is_fitted_to_the_reading_it_is_asked_for():
 
 
 def test_claim_9_reads_the_chance_corrected_slopes_only_where_every_one_is_measured():
-    from stir.experiments.paper import _slope_reading
+    from stir.experiments.paper.layers import _slope_reading
 
     flat, falling, nan = Interval(0.0, -0.02, 0.02), Interval(-0.4, -0.5, -0.3), Interval(NAN, NAN, NAN)
     normalised = {"vanilla": {"resnet18 m2|m1": falling}, "at": {"resnet18 m2|m1": Interval(-0.12, -0.15, -0.09)}}
@@ -590,3 +595,19 @@ def test_claim_9_reads_the_chance_corrected_slopes_only_where_every_one_is_measu
     chosen, note = _slope_reading(normalised, stored)
     assert chosen is normalised and "not measured at every tap" in note
     assert _slope_reading(normalised, {"vanilla": {}, "at": {}})[0] is normalised
+
+
+def test_a_graded_position_cut_by_stored_only_is_not_measured():
+    """experiment.stored_only cuts a graded_<i> matrix to its stored models (stir.experiments.paper.stored);
+    a position that lost a model reads "not measured" (its cells are not stored), not a KeyError."""
+    from types import SimpleNamespace
+
+    from stir.experiments.matrix import MatrixConfig
+    from stir.experiments.paper.table2 import graded_from_parts
+
+    ctx = SimpleNamespace(estimator=SimpleNamespace(calibration=SimpleNamespace(confidence=0.95)))
+    cfg = SimpleNamespace(graded_robustness=[["vanilla", "at_e025", "at"]])
+    cut = MatrixConfig(name="graded_0", kind="matrix", models=["at", "vanilla"])  # at_e025's cells not stored
+    ok = SimpleNamespace(all=lambda names: True, why=lambda names: "")
+    rows, verdict, why = graded_from_parts(ctx, cfg, {"graded_0": (cut, None)}, ok)
+    assert (rows, verdict) == ([], None) and "not in the results store" in why

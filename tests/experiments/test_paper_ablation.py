@@ -1,10 +1,10 @@
-"""The recipe ablation's table (stir.experiments.paper_ablation): arms read against the baseline
+"""The recipe ablation's table (stir.experiments.paper.ablation): arms read against the baseline
 over their seed pairs, a resolved move, an equivalence at the margin, and no test with one pair."""
 import math
 
 import pytest
 
-from stir.experiments import paper_ablation as ab
+from stir.experiments.paper import ablation as ab
 from stir.paper import Interval
 
 CONF = 0.95

@@ -10,7 +10,7 @@ import yaml
 
 from conftest import REPO, run_entry_point
 from stir.data import synthetic
-from stir.experiments.paper_datasets import CLAIM10_SETTING, cross_dataset_pairs, images_reading
+from stir.experiments.paper.cross_dataset import CLAIM10_SETTING, cross_dataset_pairs, images_reading
 
 TRAIN = ["data.download=false", "data.holdout_size=40", "data.batch_size=40", "model.width=4", "trainer.max_epochs=1",
          "attack.steps=2", "eval_attack.steps=2", "trainer.robust_test_size=10", "trainer.robust_val_every_n_epochs=0",

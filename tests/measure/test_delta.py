@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from stir.experiments.paper_delta import NOT_STORED, PAPER_DELTA, DeltaConfig, delta_rows, measure, table3_pairs
+from stir.experiments.paper.delta import NOT_STORED, PAPER_DELTA, DeltaConfig, delta_rows, measure, table3_pairs
 from stir.inversion.stimuli import StimulusConfig
 from stir.measure.delta import DELTA, DeltaResult, bootstrap_mean, evaluate_delta
 from stir.store import NotStored, ResultStore
@@ -77,7 +77,7 @@ class _Ctx:
 
 
 def test_table3_rows_put_ours_beside_the_papers_and_say_what_the_store_lacks(tmp_path, monkeypatch):
-    import stir.experiments.paper_delta as paper_delta
+    import stir.experiments.paper.delta as paper_delta
 
     monkeypatch.setattr(paper_delta, "evaluate_delta", _with_logits_tap(paper_delta.evaluate_delta))
     pairs = table3_pairs({"vanilla": ["v", "v1", "v2"], "at": ["a", "a1"]})

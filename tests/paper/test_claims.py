@@ -81,12 +81,15 @@ def test_both_readings_of_beta_are_quoted():
 
 
 def test_no_claim_says_the_sources_lack_a_number():
+    import importlib
     import inspect
+    import pkgutil
 
     from stir.experiments import paper as paper_kind
     from stir.paper import claims as claims_module
 
-    for module in (claims_module, paper_kind):
+    kind_modules = [importlib.import_module(f"{paper_kind.__name__}.{m.name}") for m in pkgutil.iter_modules(paper_kind.__path__)]
+    for module in (claims_module, paper_kind, *kind_modules):
         source = inspect.getsource(module)
         assert "not in the sources" not in source and "first page" not in source, module
 

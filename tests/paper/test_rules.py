@@ -95,9 +95,9 @@ def test_the_graded_rule_s_power_at_table_2_s_differences():
 
 
 def test_claim_7_s_graded_rule_on_constructed_matrices():
-    """rules.GRADED through paper_table2.graded: per position (vanilla_si, at_e025_si, at_si), every
+    """rules.GRADED through stir.experiments.paper.table2.graded: per position (vanilla_si, at_e025_si, at_si), every
     pair's difference pooled over the positions; a pair whose robustness gap is not above 0 is not evidence."""
-    from stir.experiments.paper_table2 import graded
+    from stir.experiments.paper.table2 import graded
 
     positions = [["v", "e", "a"], ["v1", "e1", "a1"], ["v2", "e2", "a2"]]
 

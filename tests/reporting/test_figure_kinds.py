@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+import stir.reporting.heatmaps as heatmaps
+import stir.reporting.image_grid as image_grid
 import stir.reporting.plots as plots
 import stir.reporting.scatter as scatter
 from stir.reporting import (plot_bars, plot_convergence, plot_incremental, plot_iri_grid, plot_layerwise, plot_matrix,
@@ -28,8 +30,8 @@ def drawn(monkeypatch):
             return save(fig, path)
         return wrapped
 
-    monkeypatch.setattr(plots, "_save", capture(plots._save))
-    monkeypatch.setattr(scatter, "_save", capture(scatter._save))
+    for module in (plots, heatmaps, image_grid, scatter):  # each saves through plots._save, imported by name
+        monkeypatch.setattr(module, "_save", capture(module._save))
     return figures
 
 
@@ -256,6 +258,7 @@ def test_matrices(names, tmp_path, drawn):
     values = np.array([[1.0, 0.3, 0.5], [0.2, 1.0, np.nan], [0.4, 0.6, 1.0]])
     plot_matrix(values, models, models, tmp_path / "m.png", "STIR(column | row)")
     plot_matrix_pair(values, values, models, models, tmp_path / "p.png", "STIR beside CKA")
+    assert len(drawn) == 2  # both heatmaps were captured and checked
     for f in drawn:
         _check(f)
 

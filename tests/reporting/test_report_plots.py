@@ -12,7 +12,8 @@ from matplotlib.image import imread
 
 from stir.reporting import (plot_bars, plot_convergence, plot_incremental, plot_iri_grid, plot_layerwise,
                             plot_matrix, plot_matrix_pair)
-from stir.reporting.plots import _draw_matrix, _thousands
+from stir.reporting.heatmaps import _draw_matrix
+from stir.reporting.plots import _thousands
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

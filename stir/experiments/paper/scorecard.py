@@ -1,13 +1,12 @@
 """The paper report's scorecard and issue 52's claims (13-21), from the parts ``stir.experiments.paper`` ran.
 
-``extra_evidence`` builds the evidence of claims 12 (layer-wise, Figures 5/9), 13-21 from the stored
-results; ``revise`` applies the rules set in issue 52 to claims 1, 3, 6, 8, 9, 12 (each rule's old
+``extra_evidence`` gathers the evidence of claims 12 (layer-wise, Figures 5/9), 13-21 from the claim
+groups' modules (each reads the stored results of its part); ``revise`` applies the rules set in issue 52 to claims 1, 3, 6, 8, 9, 12 (each rule's old
 verdict kept beside: ``stir.paper.rules``); ``scorecard`` is the report's first table: claim | where |
 the paper's number | ours [interval] | verdict | why (<= 25 words) | power | rule.
 
-Claim 6's Appendix C Delta (eq. 8) is ``appendix_c_delta``: Table 3's six directions measured by
-``stir.experiments.paper_delta`` (served from the store; shipped in zoo/store), set beside Table 3's
-Delta row. The claim's verdict rule (the walk's ties) is not changed by it: Delta grows with the step
+Claim 6's Appendix C Delta (eq. 8) is ``stir.experiments.paper.delta.appendix_c_delta``: Table 3's six
+directions (served from the store; shipped in zoo/store), set beside Table 3's Delta row. The claim's verdict rule (the walk's ties) is not changed by it: Delta grows with the step
 budget (eq. 8 bounds nothing), a reading the rule was not set on.
 """
 from __future__ import annotations
@@ -17,10 +16,11 @@ import math
 import statistics
 from typing import Any, Dict, List, Tuple
 
-from stir.experiments import matrix as matrix_kind
-from stir.experiments.incremental import links
-from stir.experiments.intervals import from_se as _from_se, se as _se
-from stir.measure.results import DIRECTIONS
+from stir.experiments.intervals import se as _se
+from stir.experiments.paper import architectures, figure1, layers, methods, table1
+from stir.experiments.paper.delta import appendix_c_delta
+from stir.experiments.paper.parts import table1_pairs
+from stir.experiments.paper.readings import confidence_z, difference_of
 from stir.paper import CLAIMS, Interval, Verdict, claim
 from stir.paper import levels, power, rules
 from stir.paper import verdicts as v
@@ -32,177 +32,16 @@ RBF_COMMAND = ("python evaluate.py experiment=seeds profile=laptop measure=rbf_c
                "k = 2, 300 steps; measure=svcca / pwcca for the other S_r)")
 
 
-def appendix_c_delta(ctx, cfg) -> Dict[str, Interval]:
-    """Claim 6's Delta = mean ||x - x_c||_2 after eq. 8, per direction and start ("target|ref from
-    START" -> Interval over images), for Table 3's columns on the preset's Table 1 models; the
-    directions not in the store are left out (a read-only store measures nothing)."""
-    from stir.experiments.paper import Availability
-    from stir.experiments.paper_delta import delta_rows, table3_pairs
-
-    ok = Availability(ctx)
-    here = {column: pair for column, pair in table3_pairs(cfg.recipes).items() if ok.all(list(pair))}
-    out: Dict[str, Interval] = {}
-    for row in delta_rows(ctx, here):  # the columns whose models are here (the others: not testable)
-        if row["Delta (ours)"] is None:
-            continue
-        target, ref = (row["m1"], row["m2"]) if row["direction"] == "m1|m2" else (row["m2"], row["m1"])
-        out[f"{target}|{ref} from {row['start']}"] = Interval(row["Delta (ours)"], row["low"], row["high"])
-    return out
-
-
-def _layer_mean(pctx, ctx, a: str, b: str, z: float, conf: float) -> Interval:
-    from stir.experiments.paper import _direction_stir, _mean
-
-    result = pctx.layerwise(ctx.model(a), ctx.model(b))
-    return _mean([_direction_stir(row.get(d)) for row in result.rows for d in DIRECTIONS], z, conf)
-
-
-def method_layer_means(ctx, cfg, part, z: float, conf: float) -> Dict[str, List[Dict[Tuple[str, str], Interval]]]:
-    """Per methods setting, per seed position whose three pairs are measured: the layer mean of STIR
-    (every tap, both directions) of each method pair."""
-    from stir.experiments.paper import METHOD_PAIRS, method_positions
-
-    if part is None:
-        return {}
-    measured = {tuple(p) for p in part[0].pairs}
-    out = {}
-    for setting, m in cfg.methods.items():
-        positions = []
-        for names in method_positions(m):
-            pairs = [(names[a], names[b]) for a, b in METHOD_PAIRS]
-            if all(p in measured for p in pairs):
-                positions.append({key: _layer_mean(part[1], ctx, *p, z, conf) for key, p in zip(METHOD_PAIRS, pairs)})
-        if positions:
-            out[setting] = positions
-    return out
-
-
 def extra_evidence(ctx, cfg, ok, chosen, evidence) -> Dict[int, Any]:
-    """{claim: Evidence} of claims 12 (layer mean), 13-21 (``stir.experiments.paper.Evidence``)."""
-    from stir.experiments.paper import (METHOD_LABELS, METHOD_PAIRS, Evidence, _difference, _direction_stir, _mean,
-                                        _pairs, _z, architecture_positions, calibrated, method_contrasts,
-                                        method_positions, over_seed_pairs, robustness_gap)
-
-    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
-    out: Dict[int, Any] = {}
-    means = method_layer_means(ctx, cfg, chosen.get("at_methods"), z, conf)
-    diffs, seeds, band = {}, {}, {}
-    for setting, positions in means.items():
-        models = [tuple(p.values()) for p in method_positions(cfg.methods[setting])][:len(positions)]
-        _, contrast, _ = method_contrasts(positions, models, z, conf)
-        diffs.update({f"{setting}: {k}": d for k, d in contrast.items()})
-        seeds.update({f"{setting}: {k}": len(positions) for k in contrast})
-        for pair in METHOD_PAIRS:
-            band[f"{setting}: {METHOD_LABELS[pair[0]]}/{METHOD_LABELS[pair[1]]}"] = \
-                over_seed_pairs([p[pair] for p in positions], conf)[0]
-    why_methods = "" if means else (ok.why([n for m in cfg.methods.values() for ns in m.values() for n in ns])
-                                    or "the at_methods part is not in this report")
-    out[12] = Evidence(v.ContrastEvidence(diffs, seeds) if diffs else None, missing=why_methods,
-                       notes=["layer mean: every tap, both directions, pooled over seed positions"])
-    first = {k: i for k, i in band.items() if k.startswith("resnet18 beta 1.0")}
-    out[13] = Evidence(levels.LevelEvidence(first, *levels.AROUND_HALF, "layer-mean STIR within [0.3, 0.7]")
-                       if first else None, missing=why_methods,
-                       notes=["ResNet18 at beta 1.0 (Appendix B); the other settings: " + ", ".join(
-                           f"{k} {i}" for k, i in band.items() if k not in first)] if first else [])
-    if "resnet18 beta 1.0" in means and "vgg16 beta 1.0" in means:
-        vgg, res = means["vgg16 beta 1.0"], means["resnet18 beta 1.0"]
-        d20 = {f"VGG16 - ResNet18 {METHOD_LABELS[a]}/{METHOD_LABELS[b]}":
-               _difference(over_seed_pairs([p[(a, b)] for p in vgg], conf)[0],
-                           over_seed_pairs([p[(a, b)] for p in res], conf)[0], z, conf) for a, b in METHOD_PAIRS}
-        out[20] = Evidence(v.ContrastEvidence(d20, {k: len(vgg) for k in d20}),
-                           notes=[f"VGG16 {len(vgg)} seed position(s), ResNet18 {len(res)}"])
-    else:
-        out[20] = Evidence(missing=why_methods or "the VGG16 or ResNet18 beta 1.0 setting is not measured")
-    # 14: the spread of STIR over the k draws of X' (Table 1's pairs)
-    seeds_part = chosen.get("seeds")
-    sds, draws = {}, 0
-    if seeds_part is not None:
-        for kind, pairs in _pairs(cfg).items():
-            for a, b in pairs:
-                if [a, b] not in [list(p) for p in seeds_part[0].pairs]:
-                    continue
-                p = seeds_part[1].pair(ctx.model(a), ctx.model(b))
-                for d in DIRECTIONS:
-                    r = p.get(d)
-                    if r is not None and r.stir is not None:
-                        sds[f"STIR({r.target}|{r.ref})"] = r.stir.std
-                        draws = max(draws, len(r.stir.values))
-    out[14] = Evidence(levels.SpreadEvidence(sds, draws) if sds else None, missing="the seeds part is not in this report")
-    # 16: Figure 1's other direction
-    inc = chosen.get("incremental")
-    curves = {}
-    if inc is not None:
-        for family, chain in inc[0].chains.items():
-            curves[family] = []
-            for prev, cur in links(chain):
-                m_prev, m_cur = ctx.model(prev), ctx.model(cur)
-                d12 = inc[1].pair(m_prev, m_cur).get("m1|m2")
-                c = calibrated(d12, "chance_corrected")
-                curves[family].append((m_cur.data.train_size or NAN, c if c.measured else _direction_stir(d12)))
-    out[16] = Evidence(levels.RiseEvidence(curves) if curves else None, missing="the incremental part is not in this report",
-                       notes=["chance-corrected STIR(m_t-1|m_t), as claim 8's other direction"])
-    # 17: every tap of the AT seed pairs (CIFAR-10)
-    lay = chosen.get("layers")
-    taps = {}
-    if lay is not None:
-        measured = {tuple(p) for p in lay[0].pairs}
-        for setting, families in cfg.layer_settings.items():
-            pair = tuple(families.get("at", ()))
-            if setting.startswith("cifar10 ") and pair in measured:
-                result = lay[1].layerwise(ctx.model(pair[0]), ctx.model(pair[1]))
-                for depth, row in zip(result.depths, result.rows):
-                    for d in DIRECTIONS:
-                        taps[f"{setting.split(' ')[1]} {d} depth {depth:.2f}"] = _direction_stir(row.get(d))
-    out[17] = Evidence(levels.LevelEvidence(taps, v.HIGH_STIR, math.inf, f"every AT tap above {v.HIGH_STIR}")
-                       if taps else None, missing="the layers part is not in this report")
-    # 18, 19: the architectures matrix
-    arch = chosen.get("architectures")
-    if arch is not None:
-        mcfg, pctx = arch
-        index = {n: i for i, n in enumerate(mcfg.models)}
-        rows_ = [matrix_kind.measure_row(pctx, mcfg, i)[0] for i in range(len(mcfg.models))]
-
-        def stir(a, b):
-            return _direction_stir(rows_[index[a]][index[b]])
-
-        fams = architecture_positions(cfg, lambda n: n in index)
-        van, at = fams.get("vanilla", []), fams.get("at", [])
-        within, across_at = [], []
-        for pv, pa in zip(van, at):
-            rv, ra = pv["residual"], pa["residual"]
-            same = _mean([stir(a, b) for g in (rv, ra) for a in g for b in g if a != b], z, conf)
-            cross = _mean([stir(a, b) for a in rv for b in ra] + [stir(b, a) for a in rv for b in ra], z, conf)
-            within.append(_difference(same, cross, z, conf))
-        for pa in at:
-            across_at.append(_mean([stir(a, b) for a in pa["residual"] for b in pa["vgg"]]
-                                   + [stir(b, a) for a in pa["residual"] for b in pa["vgg"]], z, conf))
-        if within:
-            d = over_seed_pairs(within, conf)[0]
-            out[18] = Evidence(v.ContrastEvidence({"same loss - across types (ResNets)": d},
-                                                  {"same loss - across types (ResNets)": len(within)}),
-                               notes=[f"{len(within)} seed position(s): " + ", ".join(f"{w.value:+.3f}" for w in within)])
-        if across_at:
-            out[19] = Evidence(levels.LevelEvidence({"AT residual / AT VGG": over_seed_pairs(across_at, conf)[0]},
-                                                    v.HIGH_STIR, math.inf, f"above {v.HIGH_STIR}"),
-                               notes=[f"{len(across_at)} seed position(s), raw STIR, both directions"])
-    for n in (18, 19):
-        out.setdefault(n, Evidence(missing="the architectures part is not in this report"))
-    # 21: the premise of section 5.3 (zoo/models accuracies)
-    gaps = {}
-    setting = cfg.methods.get("resnet18 beta 1.0", {})
-    for i, names in enumerate(method_positions(setting) if setting else []):
-        if not ok.all(list(names.values())):
-            continue
-        for a, b in METHOD_PAIRS:
-            ma, mb = ctx.model(names[a]), ctx.model(names[b])
-            gaps[f"robust {names[a]} - {names[b]}"] = robustness_gap(ma, mb, z)
-            acc = [m.metrics.get("test/acc", NAN) for m in (ma, mb)]
-            if all(math.isfinite(x) for x in acc):  # the 10,000 CIFAR-10 test images each
-                gaps[f"clean {names[a]} - {names[b]}"] = _from_se(acc[0] - acc[1], math.sqrt(sum(x * (1 - x) / 10000
-                                                                                                 for x in acc)), z)
-    out[21] = Evidence(levels.LevelEvidence(gaps, -levels.SIMILAR_ACCURACY, levels.SIMILAR_ACCURACY,
-                                            f"accuracy gaps within +-{levels.SIMILAR_ACCURACY}") if gaps else None,
-                       missing="the methods' models are not here")
+    """{claim: Evidence} of claims 12 (layer mean), 13-21 (``stir.experiments.paper.readings.Evidence``),
+    each from its claim group's module."""
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
+    out: Dict[int, Any] = methods.layer_mean_evidence(ctx, cfg, ok, chosen.get("at_methods"), z, conf)  # 12, 13, 20
+    out[14] = table1.seed_spread(ctx, cfg, chosen.get("seeds"))
+    out[16] = figure1.reverse_curves(ctx, chosen.get("incremental"))
+    out[17] = layers.at_taps(ctx, cfg, chosen.get("layers"))
+    out.update(architectures.across_types(ctx, cfg, chosen.get("architectures"), z, conf))  # 18, 19
+    out[21] = methods.accuracy_gaps(ctx, cfg, ok, z)
     return out
 
 
@@ -213,9 +52,7 @@ def _units_positive(values: List[float]) -> Tuple[int, int]:
 def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evidence) -> Dict[int, Dict[str, Any]]:
     """Issue 52's rules on claims 1, 3, 6, 8, 9, 12: {claim: {"verdict": new Verdict, "old": old
     verdict text, "direction": (k, n), "power": text}}; the verdicts are replaced in ``verdicts``."""
-    from stir.experiments.paper import _difference, _pairs, _z
-
-    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
     info: Dict[int, Dict[str, Any]] = {n: {} for n in range(1, 22)}
     delta = appendix_c_delta(ctx, cfg)
     if delta:  # eq. 8's Delta per direction, once wired: beside Table 3's row
@@ -224,7 +61,7 @@ def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evi
     stored = {tuple(p) for p in seeds_part[0].pairs} if seeds_part else set()
     per_pair: Dict[str, List[Tuple[float, float, float]]] = {"vanilla": [], "cross": []}  # (unit, se) per unit
     for kind in per_pair:
-        for a, b in _pairs(cfg).get(kind, []):
+        for a, b in table1_pairs(cfg).get(kind, []):
             if (a, b) not in stored:
                 continue
             p = seeds_part[1].pair(ctx.model(a), ctx.model(b))
@@ -292,7 +129,7 @@ def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evi
     e9 = evidence.get(9)
     if e9 is not None and e9.evidence is not None and verdicts[9][0].outcome in (v.HOLDS, v.FAILS):
         slopes = e9.evidence
-        diffs = {f"AT - vanilla slope {k}": _difference(slopes.at[k], slopes.vanilla[k], z, conf)
+        diffs = {f"AT - vanilla slope {k}": difference_of(slopes.at[k], slopes.vanilla[k], z, conf)
                  for k in slopes.at if k in slopes.vanilla}
         vanilla = {f"vanilla slope {k}": i for k, i in slopes.vanilla.items()}
         falls = v._side(vanilla, lambda i: i.below(0.0), lambda i: i.above(0.0), "negative")
@@ -451,7 +288,7 @@ def sections(verdicts, info, graded_verdict: str) -> List[Dict[str, Any]]:
         if c.number == 6:
             ours = info.get(6, {}).get("delta", "not measured in this report")
             items.append(("Appendix C Delta", f"Table 3: 8.588 / 8.570, 17.106 / 16.210, 19.270 / 7.368; ours: {ours} "
-                                               "(input: stir.experiments.paper_scorecard.appendix_c_delta)"))
+                                               "(input: stir.experiments.paper.delta.appendix_c_delta)"))
         items += [("note", n) for n in notes]
         for what, text in items:
             for k in range(0, max(len(text), 1), CELL - 20):

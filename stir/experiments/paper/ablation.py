@@ -16,10 +16,14 @@ kind (``stir.experiments.paper``) builds the readings from the stored pair resul
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from stir.experiments.context import Context
 from stir.experiments.intervals import num as _num, se as _se
-from stir.measure.seeds import SeedEstimate, difference, seed_estimate, z_value as _z
+from stir.experiments.paper.parts import Availability, ablation_pairs
+from stir.experiments.paper.readings import NAN, arm_estimate, direction_reading
+from stir.experiments.schema import PaperConfig
+from stir.measure.seeds import SeedEstimate, difference, z_value as _z
 from stir.paper import Interval
 
 # The quantities of the ablation table, in order; "STIR, mean of directions" is the arm's summary
@@ -38,14 +42,6 @@ def mean_of_directions(a: Interval, b: Interval, confidence: float) -> Interval:
     return Interval(mean, mean - z * se, mean + z * se)
 
 
-def arm_estimate(values: Sequence[Interval], confidence: float) -> Optional[SeedEstimate]:
-    """The random-effects estimate over an arm's measured seed pairs; None where none is measured.
-    A value without spread (CKA of one pair) has standard error 0, kept at 1e-12 for the weights."""
-    measured = [i for i in values if i.measured]
-    if not measured:
-        return None
-    ses = [max(_se(i, confidence), 1e-12) for i in measured]
-    return seed_estimate([i.value for i in measured], ses, confidence)
 
 
 def rows(arms: Mapping[str, Mapping[str, Sequence[Interval]]], margin: float, confidence: float,
@@ -97,3 +93,28 @@ def _interval(est: SeedEstimate) -> str:
     if math.isfinite(est.low):
         return f"{est.mean:.3f} [{est.low:.3f}, {est.high:.3f}]"
     return f"{est.mean:.3f} (one seed pair)"
+
+
+def recipe_ablation(ctx: Context, cfg: PaperConfig, ok: Availability,
+                    part: Optional[Tuple[Any, Context]]) -> List[Dict[str, Any]]:
+    """The recipe question's table (``stir.experiments.paper.ablation``): each arm's seed pairs that
+    are measured; an arm with none says which of its models are missing."""
+    if not cfg.ablation:
+        return []
+    conf = ctx.estimator.calibration.confidence
+    measured = {tuple(p) for p in part[0].pairs} if part else set()
+    arms: Dict[str, Dict[str, List[Interval]]] = {}
+    absent = []
+    for arm, pairs in ablation_pairs(cfg).items():
+        results = [part[1].pair(ctx.model(a), ctx.model(b)) for a, b in pairs if (a, b) in measured]
+        if not results:
+            why = ok.why(cfg.ablation[arm]) or "not measured in this report"
+            absent.append(absent_row(arm, cfg.ablation_levers.get(arm, ""), why, cfg.ablation_margin))
+            continue
+        s12 = [direction_reading(p.get("m1|m2")) for p in results]
+        s21 = [direction_reading(p.get("m2|m1")) for p in results]
+        cka = [Interval(p.similarity.value, p.similarity.value, p.similarity.value)
+               if math.isfinite(p.similarity.value) else Interval(NAN, NAN, NAN) for p in results]
+        arms[arm] = {"STIR(m1|m2)": s12, "STIR(m2|m1)": s21, "CKA": cka,
+                     "STIR, mean of directions": [mean_of_directions(a, b, conf) for a, b in zip(s12, s21)]}
+    return rows(arms, cfg.ablation_margin, conf, cfg.ablation_levers) + absent

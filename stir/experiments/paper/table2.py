@@ -11,9 +11,16 @@ in this report" with the train commands (``graded_missing``).
 """
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from stir.experiments import matrix as matrix_kind
+from stir.experiments.context import Context
+from stir.experiments.intervals import from_se as _from_se
+from stir.experiments.matrix import MatrixConfig
+from stir.experiments.paper.readings import (NAN, Evidence, cell_text, confidence_z, difference_of, direction_reading,
+                                             over_seed_pairs)
 from stir.paper import Interval, Verdict
 from stir.paper import published as pub
 from stir.paper import rules
@@ -59,8 +66,6 @@ def graded(matrices: Mapping[int, Mapping[Tuple[str, str], Interval]], positions
     ``positions[i]`` that position's models least robust first, ``gaps[(m1, m2)]`` m1's PGD-l2
     accuracy minus m2's, ``cka[(a, b)]`` the pair's CKA. Returns the rows (each Table 2 cell of ours
     beside the paper's) and the verdict by ``rules.GRADED``."""
-    from stir.experiments.paper import over_seed_pairs
-
     rows, pooled, points = [], {}, []
     order = [("at", "at_e025"), ("at", "vanilla"), ("at_e025", "vanilla")]
     paper = {("at", "at_e025"): ("AT it=10", "AT it=1"), ("at", "vanilla"): ("AT it=10", "Vanilla"),
@@ -115,8 +120,6 @@ def graded_verdict_words(verdict: Optional[Verdict]) -> str:
 def graded_parts(cfg, ok, with_iri) -> Dict[str, Tuple[Any, Any]]:
     """Part ``graded_<i>`` per seed position whose three models are here: a matrix of (at_si,
     at_e025_si, vanilla_si), most robust first, as Table 2's ``relative_robustness`` is."""
-    from stir.experiments.matrix import MatrixConfig
-
     return {f"graded_{i}": (MatrixConfig(name=f"graded_{i}", kind="matrix", models=list(reversed(names)),
                                          description=f"claim 7's graded family, seed position {i}"), with_iri("arbitrary"))
             for i, names in enumerate(cfg.graded_robustness) if len(names) == 3 and ok.all(list(names))}
@@ -125,10 +128,7 @@ def graded_parts(cfg, ok, with_iri) -> Dict[str, Tuple[Any, Any]]:
 def graded_from_parts(ctx, cfg, chosen, ok) -> Tuple[List[Dict[str, Any]], Optional[Verdict], str]:
     """(the graded family's rows, its verdict by ``rules.GRADED`` or None, why it is not measured)
     from the ``graded_<i>`` parts that ran."""
-    from stir.experiments import matrix as matrix_kind
-    from stir.experiments.paper import _direction_stir, _z, robustness_gap
-
-    conf, z = ctx.estimator.calibration.confidence, _z(ctx)
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
     matrices, gaps, cka = {}, {}, {}
     for i, names in enumerate(cfg.graded_robustness):
         part = chosen.get(f"graded_{i}")
@@ -136,12 +136,14 @@ def graded_from_parts(ctx, cfg, chosen, ok) -> Tuple[List[Dict[str, Any]], Optio
             continue
         mcfg, pctx = part
         models = list(mcfg.models)
+        if len(models) < 3:  # experiment.stored_only cut a model whose cells are not stored: position not measured
+            continue
         matrices[i] = {}
         for a_i, a in enumerate(models):
             directions, similarities = matrix_kind.measure_row(pctx, mcfg, a_i)
             for b_i, b in enumerate(models):
                 if a != b:
-                    matrices[i][(a, b)] = _direction_stir(directions[b_i])
+                    matrices[i][(a, b)] = direction_reading(directions[b_i])
                     if b_i > a_i and similarities[b_i] is not None:
                         cka[(a, b)] = cka[(b, a)] = float(similarities[b_i].value)
                         gaps[(a, b)] = robustness_gap(ctx.model(a), ctx.model(b), z)
@@ -149,3 +151,59 @@ def graded_from_parts(ctx, cfg, chosen, ok) -> Tuple[List[Dict[str, Any]], Optio
         return [], None, graded_missing(cfg.graded_robustness, ok)
     rows, verdict = graded(matrices, cfg.graded_robustness, gaps, cka, conf)
     return rows, verdict, ""
+
+
+def robustness_gap(m1: Any, m2: Any, z: float) -> Interval:
+    """m1's test/robust_acc minus m2's, with the two-proportion interval over each run's robust test
+    images (``trainer.robust_test_size``; read as independent samples, so somewhat wide where both
+    were attacked on the same images). Not measured where either accuracy or size is unknown."""
+    acc = [m.metrics.get("test/robust_acc", NAN) for m in (m1, m2)]
+    size = [m.train.trainer.robust_test_size if m.train is not None else 0 for m in (m1, m2)]
+    if not all(math.isfinite(a) for a in acc) or min(size) <= 0:
+        return Interval(NAN, NAN, NAN)
+    return _from_se(acc[0] - acc[1], math.sqrt(sum(a * (1 - a) / n for a, n in zip(acc, size))), z)
+
+
+NOT_EVIDENCE = "not evidence"
+
+
+def robustness_order(gap: Interval) -> Tuple[str, bool]:
+    """(which of a Table 2 pair is the more robust, whether the pair is evidence for claim 7), from
+    ``robustness_gap`` (m1 - m2): evidence where m1 is measurably the more robust, or where the
+    robust accuracies are unknown (the configured order is then taken); the label of a pair that is
+    not evidence ends in ``NOT_EVIDENCE``."""
+    if not gap.measured:
+        return "robust accuracy unknown: the configured order", True
+    if gap.above(0.0):
+        return "m1 more robust", True
+    return ("m2 more robust" if gap.below(0.0) else "not resolved") + ": " + NOT_EVIDENCE, False
+
+
+def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]]):
+    """Claim 7: STIR(m2|m1) - STIR(m1|m2) for every pair, m1 the more robust (matrix order).
+
+    A pair is evidence only where m1 is measurably the more robust (``robustness_gap`` above 0): of
+    two models whose robust accuracies are within noise the claim predicts no direction. Where the
+    accuracies are unknown the configured order (``robustness``) is taken, and the note says so."""
+    if part is None:
+        return [], None
+    cfg, pctx = part
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
+    rows_ = [matrix_kind.measure_row(pctx, cfg, i)[0] for i in range(len(cfg.models))]
+    diffs, rows, notes = {}, [], []
+    for i, j in itertools.combinations(range(len(cfg.models)), 2):
+        m1, m2 = cfg.models[i], cfg.models[j]
+        s21, s12 = direction_reading(rows_[i][j]), direction_reading(rows_[j][i])  # STIR(m2|m1), STIR(m1|m2)
+        d = difference_of(s21, s12, z, conf)
+        gap = robustness_gap(ctx.model(m1), ctx.model(m2), z)
+        order, evidence = robustness_order(gap)
+        if not evidence:
+            notes.append(f"{m1} / {m2} is not evidence: m1's robust accuracy minus m2's is {gap} ({order.split(':')[0]})")
+        else:
+            diffs[f"{m1} / {m2}"] = d
+            if not gap.measured:
+                notes.append(f"{m1} / {m2}: {order} (experiment.robustness) is taken")
+        rows.append({"m1 (more robust)": m1, "m2": m2, "robust acc gap (m1 - m2)": cell_text(gap), "order": order,
+                     "STIR(m2|m1)": cell_text(s21), "STIR(m1|m2)": cell_text(s12), "difference": cell_text(d),
+                     "paper": cells(m1, m2)})
+    return rows, Evidence(v.DirectionEvidence(diffs), notes=notes)
