@@ -308,9 +308,11 @@ def test_the_repository_s_shipped_models_are_intact():
     # needs three seeds of each, and the issue asks for that too. Claim 12's VGG16 setting (vgg16_trades,
     # vgg16_mart, int8: 1.9 MB) takes it to 125.1 MB, Table 2's 10-step AT (at_it10) to 125.9 MB and claim 12's
     # trades_b01 (beta 0.1) to 126.7 MB; the rest of claim 12's beta 0.1 setting (mart_b01, vgg16_trades_b01,
-    # vgg16_mart_b01) to 129.4 MB. Claim 7's graded-robustness family (issue 52: at_e025 at three seeds, int8:
-    # 2.3 MB) takes it to 131.7 MB when all three are shipped. Decisions stated in the issues' notes; more is one too.
-    assert total < 132e6
+    # vgg16_mart_b01) to 129.4 MB. Claim 7's graded-robustness family (issue 52: at_e025 at three seeds) is
+    # float32 (8.6 MB): its first seed was measured from its run folder's float weights, and an int8 copy is
+    # another model (another identity), so a fresh clone re-measured the graded cells; 137.9 MB with all three.
+    # Decisions stated in the issues' notes; more is one too.
+    assert total < 138.5e6
 
 
 def test_training_time_and_curve_of_a_resumed_run(tmp_path):
