@@ -119,6 +119,9 @@ def test_claim_7_s_graded_rule_on_constructed_matrices():
     one = {0: matrices(0.1)[0]}  # one position measured: the rule pools three, so it is not resolved yet
     rows, verdict = graded(one, positions, robust, {}, 0.95)
     assert verdict.outcome != HOLDS and "3 of the rule's 9 measured" in verdict.reason and len(rows) == 3
+    wide = {i: {k: iv(x.value, 0.2) for k, x in m.items()} for i, m in matrices(0.05).items()}
+    rows, verdict = graded(wide, positions, robust, {}, 0.95)  # all 9 values above 0, intervals straddling it
+    assert verdict.numbers["direction"] == (9, 9) and rules.word(7, verdict, verdict.numbers["direction"]) == rules.DIRECTION_W
     equal = {k: iv(0.0, 0.03) for k in robust}
     rows, verdict = graded(matrices(0.1), positions, equal, {}, 0.95)
     assert verdict.outcome == NOT_RUN and all(r["evidence"].startswith("no") for r in rows)

@@ -101,6 +101,8 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     graded_verdict = f"{graded.outcome}: {graded.reason}" if graded else f"not measured in this report: {why_not}"
     if graded_rows:  # ours beside Table 2's differences in the scorecard
         info[7]["graded"] = "; ".join(f"{r['pair']} {r['difference']} (position {r['position']})" for r in graded_rows)
+    if graded is not None and graded.numbers.get("direction"):  # rules.GRADED's "direction reproduced"
+        info[7]["direction"] = graded.numbers["direction"]
     scorecard_verdicts = dict(verdicts)
     info[7]["old"] = f"Table 2's models (equally robust AT models dropped): {verdicts[7][0].outcome}: {verdicts[7][0].reason[:200]}"
     scorecard_verdicts[7] = ((graded, verdicts[7][1]) if graded else

@@ -98,9 +98,12 @@ def graded(matrices: Mapping[int, Mapping[Tuple[str, str], Interval]], positions
         return rows, Verdict(v.NOT_RUN, "no position of the graded family is measured")
     verdict = v.more_robust_shares_less(v.DirectionEvidence(pooled))
     complete = len(points) == 3 * len(positions)  # the rule's "all 9 position values": every position measured
+    # The rule's "direction reproduced" counts position values, and only when every position is measured:
+    # (values above 0, values) for the scorecard's word (rules.word), else None.
+    direction = (sum(points), len(points)) if complete else None
     if not verdict.holds and not verdict.reason.startswith("contradicted") and points and all(points) and complete:
         verdict = Verdict(v.FAILS, f"{v.NOT_RESOLVED}; direction reproduced in all {len(points)} position values: "
-                                   + verdict.reason, verdict.numbers)
+                                   + verdict.reason, {**verdict.numbers, "direction": direction})
     elif not verdict.reason.startswith("contradicted") and not complete:  # the rule pools all 3 positions
         verdict = Verdict(v.FAILS, f"{v.NOT_RESOLVED}: {sum(points)} of {len(points)} position values above 0, "
                                    f"{len(points)} of the rule's {3 * len(positions)} measured (the other positions' "
