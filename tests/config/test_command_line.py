@@ -158,14 +158,14 @@ def test_evaluate_help_lists_every_model_name_with_where_its_weights_come_from(m
 
     text = _help("evaluate", monkeypatch, capsys)
     names = list(OmegaConf.to_container(OmegaConf.load(REPO / "configs" / "zoo.yaml")))
-    assert "r20" in names and "at_e025_s1" in names
+    assert "r20" in names and "c100_at" in names
     listed = set(re.findall(r"^  (\S+)\s", text, re.M))
     assert not set(names) - listed, sorted(set(names) - listed)
     sections = text.split("\n\n")
     section_of = {name: next(s.splitlines()[0] for s in sections if re.search(rf"^  {re.escape(name)}\s", s, re.M))
-                  for name in ("vanilla", "at_e025_s1", "r20", "rb_rice2020")}
+                  for name in ("vanilla", "c100_at", "r20", "rb_rice2020")}
     assert section_of["vanilla"].startswith("Shipped zoo models")
-    assert section_of["at_e025_s1"].startswith("Zoo recipes not shipped") and "train_missing=true" in text
+    assert section_of["c100_at"].startswith("Zoo recipes not shipped") and "train_missing=true" in text
     assert section_of["r20"].startswith("Models of other sources")
     assert re.search(r"^  r20\s+realnet:resnet20-akamaster: weights under zoo.weights_root", text, re.M)
 
