@@ -256,7 +256,8 @@ def scorecard(verdicts, evidence, info, graded_text: str) -> List[Dict[str, Any]
     for c in CLAIMS:
         vd, _ = verdicts[c.number]
         w = rules.word(c.number, vd, info.get(c.number, {}).get("direction"))
-        r = rules.RULES[c.number]
+        # Claim 7's verdict is the graded family's when it was measured: its rule is rules.GRADED.
+        r = rules.GRADED if c.number == 7 and info.get(7, {}).get("graded") else rules.RULES[c.number]
         pw = info.get(c.number, {}).get("power", "")
         if c.number == 7:
             pw = graded_text

@@ -102,8 +102,10 @@ def graded(matrices: Mapping[int, Mapping[Tuple[str, str], Interval]], positions
     # (values above 0, values) for the scorecard's word (rules.word), else None.
     direction = (sum(points), len(points)) if complete else None
     if not verdict.holds and not verdict.reason.startswith("contradicted") and points and all(points) and complete:
+        because = verdict.reason[len(v.NOT_RESOLVED) + 2:] if verdict.reason.startswith(v.NOT_RESOLVED + ": ") \
+            else verdict.reason
         verdict = Verdict(v.FAILS, f"{v.NOT_RESOLVED}; direction reproduced in all {len(points)} position values: "
-                                   + verdict.reason, {**verdict.numbers, "direction": direction})
+                                   + because, {**verdict.numbers, "direction": direction})
     elif not verdict.reason.startswith("contradicted") and not complete:  # the rule pools all 3 positions
         verdict = Verdict(v.FAILS, f"{v.NOT_RESOLVED}: {sum(points)} of {len(points)} position values above 0, "
                                    f"{len(points)} of the rule's {3 * len(positions)} measured (the other positions' "
