@@ -88,3 +88,20 @@ def test_the_links_hook_fails_the_build():
     with pytest.raises(mkdocs.PluginError, match="paper_report/claims.md"):
         links.on_page_markdown("[c](paper_report/claims.md)", Page, None,
                                _Files({"paper_report/claims.md": _File(excluded=True)}))
+
+
+def test_the_readme_s_results_line_follows_the_scorecard():
+    """Issue 52: "the README's results line follows the scorecard": its counts per verdict word are
+    those of the committed scorecard (the README is written by hand; this keeps it true)."""
+    from collections import Counter
+
+    counts = Counter(r["verdict"] for r in csv.DictReader((REPORT / "scorecard.csv").open()))
+    readme = (REPO / "README.md").read_text()
+    line = " ".join(readme.split("<!-- results -->", 1)[1].split("\n\n", 1)[0].split())
+    said = {"holds": r"(\d+) hold\b", "direction reproduced, size not resolved": r"(\d+) direction reproduced",
+            "not resolved": r"(\d+) not resolved", "contradicted": r"(\d+) contradicted",
+            "not testable here": r"(\d+) not testable", "not measured in this report": r"(\d+) not measured"}
+    for word, pattern in said.items():
+        found = re.search(pattern, line)
+        assert found and int(found.group(1)) == counts.get(word, 0), (word, counts.get(word, 0), line)
+    assert f"{sum(counts.values())} claims" in line
