@@ -119,7 +119,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     line = summary_line(verdicts)
     counts = {w: sum(r["verdict"] == w for r in card) for w in rules.WORDS}
     words_line = f"scorecard of {len(card)} claims: " + ", ".join(f"{n} {w}" for w, n in counts.items() if n)
-    report.title = f"{report.title}: {line}"
+    report.title = f"{report.title}: {scorecard.scorecard_line(card)}"  # the scorecard's words, as its table below
     report.summary["claims/hold"] = float(sum(vd.outcome == HOLDS for vd, _ in verdicts.values()))
     report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))
     report.summary["claims/do_not_hold"] = float(sum(vd.outcome == v.FAILS for vd, _ in verdicts.values()))

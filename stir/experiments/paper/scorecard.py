@@ -274,6 +274,18 @@ def scorecard(verdicts, evidence, info, graded_text: str) -> List[Dict[str, Any]
     return rows
 
 
+# How the title says each verdict word's count ("8 hold", "3 direction reproduced (size not resolved)").
+_TITLE_WORDS = {rules.HOLDS_W: "hold", rules.DIRECTION_W: "direction reproduced (size not resolved)"}
+
+
+def scorecard_line(card: List[Dict[str, Any]]) -> str:
+    """'21 claims: 8 hold, 3 direction reproduced (size not resolved), 5 not resolved, ...': the
+    scorecard's verdict words counted, in the words' order (the report's title reads this line, so
+    it never disagrees with the scorecard below it)."""
+    counts = [(sum(r["verdict"] == w for r in card), w) for w in rules.WORDS]
+    return f"{len(card)} claims: " + ", ".join(f"{n} {_TITLE_WORDS.get(w, w)}" for n, w in counts if n)
+
+
 def sections(verdicts, info, graded_verdict: str) -> List[Dict[str, Any]]:
     """One row per claim and item (quote, rule, verdict, old verdict, power), each cell <= CELL characters."""
     out = []
