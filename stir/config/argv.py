@@ -219,7 +219,7 @@ def _refuse_code_in_config_dirs(line: CommandLine) -> None:
             except OSError:
                 continue
             callbacks = re.search(r"^\s*callbacks\s*:", text, re.M) and re.search(r"^\s*hydra\s*:", text, re.M)
-            if "_target_" in text or callbacks or re.search(r"^\s*hydra/callbacks\b", text, re.M):
+            if "_target_" in text or callbacks or re.search(r"^\s*(-\s*)?(override\s+)?hydra/callbacks\b", text, re.M):
                 what = "a _target_ (a callable to instantiate)" if "_target_" in text else "Hydra callbacks"
                 raise ConfigError(f"{file} (under {folder}) names {what}, and a config file runs no code it names; "
                                   "remove it from the file (a model of your own code is ref=python:your_module:make_net "

@@ -78,6 +78,8 @@ def test_an_override_naming_code_is_one_line_and_touches_nothing(tmp_path, monke
     "hydra:\n  callbacks:\n    pwn:\n      _target_: builtins.open\n      file: VICTIM\n      mode: w\n",
     "hydra:\n  callbacks:\n    pwn:\n      class: something\n",
     "extra:\n  _target_: os.system\n  command: touch VICTIM\n",
+    "defaults:\n  - hydra/callbacks: pwn\n",  # a callbacks group chosen in a defaults list
+    "defaults:\n  - override hydra/callbacks: pwn\n",
 ])
 def test_a_config_dir_naming_code_is_one_line_and_touches_nothing(tmp_path, monkeypatch, capsys, script, flag, yaml):
     """Issue 54: ``--config-dir`` skipped the check, so a YAML there with Hydra callbacks or a _target_
