@@ -49,7 +49,7 @@ from stir.experiments.schema import PaperConfig  # noqa: F401  (the kind's confi
 from stir.experiments.context import Context
 from stir.experiments.registry import Kind, Unit, get, register
 from stir.inversion.config import ADVERSARIAL_OBJECTIVES
-from stir.paper import CLAIMS, HOLDS, NOT_RUN, NOT_TESTABLE, Verdict, rules
+from stir.paper import CLAIMS, HOLDS, NOT_RUN, NOT_TESTABLE, Verdict
 from stir.paper import verdicts as v
 from stir.reporting import Report, Table
 from stir.store import NotStored
@@ -117,8 +117,8 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
                        "reason": vd.reason + "".join(f" ({n})" for n in notes)})
         report.summary[f"claim{c.number}/holds"] = {HOLDS: 1.0, v.FAILS: 0.0}.get(vd.outcome, NAN)
     line = summary_line(verdicts)
-    counts = {w: sum(r["verdict"] == w for r in card) for w in rules.WORDS}
-    words_line = f"scorecard of {len(card)} claims: " + ", ".join(f"{n} {w}" for w, n in counts.items() if n)
+    words_line = f"scorecard of {len(card)} claims: " + ", ".join(
+        f"{n} {w}" for w, n in scorecard.verdict_counts(card).items() if n)
     report.title = f"{report.title}: {scorecard.scorecard_line(card)}"  # the scorecard's words, as its table below
     report.summary["claims/hold"] = float(sum(vd.outcome == HOLDS for vd, _ in verdicts.values()))
     report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))

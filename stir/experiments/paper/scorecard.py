@@ -278,12 +278,16 @@ def scorecard(verdicts, evidence, info, graded_text: str) -> List[Dict[str, Any]
 _TITLE_WORDS = {rules.HOLDS_W: "hold", rules.DIRECTION_W: "direction reproduced (size not resolved)"}
 
 
+def verdict_counts(card: List[Dict[str, Any]]) -> Dict[str, int]:
+    """{verdict word: how many scorecard rows say it}, in the words' order (``rules.WORDS``)."""
+    return {w: sum(r["verdict"] == w for r in card) for w in rules.WORDS}
+
+
 def scorecard_line(card: List[Dict[str, Any]]) -> str:
     """'21 claims: 8 hold, 3 direction reproduced (size not resolved), 5 not resolved, ...': the
-    scorecard's verdict words counted, in the words' order (the report's title reads this line, so
-    it never disagrees with the scorecard below it)."""
-    counts = [(sum(r["verdict"] == w for r in card), w) for w in rules.WORDS]
-    return f"{len(card)} claims: " + ", ".join(f"{n} {_TITLE_WORDS.get(w, w)}" for n, w in counts if n)
+    scorecard's verdict words counted (the report's title reads this line, so it never disagrees
+    with the scorecard below it)."""
+    return f"{len(card)} claims: " + ", ".join(f"{n} {_TITLE_WORDS.get(w, w)}" for w, n in verdict_counts(card).items() if n)
 
 
 def sections(verdicts, info, graded_verdict: str) -> List[Dict[str, Any]]:
