@@ -31,7 +31,10 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass, fields
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
+
+if TYPE_CHECKING:
+    from stir.inversion.iri import IRIConfig
 
 SEED_KINDS = ("normal", "uniform", "shared_normal", "white", "black", "reversed")  # stir.inversion.seeds makes them
 
@@ -46,7 +49,7 @@ DEFAULT_STEPS = {"faithful": 1000, "fast": 300, "iri": 3000}
 # Fields only one mode reads, and those the fast mode reads only while it stops early.
 _FAST_ONLY = frozenset({"lr", "betas", "schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance"})
 # The IRI solver's own fields (stir.inversion.iri); it reads lr and betas too, and stops at `target`.
-_IRI_ONLY = frozenset({"target", "patience", "reparam", "surrogate"})
+_IRI_ONLY = frozenset({"target", "patience", "reparam", "surrogate", "smooth_steps", "smooth_beta"})
 _IRI_SKIPS = frozenset({"schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance", "step_size"})
 _FAITHFUL_ONLY = frozenset({"step_size"})
 _EARLY_STOP = frozenset({"stop_fraction", "tolerance"})
@@ -112,6 +115,10 @@ class InversionConfig:
     patience: int = 30
     reparam: str = "sigmoid"
     surrogate: str = "raising"
+    # the smoothing phase (softplus homotopy, stir.inversion.iri) before the solver: its steps (0: none,
+    # part of `steps`) and the softplus sharpness it starts at
+    smooth_steps: int = 0
+    smooth_beta: float = 4.0
     # The models' forward: auto (fast mode: bf16 on CUDA, 32 elsewhere; faithful and iri mode: 32 everywhere,
     # as published: bf16 is another rounding regime, its STIR gap on CPU up to 0.021 after 1000 steps,
     # ~2.5x float32's own rounding drift; docs/benchmarks/levers.md) | 32 | bf16 | 16
@@ -133,10 +140,7 @@ class InversionConfig:
             raise ValueError("inversion.continue_steps must be >= 0, continue_patience >= 1 and continue_shrink in "
                              f"(0, 1), got {self.continue_steps}, {self.continue_patience}, {self.continue_shrink}")
         if self.mode == "iri":
-            from stir.inversion.iri import IRIConfig  # its checks, one place
-
-            IRIConfig(target=self.target, steps=self.num_steps, lr=self.lr, patience=self.patience,
-                      reparam=self.reparam, surrogate=self.surrogate)
+            self.iri_config()  # its checks, one place
         if self.continue_steps and self.mode != "faithful":
             raise ValueError("inversion.continue_steps continues the published (faithful) procedure: use "
                              "inversion.mode=faithful, or more inversion.steps in fast mode")
@@ -180,6 +184,14 @@ class InversionConfig:
     def num_steps(self) -> int:
         """Gradient steps per image: ``steps``, or the mode's default."""
         return self.steps if self.steps is not None else DEFAULT_STEPS[self.mode]
+
+    def iri_config(self) -> "IRIConfig":
+        """The IRI solver's settings (``inversion.mode=iri``) that these fields give."""
+        from stir.inversion.iri import IRIConfig
+
+        return IRIConfig(target=self.target, steps=self.num_steps, lr=self.lr, patience=self.patience,
+                         reparam=self.reparam, surrogate=self.surrogate, smooth_steps=self.smooth_steps,
+                         smooth_beta=self.smooth_beta, betas=tuple(self.betas))
 
     def resolved(self) -> "InversionConfig":
         """These settings with ``steps`` filled in (the mode's default when unset): a new object, or this

@@ -61,7 +61,7 @@ from stir.descent.loop import StopRule
 from stir.inversion.batching import resolve_batch_size, working_model
 from stir.inversion.cache import cache_key, entry_path, load_entry, save_entry
 from stir.inversion.config import ExecutionConfig, InversionConfig, iri_shortfall
-from stir.inversion.iri import image_map, surrogate_sites
+from stir.inversion.iri import image_map, smoothing_phase, surrogate_sites
 from stir.inversion.objectives import (
     Forward, InversionObjective, make_term, published_clamp, relative_distance, relative_distances, resolve_forward,
 )
@@ -333,6 +333,7 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
             return loss
 
         to_image, sites = (lambda x: x.clamp(0, 1)), []  # the clamp is a no-op unless the raw seed was the best iterate
+        smooth, smoothing = 0, 0  # the IRI solver's smoothing phase: its steps and model evaluations
         if faithful:
             geometry, x_init, stop = FixedLengthStep(cfg.step_size), seeds, None  # raw seed, as published
         elif cfg.mode == "iri":  # stir.inversion.iri: x = sigmoid(z), per-image plateau Adam, stop at the target
@@ -343,16 +344,26 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
 
             def timed(z: Tensor, index: Tensor, _evaluate=timed) -> Tensor:
                 return _evaluate(to_image(z), index)
+
+            if not problem.adversarial:  # arbitrary IRIs: the smoothing phase first (stir.inversion.iri)
+                smooth = cfg.smooth_steps
+                x_init, smoothing = smoothing_phase(timed, working.m1, x_init, cfg.iri_config())
         else:
             geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
             x_init, stop = None, _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
         with fake_relu(*working.models, enabled=cfg.fake_relu_spec), raising_relu(working.m1, sites):
             tick = _ticker(progress, images.shape[0], cfg.steps, problem, cfg)
-            run = descend(timed, seeds, geometry, cfg.steps, keep_best=True, stop=stop, x_init=x_init,
-                          snapshots=cfg.snapshot_steps, on_step=tick)
+            # after a smoothing phase of `smooth` steps the descent has the rest; snapshot t is its t - smooth
+            shifted = {t: max(0, t - smooth) for t in cfg.snapshot_steps}
+            run = descend(timed, seeds, geometry, cfg.steps - smooth, keep_best=True, stop=stop, x_init=x_init,
+                          snapshots=sorted(set(shifted.values())), on_step=tick)
             tick.finish()
 
-        snapshots = {t: to_image(x) for t, x in run.snapshots.items()}
+        snapshots = {t: to_image(run.snapshots[shifted[t]]) for t in cfg.snapshot_steps}
+        if smooth:  # the smoothing phase's values are not r1: its rows of the history are NaN
+            gap = run.history.new_full((smooth, run.history.shape[1]), float("nan"))
+            run = replace(run, steps=run.steps + smooth, evaluations=run.evaluations + smoothing,
+                          history=torch.cat([gap, run.history]))
         x_prime = snapshots[cfg.steps]
         # r1 of every snapshot (x_prime is the last), the targets m1(x) computed once
         snapshot_residual = dict(zip(snapshots, relative_distances(problem.m1, problem.tap1, list(snapshots.values()), images)))

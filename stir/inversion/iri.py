@@ -12,7 +12,14 @@ the two causes found there:
   ReLU in front of the tap passes the gradient of dead units where the loss wants them higher
   (``surrogate="raising"``, ``stir.models.fake_relu.raising_relu``), the true gradient elsewhere;
 * the step: per-image Adam whose rate halves once the image's r1 has not improved for ``patience``
-  steps (``stir.descent.PlateauAdam``): no horizon, each image at its own pace.
+  steps (``stir.descent.PlateauAdam``): no horizon, each image at its own pace;
+* basins (opt-in, ``smooth_steps`` > 0): on adversarially trained ResNet18s some seeds descend into
+  basins where r1 stays near 0.1 whatever the rate, patience or restarts (docs/benchmarks/iri.md). A
+  smoothing phase first descends the smoothed residual of the network with every ReLU replaced by
+  softplus of sharpness beta, raised geometrically from ``smooth_beta`` to ``SHARP`` over
+  ``smooth_steps`` steps (``stir.models.fake_relu.softplus_relus``; a homotopy towards the network
+  itself), then the solver above runs from where it ended for the remaining ``steps - smooth_steps``.
+  The smoothing phase's values are not r1, so nothing stops and nothing is kept during it.
 
 Each image stops once r1 <= ``target`` (the IRIs are then of that stated precision), at most
 ``steps`` steps; r1 is measured again at the end in full precision on the model itself. Everything
@@ -30,11 +37,12 @@ from stir.descent import PlateauAdam, descend
 from stir.inversion.batching import working_model
 from stir.inversion.objectives import Forward, InversionObjective, make_term, relative_distance
 from stir.models import frozen
-from stir.models.fake_relu import last_relu, raising_relu
+from stir.models.fake_relu import last_relu, raising_relu, softplus_relus
 
 REPARAMS = ("sigmoid", "box")
 SURROGATES = ("raising", "off")
 _EDGE = 1e-3  # seed pixels are kept this far inside (0, 1) before the logit
+SHARP = 1000.0  # softplus sharpness at the smoothing phase's last step (within 7e-4 of the ReLU)
 
 
 @dataclass(frozen=True)
@@ -48,11 +56,17 @@ class IRIConfig:
     shrink: float = 0.5
     reparam: str = "sigmoid"  # sigmoid: x = sigmoid(z) | box: x projected onto [0, 1]
     surrogate: str = "raising"  # raising: dead units of the last ReLU pushed up where r1 wants them | off
+    smooth_steps: int = 0  # steps of the smoothing phase (softplus homotopy) before the solver; 0: none
+    smooth_beta: float = 4.0  # softplus sharpness at the smoothing phase's first step (SHARP at its last)
+    betas: Tuple[float, float] = (0.9, 0.99)  # Adam's moment decay rates
 
     def __post_init__(self) -> None:
         if self.reparam not in REPARAMS or self.surrogate not in SURROGATES:
             raise ValueError(f"iri.reparam must be one of {REPARAMS} and iri.surrogate one of {SURROGATES}, "
                              f"got {self.reparam!r}, {self.surrogate!r}")
+        if not 0 <= self.smooth_steps < self.steps or self.smooth_beta <= 0:
+            raise ValueError(f"iri.smooth_steps must lie in [0, iri.steps) and iri.smooth_beta be > 0, got "
+                             f"{self.smooth_steps} of {self.steps}, {self.smooth_beta}")
         if self.target <= 0 or self.steps < 1 or self.lr <= 0 or self.patience < 1 or not 0 < self.shrink < 1:
             raise ValueError("iri.target, iri.lr must be > 0, iri.steps, iri.patience >= 1, iri.shrink in (0, 1); got "
                              f"{self.target}, {self.lr}, {self.steps}, {self.patience}, {self.shrink}")
@@ -62,9 +76,9 @@ class IRIConfig:
 class IRISolution:
     x_prime: Tensor  # (n, c, h, w) in [0, 1]
     residual: Tensor  # (n,) r1 measured in full precision
-    steps: Tensor  # (n,) steps each image took
-    evaluations: int  # model evaluations (one per image and iterate)
-    history: Tensor  # (T + 1, n) r1 of every iterate during the optimisation, NaN once stopped
+    steps: Tensor  # (n,) steps each image took, the smoothing phase's included
+    evaluations: int  # model evaluations (one per image and iterate), the smoothing phase's included
+    history: Tensor  # (T + 1, n) r1 of every iterate after the smoothing phase, NaN once stopped
 
 
 def image_map(seeds: Tensor, reparam: str) -> Tuple[Tensor, Callable[[Tensor], Tensor], Optional[Tuple[float, float]]]:
@@ -85,6 +99,25 @@ def surrogate_sites(work: nn.Module, probe: Tensor, surrogate: str) -> List[str]
     return [site] if site else []
 
 
+def smoothing_phase(objective: Callable[[Tensor, Tensor], Tensor], work: nn.Module, start: Tensor,
+                    cfg: IRIConfig) -> Tuple[Tensor, int]:
+    """The smoothing phase (module docstring) from ``start`` (n, ...) in the optimised variable: (where it
+    ends (n, ...), the model evaluations it spent). ``objective`` evaluates ``work``, whose ReLUs are
+    softened within; beta_t = smooth_beta * (SHARP / smooth_beta) ** (t / smooth_steps)."""
+    if cfg.smooth_steps == 0:
+        return start, 0
+    step = [0]
+    ratio = SHARP / cfg.smooth_beta
+
+    def advance(t: int, _loss: Tensor) -> None:
+        step[0] = t
+
+    with softplus_relus(work, lambda: cfg.smooth_beta * ratio ** (step[0] / cfg.smooth_steps)):
+        out = descend(objective, start, PlateauAdam(cfg.lr, cfg.smooth_steps + 1, cfg.shrink, betas=cfg.betas, bounds=None),
+                      cfg.smooth_steps, x_init=start, final_evaluation=False, on_step=advance)
+    return out.x, out.evaluations
+
+
 def solve_iri(m1: nn.Module, tap: str, images: Tensor, seeds: Tensor, cfg: IRIConfig,
               forward: Forward = Forward(channels_last=True)) -> IRISolution:
     """IRIs of ``images`` (n, c, h, w) for ``m1`` at ``tap`` from ``seeds`` (n, c, h, w), as in the module
@@ -98,10 +131,11 @@ def solve_iri(m1: nn.Module, tap: str, images: Tensor, seeds: Tensor, cfg: IRICo
         def objective(z: Tensor, index: Tensor) -> Tensor:
             return residual_of(to_image(z), index)
 
-        geometry = PlateauAdam(cfg.lr, cfg.patience, cfg.shrink, bounds=bounds)
+        start, smoothing = smoothing_phase(objective, work, origin, cfg)
+        geometry = PlateauAdam(cfg.lr, cfg.patience, cfg.shrink, betas=cfg.betas, bounds=bounds)
         with raising_relu(work, surrogate_sites(work, images[:1], cfg.surrogate)):
-            out = descend(objective, origin, geometry, cfg.steps, keep_best=True, x_init=origin,
+            out = descend(objective, origin, geometry, cfg.steps - cfg.smooth_steps, keep_best=True, x_init=start,
                           stop=lambda loss, index: loss <= cfg.target)
         x_prime = to_image(out.x)
         residual = relative_distance(m1, tap, x_prime, images)
-    return IRISolution(x_prime, residual, out.steps, out.evaluations, out.history)
+    return IRISolution(x_prime, residual, out.steps + cfg.smooth_steps, out.evaluations + smoothing, out.history)

@@ -304,3 +304,35 @@ def raising_relu(model: nn.Module, sites: Sequence[str]) -> Iterator[None]:
     finally:
         for restore in reversed(undo):
             restore()
+
+
+@contextmanager
+def softplus_relus(model: nn.Module, beta: Callable[[], float]) -> Iterator[None]:
+    """Within the block every ReLU module of ``model`` (``relu_modules``) outputs softplus of its input,
+
+        y = log(1 + exp(beta * x)) / beta        (-> max(x, 0) as beta -> inf)
+
+    with ``beta()`` read at every call, so a caller can raise it step by step (a homotopy from a smooth
+    network to the network itself: ``stir.inversion.iri``'s smoothing phase). Values change while it is
+    on; everything (hooks, ``inplace``) is restored after, exceptions included. A functional relu is
+    not reached (make it a module)."""
+    undo: List[Callable[[], None]] = []
+    try:
+        for path in relu_modules(model):
+            module = model.get_submodule(path)
+            was_inplace = getattr(module, "inplace", None)
+            if was_inplace:
+                module.inplace = False  # the hook reads the input
+            handle = module.register_forward_hook(
+                lambda _m, args, _out: torch.nn.functional.softplus(args[0], beta=beta()), prepend=True)
+
+            def restore(handle=handle, module=module, was=was_inplace) -> None:
+                handle.remove()
+                if was:
+                    module.inplace = was
+
+            undo.append(restore)
+        yield
+    finally:
+        for restore in reversed(undo):
+            restore()

@@ -87,3 +87,40 @@ def test_inversion_mode_iri_runs_the_solver_through_the_engine_with_its_own_key(
     assert not {"target", "patience", "reparam", "surrogate"} & set(published)  # the published key is unchanged
     with pytest.raises(ValueError, match="iri.reparam"):
         InversionConfig(mode="iri", reparam="tanh")
+
+
+def test_softplus_relus_soften_every_relu_at_the_sharpness_read_at_each_call_and_restore_the_model():
+    from stir.models.fake_relu import softplus_relus
+
+    m = nn.Sequential(nn.Linear(2, 2), nn.ReLU(inplace=True), nn.Linear(2, 2), nn.ReLU())
+    x = torch.tensor([[0.3, -0.2]])
+    exact = m(x)
+    beta = [1.0]
+    with softplus_relus(m, lambda: beta[0]):
+        soft = m(x)
+        beta[0] = 1e4
+        sharp = m(x)
+    assert not torch.allclose(soft, exact) and torch.allclose(sharp, exact, atol=1e-3)
+    assert m[1].inplace and not m[1]._forward_hooks and not m[3]._forward_hooks and torch.equal(m(x), exact)
+
+
+def test_the_smoothing_phase_spends_its_steps_first_and_counts_them():
+    m, x = dead_net(), noise_images(6)
+    cfg = IRIConfig(steps=400, smooth_steps=100)
+    sol = solve_iri(m, "logits", x, seeds_of(x), cfg)
+    assert (sol.steps >= 100).all() and sol.history.shape[0] == 300 + 1  # the history after the smoothing phase
+    assert sol.evaluations == 100 * 6 + int((sol.steps - 100 + 1).sum())  # no final evaluation in the smoothing phase
+    assert (sol.residual <= 0.005).all()
+    with pytest.raises(ValueError, match="smooth_steps"):
+        IRIConfig(steps=100, smooth_steps=100)
+
+
+def test_inversion_mode_iri_with_a_smoothing_phase_keeps_its_snapshots_and_history_rows(tmp_path):
+    from stir.inversion import ExecutionConfig, InversionConfig, invert
+
+    m, x = dead_net(), noise_images(4)
+    cfg = InversionConfig(mode="iri", steps=300, smooth_steps=100, record_steps=(50, 150))
+    r = invert(m, x, "logits", cfg, run=ExecutionConfig(warn_below=0.0, cache_dir=str(tmp_path)))
+    assert sorted(r.snapshots) == [50, 150, 300] and (r.steps >= 100).all() and (r.residual <= 0.005 + 1e-6).all()
+    assert cfg.key_settings(False, "32")["smooth_steps"] == 100
+    assert "smooth_steps" not in InversionConfig().key_settings(False, "32")  # the published key is unchanged
