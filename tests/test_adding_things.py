@@ -1,5 +1,6 @@
 """docs/architecture.md's "Adding things" stays true: in a scratch copy of the repository, a throwaway
-experiment kind takes 4 files, a model source 2 and a similarity measure 3, and the registries' suites
+experiment kind takes 4 files, a model source 2, a similarity measure 3 and an architecture 2 (no
+hand-kept list of names: the torch-free check of model.arch reads them), and the registries' suites
 (the tests parametrised over each registry, the docs tables' readers, the layer guard) pass on the copy
 with nothing else edited.
 
@@ -140,6 +141,46 @@ MEASURE = {
     "tests/similarity/fixtures/reference_values.json": None,
 }
 
+# --------------------------------------------------------------------------- the throwaway architecture
+ARCH = {
+    "stir/models/scratch_arch.py": '''
+        """A throwaway architecture (tests/test_adding_things.py): one hidden layer, its two taps."""
+        from torch import Tensor, nn
+
+        from stir.config.schema import ModelConfig
+        from stir.models.normalize import Normalize
+        from stir.models.registry import Network, Tap, register
+
+
+        class ScratchNet(Network):
+            def __init__(self, width: int, num_classes: int, mean, std):
+                super().__init__()
+                self.normalize, self.flatten = Normalize(mean, std), nn.Flatten()
+                self.hidden, self.relu, self.out = nn.Linear(3 * 32 * 32, width), nn.ReLU(), nn.Linear(width, num_classes)
+                self.taps = (Tap("penultimate", "relu", width, 0), Tap("logits", "out", num_classes, 0))
+
+            def forward(self, x: Tensor) -> Tensor:  # (b, 3, 32, 32) in [0, 1] -> (b, num_classes)
+                return self.out(self.relu(self.hidden(self.flatten(self.normalize(x)))))
+
+
+        @register("scratch_net")
+        def scratch_net(cfg: ModelConfig, num_classes: int, mean, std) -> ScratchNet:
+            return ScratchNet(cfg.width, num_classes, mean, std)
+        ''',
+    "tests/models/test_scratch_arch.py": '''
+        from stir.config.schema import TrainConfig
+        from stir.config.validate import validate_train
+        from stir.models import build, channel_stats
+
+
+        def test_the_architecture_builds_and_the_command_line_check_takes_its_name():
+            cfg = TrainConfig()
+            cfg.model.arch = "scratch_net"
+            validate_train(cfg)  # no list of names edited
+            assert build(cfg.model, 10, *channel_stats("cifar10")).taps[-1].name == "logits"
+        ''',
+}
+
 # The registries' suites, run on the copy: every test of these files except the heavy per-preset and
 # per-measure property tests, which run for the new preset and the new measure only.
 SUITES = [
@@ -148,10 +189,12 @@ SUITES = [
     "tests/models/test_model_sources.py", "tests/similarity/test_similarity_registry.py",
     "tests/similarity/test_similarity_registry_flags.py", "tests/similarity/test_similarity_references.py",
     "tests/similarity/test_similarity_docs.py", "tests/similarity/test_similarity_properties.py",
-    "tests/test_package_layers.py", *(p for p in {**KIND, **SOURCE, **MEASURE} if "/test_scratch" in p),
+    "tests/test_package_layers.py", "tests/models/test_models.py", "tests/config/test_arch_names.py",
+    *(p for p in {**KIND, **SOURCE, **MEASURE, **ARCH} if "/test_scratch" in p),
 ]
 SELECT = ("(not test_presets or scratch_kind) and (not test_similarity_properties or scratch_cka) "
-          "and (not test_model_sources or registered or listed or bad_sources)")
+          "and (not test_model_sources or registered or listed or bad_sources) "
+          "and (not test_models or scratch_net or every_registered_architecture)")
 
 
 def _scratch_copy(dest: Path) -> None:
@@ -190,18 +233,20 @@ def _add_reference_value(dest: Path) -> None:
 
 
 def test_the_page_lists_the_files_this_test_adds():
-    """The counts of "Adding things" are the files written below: 4 for a kind, 2 a source, 3 a measure."""
+    """The counts of "Adding things" are the files written below: 4 for a kind, 2 a source, 3 a measure,
+    2 an architecture."""
     text = ARCHITECTURE.read_text().split("## Adding things", 1)[1]
-    for what, files in (("experiment kind", KIND), ("model source", SOURCE), ("similarity measure", MEASURE)):
+    for what, files in (("experiment kind", KIND), ("model source", SOURCE), ("similarity measure", MEASURE),
+                        ("architecture", ARCH)):
         match = re.search(rf"A new {what} \((\d) files\)", text)
         assert match and int(match.group(1)) == len(files), what
-    assert (len(KIND), len(SOURCE), len(MEASURE)) == (4, 2, 3)
+    assert (len(KIND), len(SOURCE), len(MEASURE), len(ARCH)) == (4, 2, 3, 2)
 
 
-def test_a_new_kind_source_and_measure_take_4_2_and_3_files_and_nothing_else_fails(tmp_path):
+def test_a_new_kind_source_measure_and_architecture_take_4_2_3_and_2_files_and_nothing_else_fails(tmp_path):
     dest = tmp_path / "repo"
     _scratch_copy(dest)
-    for files in (KIND, SOURCE, MEASURE):
+    for files in (KIND, SOURCE, MEASURE, ARCH):
         _write(dest, files)
     _add_reference_value(dest)
     env = {**os.environ, "PYTHONPATH": str(dest), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -213,7 +258,8 @@ def test_a_new_kind_source_and_measure_take_4_2_and_3_files_and_nothing_else_fai
         [sys.executable, "-c", "import stir; print(stir.__file__)"], cwd=dest, env=env, capture_output=True,
         text=True).stdout  # the copy was tested, not this checkout
     passed = set(re.findall(r"^(\S+) PASSED", out, re.M))
-    for new in ("[scratch_kind]", "[scratch]", "[scratch_cka]", "[scratch_kind-full]", "[scratch_kind-cpu]"):
+    for new in ("[scratch_kind]", "[scratch]", "[scratch_cka]", "[scratch_kind-full]", "[scratch_kind-cpu]", "scratch_net]"):
         assert any(new in test for test in passed), (new, sorted(passed)[:20])
-    for test in ("test_scratch_kind.py", "test_scratch_source.py", "test_scratch_measure.py"):
+    for test in ("test_scratch_kind.py", "test_scratch_source.py", "test_scratch_measure.py", "test_scratch_arch.py",
+                 "test_the_config_check_names_every_registered_architecture"):
         assert any(test in p for p in passed), test

@@ -6,13 +6,10 @@ import re
 
 from typing import Iterable
 
+from stir.config.arch_names import arch_names
 from stir.config.schema import TrainConfig
 
 DATA_NAMES = ("cifar10", "cifar100")
-# The architectures of stir.models' registry (stir.models.names(); tests/models/test_models.py checks
-# that the two lists are one): named here so that the schema's check imports no torch and no model.
-ARCH_NAMES = ("cifar_resnet20", "cifar_resnet32", "cifar_resnet44", "cifar_resnet56", "cnn_a", "resnet18", "resnet2b",
-              "resnet34", "resnet4b", "vgg16", "vgg19")
 LOSS_NAMES = ("vanilla", "at", "trades", "mart")
 ATTACK_NORMS = ("l2",)
 SCHEDULES = ("cosine", "onecycle", "constant")
@@ -20,6 +17,12 @@ WANDB_MODES = ("offline", "online", "disabled")
 PADDING_MODES = ("zeros", "reflect")
 TTA_MODES = ("none", "flip", "flip_translate")
 PRECISIONS = ("32-true", "32", "bf16-mixed", "bf16", "16-mixed", "16", "bf16-true", "16-true", "64-true", "64")
+
+
+def __getattr__(name: str):
+    if name == "ARCH_NAMES":  # the architectures of stir.models' registry, read from its source (no torch, no model)
+        return arch_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ConfigError(ValueError):
@@ -57,7 +60,7 @@ def check_trainer_devices(accelerator: str, devices: object) -> None:
 
 def validate_train(cfg: TrainConfig) -> None:
     check_choice("data.name", cfg.data.name, DATA_NAMES)
-    check_choice("model.arch", cfg.model.arch, ARCH_NAMES)
+    check_choice("model.arch", cfg.model.arch, arch_names())  # the registry's, read from its source
     check_choice("loss.name", cfg.loss.name, LOSS_NAMES)
     check_choice("attack.norm", cfg.attack.norm, ATTACK_NORMS)
     check_choice("optim.schedule", cfg.optim.schedule, SCHEDULES)

@@ -17,6 +17,7 @@ from stir.config.commands import launchers, profile_sizes, profiles_text
 from stir.config.help import Group, preset_descriptions, render
 from stir.config.schema import DataConfig, ImagesConfig
 from stir.experiments.schema import KIND_CONFIGS, EvaluateConfig, ZooConfig
+from stir.inversion.config import resolved_budgets
 
 EVALUATE_GROUPS = ("experiment", "profile", "data")
 EXECUTION_KEYS = ("batch_size", "memory_gb", "compile", "keep_cpu_memory", "channels_last", "cache_dir", "progress",
@@ -134,7 +135,7 @@ def evaluate_profile_sizes(config_dir: Path) -> Dict[str, str]:
     out = {}
     for name in group_choices(config_dir, ("profile",))["profile"]:
         cfg = compose(config_dir, "evaluate", [f"profile={name}"])
-        settled = dataclasses.replace(OmegaConf.to_object(cfg), experiment=None).resolved()  # as evaluate_config
+        settled = resolved_budgets(dataclasses.replace(OmegaConf.to_object(cfg), experiment=None))  # as evaluate_config
         zoo = settled.zoo.profile
         out[name] = (f"n={settled.n}, k={settled.k}, {settled.inversion.steps} {settled.inversion.mode} inversion "
                      f"steps, walks of {settled.difficulty.steps}; zoo models of train.py profile={zoo}: "

@@ -9,8 +9,9 @@ them first) and re-exported here. ``EvaluateConfig`` holds what every experiment
 kind's own config: each kind's dataclass (``ExperimentConfig`` and its fields) is in
 ``stir.experiments.schema.KIND_CONFIGS``; ``evaluate_config`` checks the common part and the kind's.
 Every default that depends on another setting (the inversion's steps, the walk's following them) is
-filled in by ``evaluate_config``, once; nothing writes into a config once it is checked, and a run's
-record is a plain copy of it (``stir.experiments.context.record_config``).
+filled in by ``evaluate_config``, once (``stir.inversion.config.resolved_budgets``); nothing writes into
+a config once it is checked, the run's one ``Estimator`` carries it whole to the descent loop, and a
+run's record is a plain copy of it (``stir.experiments.context.record_config``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from stir.config.validate import DATA_NAMES, ConfigError, check_choice, check_po
 from stir.experiments.schema import (  # noqa: F401  (re-exported: the schema's classes by their old address)
     KIND_CONFIGS, EvaluateConfig, ExperimentConfig, LayersConfig, RobustBenchConfig, ZooConfig, register_evaluate_configs,
 )
+from stir.inversion.config import resolved_budgets
 from stir.models.taps import REDUCTIONS
 
 SPLITS = ("train", "holdout", "test")
@@ -34,11 +36,11 @@ TRAIN_CONFIGS = Path(__file__).resolve().parents[2] / "configs"  # train.py's co
 
 def evaluate_config(cfg: DictConfig) -> Tuple[EvaluateConfig, ExperimentConfig]:
     """The composed config as (the checked common settings, the kind's checked config), every default
-    that depends on another setting filled in here, once (``EvaluateConfig.resolved``: the inversion's
-    and the walk's steps as integers); nothing downstream resolves or writes into them."""
+    that depends on another setting filled in here, once (``resolved_budgets``: the inversion's and the
+    walk's steps as integers); nothing downstream resolves or writes into them."""
     from stir.experiments.registry import get
 
-    common = to_dataclass(cfg, EvaluateConfig).resolved()
+    common: EvaluateConfig = resolved_budgets(to_dataclass(cfg, EvaluateConfig))
     _validate(common)
     experiment = common.experiment
     kind = get(getattr(experiment, "kind", None) or "pair")

@@ -190,7 +190,7 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
               shipped=_shipped_zoo(cfg.zoo.shipped_dir, repo), allow_code=cfg.zoo.allow_code)
     check_not_linked(Path(cfg.out_dir), cfg.execution.cache_dir is None)
     return Context(
-        zoo=zoo, store=ResultStore(Path(cfg.out_dir) / "store", shipped=_shipped_store(cfg.zoo, repo)), estimator=cfg.estimator(), run=cfg.run(),
+        zoo=zoo, store=ResultStore(Path(cfg.out_dir) / "store", shipped=_shipped_store(cfg.zoo, repo)), estimator=Estimator.of(cfg), run=cfg.run(),
         layers=cfg.layers, images_spec=cfg.images(), device=device, config=record_config(cfg, experiment),
         iri_grid_images=cfg.iri_grid_images, roles=cfg.roles(),
     )
@@ -198,7 +198,7 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
 
 def record_config(cfg: EvaluateConfig, experiment: ExperimentConfig) -> Dict[str, Any]:
     """The config as records, report settings and index.md name it: a plain copy of the resolved
-    settings (``EvaluateConfig.resolved``: 1000 inversion steps for the default run, not null) and the
+    settings (``evaluate_config`` resolved them: 1000 inversion steps for the default run, not null) and the
     kind's, as JSON values (tuples as lists)."""
     return _plain({**{k: v for k, v in dataclasses.asdict(cfg).items() if k != "experiment"},
                    "experiment": dataclasses.asdict(experiment)})

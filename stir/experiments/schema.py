@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 from hydra.core.config_store import ConfigStore
 
 from stir.config.schema import ImagesConfig, LoggerConfig
-from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig, resolve_budgets
+from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig
 from stir.measure.settings import CalibrationConfig
 from stir.registry import Registry
 
 if TYPE_CHECKING:
-    from stir.measure.plan import Estimator
     from stir.stitching import StitchSettings
 
 
@@ -224,23 +223,8 @@ class EvaluateConfig:
     experiment: Any = field(default_factory=lambda: {"name": "pair", "kind": "pair"})
 
     # The command line's keys stay flat (n=, k=, inversion.steps=); each component is handed its own
-    # small config, assembled by one method below: estimator(), images(), roles(), run().
-
-    def resolved(self) -> "EvaluateConfig":
-        """These settings with every default that depends on another one filled in (a new object; the
-        one place, ``stir.experiments.config.evaluate_config`` calls it): the inversion's ``steps`` (the
-        mode's default when unset) and the walk's (following them, ``resolve_budgets``). A record of
-        the run is a plain copy of the result."""
-        inversion, difficulty = resolve_budgets(self.inversion, self.difficulty)
-        return dataclasses.replace(self, inversion=inversion, difficulty=difficulty)
-
-    def estimator(self) -> "Estimator":
-        """The estimator these settings describe (``stir.measure.Estimator``)."""
-        from stir.measure.plan import Estimator  # torch: not needed to check a command line
-
-        return Estimator(measure=self.measure, k=self.k, iri=self.iri, inversion=self.inversion,
-                         difficulty=self.difficulty, min_fraction_iri=self.min_fraction_iri,
-                         min_fraction_adversarial=self.min_fraction_adversarial, calibration=self.calibration)
+    # small config: the estimator's keys have its field names (stir.measure.Estimator.of reads them),
+    # the others are assembled by one method below: images(), roles(), run().
 
     def images(self) -> "ImagesSpec":
         """Which images X are measured (``n``, ``split``, ``image_seed``, ``resample_images``)."""

@@ -31,7 +31,7 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, TypeVar, Union
 
 if TYPE_CHECKING:
     from stir.inversion.iri import IRIConfig
@@ -384,10 +384,25 @@ class ControversialConfig:
 def resolve_budgets(inversion: InversionConfig,
                     difficulty: ControversialConfig) -> Tuple[InversionConfig, ControversialConfig]:
     """The one place an unset budget is filled in: (the inversion with its steps, the walk with its
-    steps following them). Called once per run (``stir.experiments.config.evaluate_config``) and by
-    the library entry points that take unresolved settings (``Estimator.resolved``); idempotent."""
+    steps following them); each the same object when it was set already. Idempotent."""
     inversion = inversion.resolved()
     return inversion, difficulty.following(inversion.steps)
+
+
+Settings = TypeVar("Settings")
+
+
+def resolved_budgets(settings: Settings) -> Settings:
+    """``settings``, a frozen record holding ``inversion`` and ``difficulty`` (``python evaluate.py``'s
+    ``EvaluateConfig``, a ``stir.measure.Estimator``), with both budgets filled in (``resolve_budgets``):
+    a new record, or ``settings`` itself when nothing was unset. Called once per run, where the command
+    line's config is read (``stir.experiments.config.evaluate_config``), and by the library's entry
+    point for estimators built by hand (``stir.measure.plan.make_plan``); the record is carried whole
+    from there to the descent loop (docs/architecture.md, "The walk of inversion.steps")."""
+    inversion, difficulty = resolve_budgets(settings.inversion, settings.difficulty)
+    if inversion is settings.inversion and difficulty is settings.difficulty:
+        return settings
+    return dataclasses.replace(settings, inversion=inversion, difficulty=difficulty)
 
 
 def _memory_bound() -> int:

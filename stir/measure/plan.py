@@ -22,7 +22,7 @@ from torch import Tensor
 
 from stir import similarity
 from stir.inversion import ControversialConfig, ExecutionConfig, InversionConfig
-from stir.inversion.config import resolve_budgets
+from stir.inversion.config import resolved_budgets
 from stir.inversion.objectives import resolve_forward
 from stir.measure.calibration import CalibrationConfig
 from stir.models.identity import tensor_digest
@@ -59,15 +59,19 @@ class Estimator:
     def __post_init__(self) -> None:
         check_estimator(self)
 
+    @classmethod
+    def of(cls, settings: Any) -> "Estimator":
+        """The estimator that ``settings`` describe: any record with a field of each of this class's names
+        (``python evaluate.py``'s ``EvaluateConfig``, whose keys are named after them), each carried as it
+        is: the inversion and walk settings whole, resolved or not as they were given."""
+        return cls(**{f.name: getattr(settings, f.name) for f in dataclasses.fields(cls)})
+
     def resolved(self) -> "Estimator":
-        """This estimator with every budget filled in (``stir.inversion.config.resolve_budgets``): the
+        """This estimator with every budget filled in (``stir.inversion.config.resolved_budgets``): the
         inversion's steps, and the walk's following them when unset, so that the store key, the record
-        and the walk all see the steps actually walked. ``python evaluate.py``'s estimator is resolved
-        when its config is (``stir.experiments.config.evaluate_config``): then this returns it as is."""
-        inversion, difficulty = resolve_budgets(self.inversion, self.difficulty)
-        if inversion is self.inversion and difficulty is self.difficulty:
-            return self
-        return dataclasses.replace(self, inversion=inversion, difficulty=difficulty)
+        and the walk all see the steps actually walked; itself when nothing was unset (``python
+        evaluate.py``'s estimator, resolved where its config is read)."""
+        return resolved_budgets(self)
 
     @property
     def arbitrary(self) -> bool:
@@ -185,8 +189,8 @@ def check_images(images: Tensor) -> None:
 
 def make_plan(images: Images, estimator: Optional[Estimator] = None, run: Optional[ExecutionConfig] = None) -> Plan:
     """Check the images (X, or k sets of one shape for resampled draws) and resolve the settings (an
-    estimator's unset budgets: ``Estimator.resolved``; the models' precision on the images' device)."""
-    estimator = (estimator or Estimator()).resolved()
+    estimator's unset budgets: ``resolved_budgets``; the models' precision on the images' device)."""
+    estimator = resolved_budgets(estimator or Estimator())  # itself when resolved already (python evaluate.py's)
     resampled = not isinstance(images, Tensor)
     sets = [x.detach() for x in images] if resampled else [images]
     for x in sets:
