@@ -369,6 +369,8 @@ class Frame:
             return None
         if isinstance(e, ast.BoolOp):
             return next((t for t in map(self.type_of, e.values) if t is not None), None)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Sub):  # steps - a phase's share: still the budget
+            return STEPS if self.type_of(e.left) == STEPS else None
         if isinstance(e, ast.IfExp):
             return self.type_of(e.body) or self.type_of(e.orelse)
         if isinstance(e, ast.Tuple):

@@ -346,8 +346,9 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
                 return _evaluate(to_image(z), index)
 
             if not problem.adversarial:  # arbitrary IRIs: the smoothing phase first (stir.inversion.iri)
-                smooth = cfg.smooth_steps
-                x_init, smoothing = smoothing_phase(timed, working.m1, x_init, cfg.iri_config())
+                solver = cfg.iri_config()
+                smooth = solver.smooth_steps
+                x_init, smoothing = smoothing_phase(timed, working.m1, x_init, solver)
         else:
             geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
             x_init, stop = None, _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
@@ -360,10 +361,9 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
             tick.finish()
 
         snapshots = {t: to_image(run.snapshots[shifted[t]]) for t in cfg.snapshot_steps}
-        if smooth:  # the smoothing phase's values are not r1: its rows of the history are NaN
-            gap = run.history.new_full((smooth, run.history.shape[1]), float("nan"))
-            run = replace(run, steps=run.steps + smooth, evaluations=run.evaluations + smoothing,
-                          history=torch.cat([gap, run.history]))
+        # the smoothing phase's steps and evaluations counted; its values are not r1: NaN rows of the history
+        taken, evaluations = run.steps + smooth, run.evaluations + smoothing
+        history = torch.cat([run.history.new_full((smooth, run.history.shape[1]), float("nan")), run.history])
         x_prime = snapshots[cfg.steps]
         # r1 of every snapshot (x_prime is the last), the targets m1(x) computed once
         snapshot_residual = dict(zip(snapshots, relative_distances(problem.m1, problem.tap1, list(snapshots.values()), images)))
@@ -373,7 +373,7 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
         )
     elapsed = torch.tensor(times, dtype=torch.float64)
     elapsed = torch.cat([elapsed, elapsed[-1:].expand(cfg.steps + 1 - len(times))])  # flat once all stopped
-    return make_result(x_prime, residual, m2_distance, images, run.steps, run.evaluations, run.history, elapsed,
+    return make_result(x_prime, residual, m2_distance, images, taken, evaluations, history, elapsed,
                    cfg.tolerance, snapshots, snapshot_residual)
 
 

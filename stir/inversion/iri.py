@@ -13,13 +13,15 @@ the two causes found there:
   (``surrogate="raising"``, ``stir.models.fake_relu.raising_relu``), the true gradient elsewhere;
 * the step: per-image Adam whose rate halves once the image's r1 has not improved for ``patience``
   steps (``stir.descent.PlateauAdam``): no horizon, each image at its own pace;
-* basins (opt-in, ``smooth_steps`` > 0): on adversarially trained ResNet18s some seeds descend into
+* basins: on adversarially trained ResNet18s some seeds descend into
   basins where r1 stays near 0.1 whatever the rate, patience or restarts (docs/benchmarks/iri.md). A
   smoothing phase first descends the smoothed residual of the network with every ReLU replaced by
-  softplus of sharpness beta, raised geometrically from ``smooth_beta`` to ``SHARP`` over
-  ``smooth_steps`` steps (``stir.models.fake_relu.softplus_relus``; a homotopy towards the network
-  itself), then the solver above runs from where it ended for the remaining ``steps - smooth_steps``.
-  The smoothing phase's values are not r1, so nothing stops and nothing is kept during it.
+  softplus of sharpness beta, raised geometrically from ``smooth_beta`` to ``SHARP`` over the first
+  ``smooth_share`` of the steps (``stir.models.fake_relu.softplus_relus``; a homotopy towards the
+  network itself), then the solver above runs from where it ended for the remaining steps. The
+  smoothing phase's values are not r1, so nothing stops and nothing is kept during it. On the laptop
+  ``at`` it raised the X' within 0.02 from 44% to 56% and on ``vgg16`` from 94% to 100%, with
+  ``vanilla`` unchanged (n = 16; docs/benchmarks/iri.md); ``smooth_share=0`` turns it off.
 
 Each image stops once r1 <= ``target`` (the IRIs are then of that stated precision), at most
 ``steps`` steps; r1 is measured again at the end in full precision on the model itself. Everything
@@ -56,7 +58,7 @@ class IRIConfig:
     shrink: float = 0.5
     reparam: str = "sigmoid"  # sigmoid: x = sigmoid(z) | box: x projected onto [0, 1]
     surrogate: str = "raising"  # raising: dead units of the last ReLU pushed up where r1 wants them | off
-    smooth_steps: int = 0  # steps of the smoothing phase (softplus homotopy) before the solver; 0: none
+    smooth_share: float = 0.45  # the share of `steps` spent in the smoothing phase (softplus homotopy); 0: none
     smooth_beta: float = 4.0  # softplus sharpness at the smoothing phase's first step (SHARP at its last)
     betas: Tuple[float, float] = (0.9, 0.99)  # Adam's moment decay rates
 
@@ -64,12 +66,18 @@ class IRIConfig:
         if self.reparam not in REPARAMS or self.surrogate not in SURROGATES:
             raise ValueError(f"iri.reparam must be one of {REPARAMS} and iri.surrogate one of {SURROGATES}, "
                              f"got {self.reparam!r}, {self.surrogate!r}")
-        if not 0 <= self.smooth_steps < self.steps or self.smooth_beta <= 0:
-            raise ValueError(f"iri.smooth_steps must lie in [0, iri.steps) and iri.smooth_beta be > 0, got "
-                             f"{self.smooth_steps} of {self.steps}, {self.smooth_beta}")
+        if not 0 <= self.smooth_share < 1 or self.smooth_beta <= 0:
+            raise ValueError(f"iri.smooth_share must lie in [0, 1) and iri.smooth_beta be > 0, got "
+                             f"{self.smooth_share}, {self.smooth_beta}")
         if self.target <= 0 or self.steps < 1 or self.lr <= 0 or self.patience < 1 or not 0 < self.shrink < 1:
             raise ValueError("iri.target, iri.lr must be > 0, iri.steps, iri.patience >= 1, iri.shrink in (0, 1); got "
                              f"{self.target}, {self.lr}, {self.steps}, {self.patience}, {self.shrink}")
+
+
+    @property
+    def smooth_steps(self) -> int:
+        """Steps of the smoothing phase: ``smooth_share`` of ``steps``, rounded down."""
+        return int(self.steps * self.smooth_share)
 
 
 @dataclass(eq=False)
@@ -113,8 +121,9 @@ def smoothing_phase(objective: Callable[[Tensor, Tensor], Tensor], work: nn.Modu
         step[0] = t
 
     with softplus_relus(work, lambda: cfg.smooth_beta * ratio ** (step[0] / cfg.smooth_steps)):
-        out = descend(objective, start, PlateauAdam(cfg.lr, cfg.smooth_steps + 1, cfg.shrink, betas=cfg.betas, bounds=None),
-                      cfg.smooth_steps, x_init=start, final_evaluation=False, on_step=advance)
+        constant = PlateauAdam(cfg.lr, cfg.smooth_steps + 1, cfg.shrink, betas=cfg.betas, bounds=None)  # never halves
+        out = descend(objective, start, constant, cfg.smooth_steps, x_init=start, final_evaluation=False,
+                      on_step=advance)
     return out.x, out.evaluations
 
 

@@ -54,8 +54,8 @@ def test_the_raising_relu_passes_a_dead_units_gradient_only_upwards_and_restores
 
 def test_the_solver_reaches_its_target_where_dead_units_stop_the_true_gradient():
     m, x = dead_net(), noise_images(8)
-    true = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400, surrogate="off"))  # r1's true gradient
-    raising = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400))  # the default
+    true = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400, surrogate="off", smooth_share=0))  # r1's true gradient
+    raising = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400, smooth_share=0))  # the default descent
     assert true.residual.median() > 0.05  # dead units that should be alive never get a gradient
     assert (raising.residual <= 0.005).all() and (raising.x_prime >= 0).all() and (raising.x_prime <= 1).all()
     assert raising.evaluations == int((raising.steps + 1).sum()) and (raising.steps < 400).all()  # stopped at the target
@@ -84,7 +84,7 @@ def test_inversion_mode_iri_runs_the_solver_through_the_engine_with_its_own_key(
     key = cfg.key_settings(False, "32")
     assert key["mode"] == "iri" and key["target"] == 0.005 and "step_size" not in key and "decay_steps" not in key
     published = InversionConfig().key_settings(False, "32")
-    assert not {"target", "patience", "reparam", "surrogate"} & set(published)  # the published key is unchanged
+    assert not {"target", "patience", "reparam", "surrogate", "smooth_share", "smooth_beta"} & set(published)  # the published key is unchanged
     with pytest.raises(ValueError, match="iri.reparam"):
         InversionConfig(mode="iri", reparam="tanh")
 
@@ -106,21 +106,21 @@ def test_softplus_relus_soften_every_relu_at_the_sharpness_read_at_each_call_and
 
 def test_the_smoothing_phase_spends_its_steps_first_and_counts_them():
     m, x = dead_net(), noise_images(6)
-    cfg = IRIConfig(steps=400, smooth_steps=100)
+    cfg = IRIConfig(steps=400, smooth_share=0.25)
     sol = solve_iri(m, "logits", x, seeds_of(x), cfg)
     assert (sol.steps >= 100).all() and sol.history.shape[0] == 300 + 1  # the history after the smoothing phase
     assert sol.evaluations == 100 * 6 + int((sol.steps - 100 + 1).sum())  # no final evaluation in the smoothing phase
     assert (sol.residual <= 0.005).all()
-    with pytest.raises(ValueError, match="smooth_steps"):
-        IRIConfig(steps=100, smooth_steps=100)
+    with pytest.raises(ValueError, match="smooth_share"):
+        IRIConfig(smooth_share=1.0)
 
 
 def test_inversion_mode_iri_with_a_smoothing_phase_keeps_its_snapshots_and_history_rows(tmp_path):
     from stir.inversion import ExecutionConfig, InversionConfig, invert
 
     m, x = dead_net(), noise_images(4)
-    cfg = InversionConfig(mode="iri", steps=300, smooth_steps=100, record_steps=(50, 150))
+    cfg = InversionConfig(mode="iri", steps=300, smooth_share=1 / 3, record_steps=(50, 150))
     r = invert(m, x, "logits", cfg, run=ExecutionConfig(warn_below=0.0, cache_dir=str(tmp_path)))
     assert sorted(r.snapshots) == [50, 150, 300] and (r.steps >= 100).all() and (r.residual <= 0.005 + 1e-6).all()
-    assert cfg.key_settings(False, "32")["smooth_steps"] == 100
-    assert "smooth_steps" not in InversionConfig().key_settings(False, "32")  # the published key is unchanged
+    assert cfg.key_settings(False, "32")["smooth_share"] == 1 / 3
+    assert "smooth_share" not in InversionConfig().key_settings(False, "32")  # the published key is unchanged
