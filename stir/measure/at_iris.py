@@ -9,9 +9,13 @@ reached r1 <= ``level`` (the solver's target) and reads
     STIR_j = S_r(tgt(X_R), tgt(X'_R)),   R = {i : r1(x'_i) <= level}            (eq. 6 on R)
 
 It says, per draw, how many images reached the level and which did not; an image that never
-reached it is left out of that draw's value, never mixed in. The value is the mean over the k draws,
-its spread the standard deviation over draws (the inversion's seed variance; not the image
-sample's). Opt-in and stored under its own kind (``AT_IRIS``), so no published result changes.
+reached it is left out of that draw's value, never mixed in. The value is the mean over the k draws;
+``spread`` the standard deviation over draws (the inversion's seed variance alone) and ``se`` the
+delete-one jackknife over images with the draws nested (image i left out of every draw's R_j at once,
+``stir.measure.calibration.jackknife_se``: the reading whose coverage docs/benchmarks/calibration.md
+checks), so ``interval`` = value -+ z se. Stored under its own kind (``AT_IRIS``), so no published
+result changes. The X' of one reference (its images, seeds and solver) are solved once per process and
+shared by every target read on them (``_SOLVED``): the IRIs depend on m1 only.
 """
 from __future__ import annotations
 
@@ -24,7 +28,8 @@ import torch
 from torch import Tensor, nn
 
 from stir import similarity
-from stir.inversion.iri import IRIConfig, solve_iri
+from stir.inversion.iri import IRIConfig, IRISolution, solve_iri
+from stir.measure.calibration import jackknife_se, leave_one_out
 from stir.inversion.seeds import make_seed, seed_generator
 from stir.models import frozen
 from stir.models.identity import content_identity, tensor_digest
@@ -33,6 +38,9 @@ from stir.store import ResultStore
 
 AT_IRIS = "direction_at_iris"  # the store's kind of this reading (the published kinds are untouched)
 MIN_REACHED = 4  # fewer images than this at the level: no value for the draw (CKA of 3 rows is meaningless)
+Z95 = 1.959964  # the interval's z (95%)
+_SOLVED: Dict[Tuple[Any, ...], IRISolution] = {}  # (ref identity, tap, images, seed, solver) -> its X'
+_KEEP = 32  # solutions kept per process (a Table 1 run has 6 references of 2 draws)
 
 
 @dataclass
@@ -51,6 +59,12 @@ class AtIRIsResult:
     evaluations: List[int]  # per draw, model evaluations the solver spent
     solver: Dict[str, Any]  # the IRIConfig
     notes: List[str] = field(default_factory=list)
+    se: float = float("nan")  # delete-one jackknife over images, draws nested (module docstring)
+
+    @property
+    def interval(self) -> Tuple[float, float]:
+        """value -+ 1.96 se (NaN without a jackknife)."""
+        return self.value - Z95 * self.se, self.value + Z95 * self.se
 
     @property
     def value(self) -> float:
@@ -75,10 +89,40 @@ class AtIRIsResult:
         return cls(**d)
 
     def line(self) -> str:
-        """One report line: the value, its level, how many X' reached it."""
-        return (f"STIR({self.target}|{self.ref}) at IRIs r1 <= {self.level:g}: {self.value:.3f} ± {self.spread:.3f} "
-                f"(sd over {len(self.values)} draws; {self.fraction_reached:.0%} of {self.n} X' per draw reached "
-                f"the level, the others left out)")
+        """One report line: the value, its interval, its level, how many X' reached it."""
+        low, high = self.interval
+        return (f"STIR({self.target}|{self.ref}) at IRIs r1 <= {self.level:g}: {self.value:.3f} [{low:.3f}, {high:.3f}] "
+                f"(jackknife over images; sd over {len(self.values)} draws {self.spread:.3f}; {self.fraction_reached:.0%} "
+                f"of {self.n} X' per draw reached the level, the others left out)")
+
+
+def nested_jackknife_se(measure: str, rep_x: Tensor, rep_primes: Sequence[Tensor], reached: Sequence[Tensor]) -> float:
+    """The delete-one jackknife standard error of the mean over draws of S_r on each draw's reached rows:
+    rep_x (n, d), rep_primes k x (n, d), reached k x (n,) bool. t_(i) leaves image i out of every draw."""
+    fn = similarity.get(measure)
+    n = rep_x.shape[0]
+    keep = leave_one_out(n)  # (n, n - 1)
+    leave_out = torch.full((n,), float("nan"), dtype=torch.float64)
+    for i in range(n):
+        values = []
+        for rep_p, ok in zip(rep_primes, reached):
+            rows = keep[i][ok[keep[i]]]
+            if len(rows) >= MIN_REACHED:
+                values.append(float(fn(rep_x[rows], rep_p[rows])))
+        if values:
+            leave_out[i] = sum(values) / len(values)
+    return jackknife_se(leave_out)
+
+
+def solved(ref: nn.Module, tap: str, images: Tensor, seed: int, cfg: IRIConfig) -> IRISolution:
+    """The IRI solver's X' of ``images`` for ``ref`` from the N(0, 1) seeds of ``seed``, solved once per
+    process (``_SOLVED``)."""
+    key = (content_identity(ref), tap, tensor_digest(images), seed, tuple(sorted(dataclasses.asdict(cfg).items())))
+    if key not in _SOLVED:
+        if len(_SOLVED) >= _KEEP:
+            _SOLVED.pop(next(iter(_SOLVED)))
+        _SOLVED[key] = solve_iri(ref, tap, images, make_seed("normal", images, seed_generator(seed)), cfg)
+    return _SOLVED[key]
 
 
 def at_iris_parts(ids: Tuple[str, str], taps: Tuple[str, str], images: Tensor, measure: str, k: int, seed: int,
@@ -102,12 +146,14 @@ def stir_at_iris(ref: nn.Module, target: nn.Module, images: Tensor, tap_ref: str
             rep_x = representation(target, images, tap_target).flatten(1).double()  # (n, d_tgt)
         values, reached, unreached, medians, evaluations = [], [], [], [], []
         notes: List[str] = []
+        primes, oks = [], []
         for j in range(k):
-            seeds = make_seed("normal", images, seed_generator(seed + j))
-            sol = solve_iri(ref, tap_ref, images, seeds, cfg)
+            sol = solved(ref, tap_ref, images, seed + j, cfg)
             ok = sol.residual <= cfg.target  # (n,)
             with frozen(target), torch.no_grad():
                 rep_p = representation(target, sol.x_prime, tap_target).flatten(1).double()
+            primes.append(rep_p)
+            oks.append(ok)
             rows = ok.nonzero().flatten()
             values.append(float(fn(rep_x[rows], rep_p[rows])) if len(rows) >= MIN_REACHED else float("nan"))
             reached.append(int(ok.sum()))
@@ -119,7 +165,8 @@ def stir_at_iris(ref: nn.Module, target: nn.Module, images: Tensor, tap_ref: str
             notes.append(f"{sum(images.shape[0] - reached[j] for j in short)} of {images.shape[0] * k} X' did not reach "
                          f"r1 <= {cfg.target:g} within {cfg.steps} steps: left out of their draw's value")
         return AtIRIsResult(names[0], names[1], measure, images.shape[0], cfg.target, values, reached, unreached,
-                            medians, evaluations, dataclasses.asdict(cfg), notes)
+                            medians, evaluations, dataclasses.asdict(cfg), notes,
+                            nested_jackknife_se(measure, rep_x, primes, oks))
 
     if store is None:
         return compute()

@@ -67,7 +67,8 @@ def paper_run(tmp_path_factory):
                                          "experiment.pairs=[[vanilla,vanilla_s1],[vanilla_s2,at]]"), mp)
         trained = runs(root)
         assert len(trained) == len(PRESENT)
-        paper = args(root, cifar10_root, "experiment=paper", "experiment.layers.count=3", *FAST_TABLE1)
+        paper = args(root, cifar10_root, "experiment=paper", "experiment.layers.count=3", "experiment.at_iris_steps=60",
+                     *FAST_TABLE1)
         run_entry_point("evaluate", paper, mp)
         first = claims_table(root)
         store = {p: p.stat().st_mtime_ns for p in (root / "results" / "store").rglob("*.json")}
@@ -79,7 +80,8 @@ def paper_run(tmp_path_factory):
         partial = root / "partial"
         import shutil
         shutil.copytree(root / "results" / "store", partial / "store")
-        stored = args(root, cifar10_root, "experiment=paper", "experiment.layers.count=3", *FAST_TABLE1)
+        stored = args(root, cifar10_root, "experiment=paper", "experiment.layers.count=3", "experiment.at_iris_steps=60",
+                      *FAST_TABLE1)
         stored = [a for a in stored if not a.startswith("out_dir=")] + [f"out_dir={partial}", "experiment.name=paper_stored",
                                                                         "experiment.stored_only=true"]
         run_entry_point("evaluate", stored, mp)
@@ -187,6 +189,15 @@ def test_table1_sets_ours_with_calibrated_readings_beside_the_paper(paper_run):
     assert "random effects over 3 seed pairs" in recipes[("vanilla", "STIR(m2|m1)")]["interval holds"]
     assert "share models" in recipes[("vanilla", "STIR(m2|m1)")]["interval holds"]
     assert "one seed pair: between-seed spread not measured" in recipes[("AT vs vanilla", "STIR(m2|m1)")]["interval holds"]
+    # STIR at IRIs beside each STIR row (issue 53), and claims 1-3 judged again on it
+    assert "at IRIs" in stir[0] and "at r1 <= 0.005" in stir[0]["at IRIs"] and cka[0]["at IRIs"] == "-"
+    with open(root / "results" / "paper" / "table1_at_iris_verdicts.csv") as f:
+        again = {int(r["claim"]): r for r in csv.DictReader(f)}
+    assert set(again) == {1, 2, 3, 5} and again[5]["at IRIs"] == "not judged"
+    assert all(again[c]["changes"] in ("yes", "no") for c in (1, 2, 3) if again[c]["at IRIs"] != "not measured")
+    with open(root / "results" / "paper" / "table1_at_iris.csv") as f:
+        detail = list(csv.DictReader(f))
+    assert len(detail) == 2 * (3 + 3 + 1) and all(r["its median r1"] != "" for r in detail)  # both directions of 7 pairs
 
 
 @pytest.mark.slow  # the module fixture: 9 evaluate.py runs, 7 tiny trainings (half the default suite's time before); CI: its slow line

@@ -124,3 +124,20 @@ def test_inversion_mode_iri_with_a_smoothing_phase_keeps_its_snapshots_and_histo
     assert sorted(r.snapshots) == [50, 150, 300] and (r.steps >= 100).all() and (r.residual <= 0.005 + 1e-6).all()
     assert cfg.key_settings(False, "32")["smooth_share"] == 1 / 3
     assert "smooth_share" not in InversionConfig().key_settings(False, "32")  # the published key is unchanged
+
+
+def test_stir_at_iris_shares_a_references_x_prime_across_targets_and_has_a_nested_jackknife_interval():
+    from stir.measure import at_iris as module
+
+    m, x = dead_net(), noise_images(8)
+    other = nn.Sequential(nn.Flatten(), nn.Linear(3 * 16 * 16, 12), nn.ReLU()).eval()
+    module._SOLVED.clear()
+    cfg = IRIConfig(steps=200, smooth_share=0)
+    first = stir_at_iris(m, other, x, "logits", "logits", cfg=cfg, k=2)
+    assert len(module._SOLVED) == 2  # one solution per draw
+    second = stir_at_iris(m, dead_net(), x, "logits", cfg=cfg, k=2)
+    assert len(module._SOLVED) == 2 and second.evaluations == first.evaluations  # the same X', not solved again
+    low, high = first.interval
+    assert 0 < first.se < 1 and low < first.value < high
+    nothing = module.nested_jackknife_se("linear_cka", torch.randn(6, 3), [torch.randn(6, 3)], [torch.zeros(6, dtype=torch.bool)])
+    assert nothing != nothing  # no image reached the level: no interval (NaN), not a zero-width one

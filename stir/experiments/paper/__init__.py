@@ -36,14 +36,14 @@ import dataclasses
 import logging
 from typing import Dict, List
 
-from stir.experiments.paper import figure1, judge, parts, scorecard, table1, table2
+from stir.experiments.paper import at_iris, figure1, judge, parts, scorecard, table1, table2
 from stir.experiments.paper.ablation import recipe_ablation
 from stir.experiments.paper.architectures import figures4_8
 from stir.experiments.paper.judge import summary_line, unstored_rows
 from stir.experiments.paper.layers import figures2_3
 from stir.experiments.paper.methods import figures5_9
 from stir.experiments.paper.parts import PARTS, Availability, extra_objectives
-from stir.experiments.paper.readings import DISJOINT, NAN, NOT_STORED, ONE_PAIR, SHARED, Evidence
+from stir.experiments.paper.readings import DISJOINT, NAN, NOT_STORED, ONE_PAIR, SHARED, Evidence, confidence_z
 from stir.experiments.paper.stored import stored_parts
 from stir.experiments.schema import PaperConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
@@ -77,8 +77,11 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
         report.summary.update({f"{name}/{key}": value for key, value in sub.summary.items()})
     evidence: Dict[int, Evidence] = {}
     adversarial = {o: chosen[f"seeds_{o}"][1] for o in extra_objectives(ctx, cfg) if f"seeds_{o}" in chosen}
-    t1, recipes, ev = table1.table1(ctx, cfg, ok, chosen.get("seeds", (None, None))[1], adversarial)
+    seeds_ctx = chosen.get("seeds", (None, None))[1]
+    t1, recipes, ev = table1.table1(ctx, cfg, ok, seeds_ctx, adversarial)
     evidence.update(ev)
+    iris = at_iris.measure(ctx, cfg, ok, seeds_ctx)  # Table 1 again where the X' are IRIs (issue 53)
+    t1 = at_iris.with_column(t1, iris, confidence_z(ctx))
     t2, evidence[7] = table2.table2(ctx, chosen.get("relative_robustness"))
     f1, evidence[8] = figure1.figure1(ctx, cfg, ok, chosen.get("incremental"))
     f2, ev = figures2_3(ctx, cfg, ok, chosen.get("layers"))
@@ -124,7 +127,14 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))
     report.summary["claims/do_not_hold"] = float(sum(vd.outcome == v.FAILS for vd, _ in verdicts.values()))
     report.summary["claims/not_run"] = float(sum(vd.outcome == NOT_RUN for vd, _ in verdicts.values()))
-    shown = {"scorecard": card, "claim_sections": sections, "claims": claims, "table2_graded": graded_rows, "table1": t1, "table1_recipes": recipes, "table2": t2, "figure1": f1,
+    iris_verdicts = at_iris.verdicts(ctx, cfg, iris, seeds_ctx, verdicts) if iris else []
+    changed = [str(r["claim"]) for r in iris_verdicts if r["changes"] == "yes"]
+    iris_line = ([f"at IRIs (table1_at_iris_verdicts): claims 1-3 judged again on STIR at IRIs: "
+                  + (f"the verdict of claim(s) {', '.join(changed)} changes" if changed else "no verdict changes")]
+                 if iris_verdicts else [])
+    shown = {"scorecard": card, "claim_sections": sections, "claims": claims, "table2_graded": graded_rows, "table1": t1,
+             "table1_at_iris_verdicts": iris_verdicts, "table1_at_iris": at_iris.rows(ctx, cfg, iris, seeds_ctx) if iris else [],
+             "table1_recipes": recipes, "table2": t2, "figure1": f1,
              "figures2_3_6_7": f2, "figures4_8": f4, "figures5_9": f5, "recipe_ablation": ablation}
     shown["missing_models"] = [{"model": name, "why": "not trained or shipped", "train command": ok.command(name)}
                                for name in sorted(ok.missing)]
@@ -133,7 +143,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     paper_tables["claims"] = Table(claims, display=[{**c, "reason": scorecard._clip(c["reason"])} for c in claims])
     report.tables = {**paper_tables, **report.tables}  # the paper's tables first, the parts' after
     missing = sorted(ok.missing)
-    report.notes = [words_line, line, "method: a recipe's value is the random-effects estimate over its seed pairs "
+    report.notes = [words_line, line] + iris_line + ["method: a recipe's value is the random-effects estimate over its seed pairs "
                     "(stir.measure.seeds.seed_estimate); " + SHARED + "; AT vs vanilla: " + DISJOINT
                     + f"; with one pair: {ONE_PAIR}",
                     (f"store: {ctx.store.hits} result(s) served from the store, nothing measured (experiment.stored_only="

@@ -1,0 +1,177 @@
+"""Table 1 and Table 2 asked again where the X' really are IRIs (issue 53): for every direction of
+Table 1's pairs, STIR at IRIs (``stir.measure.at_iris``: the IRI solver from the seeds part's own seeds,
+images and draws, each image stopped at r1 <= 0.005, images that never reach it left out and counted)
+beside the published-procedure value, and claims 1-3 and Table 2's differences judged again on it by
+the same rules (``stir.paper``), the verdict of each beside the published-procedure one.
+
+Claim 5 (STIR tracks agreement) is not judged again: agreement on the IRIs is not measured. A
+direction whose value is not in the store is measured (about 3x the published procedure's model
+evaluations per reference model, whose X' every target shares) unless the report is ``stored_only``;
+``experiment.at_iris=false`` leaves the column out.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Tuple
+
+from stir.experiments.context import Context
+from stir.experiments.intervals import from_se, num
+from stir.experiments.paper.parts import Availability, table1_pairs
+from stir.experiments.paper.readings import NAN, cell_text, confidence_z, difference_of, direction_reading, over_seed_pairs
+from stir.experiments.schema import PaperConfig
+from stir.inversion.iri import IRIConfig
+from stir.measure.at_iris import AtIRIsResult, stir_at_iris
+from stir.paper import Interval, claim
+from stir.paper import verdicts as v
+from stir.store import NotStored
+
+Readings = Dict[Tuple[str, str], AtIRIsResult]  # (target, ref) -> STIR(target|ref) at IRIs
+
+
+def solver(cfg: PaperConfig) -> IRIConfig:
+    """The solver the report's column reads at: the IRI solver's defaults at ``at_iris_steps``."""
+    return IRIConfig(steps=cfg.at_iris_steps)
+
+
+def directions(ctx: Context, cfg: PaperConfig, ok: Availability) -> List[Tuple[str, str]]:
+    """(ref, target) of both directions of every Table 1 pair whose models exist, grouped by reference
+    (the X' of one reference are solved once and shared by its targets)."""
+    out = [(r, t) for pairs in table1_pairs(cfg).values() for a, b in pairs if ok.all((a, b)) for r, t in ((a, b), (b, a))]
+    return sorted(dict.fromkeys(out), key=lambda d: [r for r, _ in out].index(d[0]))
+
+
+def read(ctx: Context, cfg: PaperConfig, seeds_ctx: Context, ref: str, target: str, store=None) -> AtIRIsResult:
+    """STIR(target|ref) at IRIs on the seeds part's images, seeds and measure, ``cfg.at_iris_draws`` draws:
+    served from ``store`` (the seeds part's by default) or measured and stored there."""
+    est = seeds_ctx.estimator
+    m1, m2 = ctx.model(ref), ctx.model(target)
+    return stir_at_iris(m1.module, m2.module, seeds_ctx.images(m1), est.tap_ref, est.tap_target, solver(cfg),
+                        measure=est.measure, k=cfg.at_iris_draws, seed=est.inversion.seed, names=(ref, target),
+                        store=seeds_ctx.store if store is None else store)
+
+
+def measure(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optional[Context]) -> Readings:
+    """STIR at IRIs of both directions of every Table 1 pair that exists, from the store or measured now
+    (a direction not stored under ``stored_only`` is left out)."""
+    if seeds_ctx is None or not cfg.at_iris:
+        return {}
+    out: Readings = {}
+    for ref, target in directions(ctx, cfg, ok):
+        try:
+            out[(target, ref)] = read(ctx, cfg, seeds_ctx, ref, target)
+        except NotStored:
+            continue
+    return out
+
+
+def value(r: Optional[AtIRIsResult], z: float) -> Interval:
+    """A reading at IRIs as an Interval (value -+ z jackknife se); not measured without one."""
+    if r is None or not math.isfinite(r.value):
+        return Interval(NAN, NAN, NAN)
+    return from_se(r.value, r.se, z)
+
+
+def cell(r: Optional[AtIRIsResult], z: float) -> str:
+    """'value [low, high] (reached%, r1 median m)' or why there is none."""
+    if r is None:
+        return "not measured"
+    return f"{cell_text(value(r, z))} ({r.fraction_reached:.0%} at r1 <= {r.level:g})"
+
+
+def rows(ctx: Context, cfg: PaperConfig, readings: Readings, seeds_ctx: Optional[Context]) -> List[Dict[str, Any]]:
+    """Per direction: the published-procedure value and its median residual beside STIR at IRIs."""
+    z = confidence_z(ctx)
+    out = []
+    for kind, pairs in table1_pairs(cfg).items():
+        for a, b in pairs:
+            p = _published(ctx, seeds_ctx, a, b)
+            for direction, (target, ref) in (("m2|m1", (b, a)), ("m1|m2", (a, b))):
+                r = readings.get((target, ref))
+                if r is None and p is None:
+                    continue
+                d = p.get(direction) if p is not None else None
+                quality = d.quality.get("arbitrary", {}) if d is not None else {}
+                out.append({"pair": f"{a} / {b}", "kind": kind, "quantity": f"STIR({target}|{ref})",
+                            "published procedure": cell_text(direction_reading(d)),
+                            "its median r1": num(quality.get("median_residual", NAN)),
+                            "at IRIs": cell(r, z),
+                            "median r1 at IRIs": num(_mean(r.median_residual) if r else NAN),
+                            "model evaluations per image": num(_mean(r.evaluations) / r.n if r else NAN, 0)})
+    return out
+
+
+def verdicts(ctx: Context, cfg: PaperConfig, readings: Readings, seeds_ctx: Optional[Context],
+             published: Dict[int, Tuple[Any, List[str]]]) -> List[Dict[str, Any]]:
+    """Claims 1-3 (Table 1) and Table 2's differences judged on STIR at IRIs, beside the published-procedure
+    verdict: one row per claim, saying whether the conclusion changes."""
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
+    pairs = table1_pairs(cfg)
+    have = {kind: [(a, b) for a, b in ps if (b, a) in readings and (a, b) in readings] for kind, ps in pairs.items()}
+    evidence: Dict[int, Any] = {}
+    if have.get("vanilla"):
+        gaps = {d: [] for d in ("m1|m2", "m2|m1")}
+        for a, b in have["vanilla"]:
+            p = _published(ctx, seeds_ctx, a, b)
+            cka = p.similarity.value if p is not None else NAN
+            for d, (target, ref) in (("m2|m1", (b, a)), ("m1|m2", (a, b))):
+                s = value(readings[(target, ref)], z)
+                gaps[d].append(from_se(cka - s.value, (s.high - s.value) / z, z) if s.measured else Interval(NAN, NAN, NAN))
+        evidence[1] = v.GapEvidence(over_seed_pairs(gaps["m1|m2"], conf, have["vanilla"])[0],
+                                    over_seed_pairs(gaps["m2|m1"], conf, have["vanilla"])[0])
+    if have.get("at"):
+        s12 = [value(readings[(a, b)], z) for a, b in have["at"]]  # STIR(m1|m2): target a, ref b
+        s21 = [value(readings[(b, a)], z) for a, b in have["at"]]
+        evidence[2] = v.PairEvidence(over_seed_pairs(s12, conf, have["at"])[0], over_seed_pairs(s21, conf, have["at"])[0])
+    if have.get("cross"):
+        diffs = [difference_of(value(readings[(b, a)], z), value(readings[(a, b)], z), z, conf) for a, b in have["cross"]]
+        est = over_seed_pairs(diffs, conf, have["cross"])[0]
+        label = f"{have['cross'][0][0]} / {have['cross'][0][1]}" + (
+            f" and {len(have['cross']) - 1} more seed pair(s)" if len(have["cross"]) > 1 else "")
+        evidence[3] = v.DirectionEvidence({label: est})
+    out = []
+    for number in (1, 2, 3):
+        before = published.get(number)
+        was = before[0].outcome if before else "not judged"
+        if number not in evidence:
+            out.append({"claim": number, "published procedure": was, "at IRIs": "not measured", "changes": "-",
+                        "reason at IRIs": "STIR at IRIs is not in this report for these pairs"})
+            continue
+        now = claim(number).judge(evidence[number])
+        out.append({"claim": number, "published procedure": was, "at IRIs": now.outcome,
+                    "changes": "no" if now.outcome == was else "yes", "reason at IRIs": now.reason})
+    out.append({"claim": 5, "published procedure": published[5][0].outcome if 5 in published else "not judged",
+                "at IRIs": "not judged", "changes": "-", "reason at IRIs": "agreement on the IRIs is not measured"})
+    return out
+
+
+def _published(ctx: Context, seeds_ctx: Optional[Context], a: str, b: str):
+    if seeds_ctx is None:
+        return None
+    try:
+        return seeds_ctx.pair(ctx.model(a), ctx.model(b))
+    except NotStored:
+        return None
+
+
+def _mean(xs: List[float]) -> float:
+    good = [x for x in xs if math.isfinite(x)]
+    return sum(good) / len(good) if good else NAN
+
+
+def with_column(table1_rows: List[Dict[str, Any]], readings: Readings, z: float) -> List[Dict[str, Any]]:
+    """Table 1's rows with an "at IRIs" column beside "ours": the STIR rows' reading at IRIs, "-" elsewhere
+    (CKA, STIR_adv). Nothing is added when no reading is there (``experiment.at_iris=false``)."""
+    if not readings:
+        return table1_rows
+    out = []
+    for row in table1_rows:
+        a, _, b = row["pair"].partition(" / ")
+        key = {"STIR(m1|m2)": (a, b), "STIR(m2|m1)": (b, a)}.get(row["quantity"])
+        text = cell(readings.get(key), z) if key else "-"
+        new: Dict[str, Any] = {}
+        for k, v_ in row.items():  # the column right after "ours"
+            new[k] = v_
+            if k == "ours":
+                new["at IRIs"] = text
+        out.append(new)
+    return out
