@@ -21,6 +21,7 @@ from stir.experiments.paper.readings import NAN, cell_text, confidence_z, differ
 from stir.experiments.schema import PaperConfig
 from stir.inversion.iri import IRIConfig
 from stir.measure.at_iris import AtIRIsResult, stir_at_iris
+from stir.measure.plan import DEFAULT_TAP  # Table 1's tap (the paper's penultimate layer)
 from stir.paper import Interval, claim
 from stir.paper import verdicts as v
 from stir.store import NotStored
@@ -45,7 +46,7 @@ def read(ctx: Context, cfg: PaperConfig, seeds_ctx: Context, ref: str, target: s
     served from ``store`` (the seeds part's by default) or measured and stored there."""
     est = seeds_ctx.estimator
     m1, m2 = ctx.model(ref), ctx.model(target)
-    return stir_at_iris(m1.module, m2.module, seeds_ctx.images(m1), est.tap_ref, est.tap_target, solver(cfg),
+    return stir_at_iris(m1.module, m2.module, seeds_ctx.images(m1), DEFAULT_TAP, DEFAULT_TAP, solver(cfg),
                         measure=est.measure, k=cfg.at_iris_draws, seed=est.inversion.seed, names=(ref, target),
                         store=seeds_ctx.store if store is None else store)
 
