@@ -104,6 +104,7 @@ def main() -> None:
     parser.add_argument("--pairings", default=",".join(str(a) for a in PAIRINGS))
     parser.add_argument("--readings", default=",".join(READINGS))
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0, help="added to each case's seed (1000 n + 10 k): a replicate")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "bench_coverage"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -114,7 +115,7 @@ def main() -> None:
     for n in (int(s) for s in args.sizes.split(",")):
         for k in (int(s) for s in args.ks.split(",")):
             for a in (float(s) for s in args.pairings.split(",")):
-                rows.append(case(n, k, a, args.samples, args.pilot, args.resamples, seed=1000 * n + 10 * k))
+                rows.append(case(n, k, a, args.samples, args.pilot, args.resamples, seed=1000 * n + 10 * k + args.seed))
                 log.info("%s", json.dumps(rows[-1]))
     record = {"samples": args.samples, "pilot": args.pilot, "resamples": args.resamples, "rows": rows,
               "seconds": time.time() - started, "torch": torch.__version__, "command": " ".join(["python", *sys.argv])}

@@ -132,7 +132,7 @@ class Calibration:
                 raise ValueError(f"calibration field {k} is {v!r}, not a number")  # a null field: never served
             kwargs[k] = v if k in ("resamples", "permutations", "flags") or not isinstance(v, (int, float)) else float(v)
         cal = cls(**kwargs)
-        if cal.interval_reading == "half_sampling" and all(map(math.isfinite, (cal.value, cal.low, cal.high))) \
+        if cal.interval_reading in ("half_sampling", "jackknife_corrected") and all(map(math.isfinite, (cal.value, cal.low, cal.high))) \
                 and not cal.low - 1e-9 <= cal.value <= cal.high + 1e-9:  # value +- z se holds its value
             raise ValueError(f"calibration value {cal.value:.4g} lies outside its own interval "
                              f"[{cal.low:.4g}, {cal.high:.4g}]")

@@ -17,9 +17,10 @@ times too wide at the null and covered 97-99% (bench/bench_coverage.py). The del
     D_ij = T_(ij) - T_(i) - T_(j) + T - (T_(i) + T_(j) - 2 T_(.)) / (n - 2)
 
 (b_ij for a statistic of order 2; the last term takes out what a first-order part leaks into them,
-so that a mean has no interactions at all) estimate the second-order part: S_D = sum_{i<j} (D_ij - mean D)^2 estimates V_2 + 3 V_3 + ....
-V_J - S_D is unbiased through order 2 but over-corrects a ratio such as CKA, whose higher orders
-it counts three times (measured at the null, n = 100: 0.84 of the true sd, 82% coverage at k = 1).
+so that a mean has no interactions at all) estimate the second-order part:
+S_D = sum_{i<j} (D_ij - mean D)^2 estimates V_2 + 3 V_3 + .... V_J - S_D is unbiased through order 2
+but over-corrects a ratio such as CKA, whose third order it takes off three times where V_J holds it
+twice too many (measured at the null, n = 100: 0.84 of the true sd, 82% coverage at k = 1).
 The reading takes the midpoint of the two, V_J - S_D / 2 (never below V_J / 2, the exact correction
 of a purely second-order statistic): the plain jackknife's bias halved where it is second order.
 That choice was made on the simulation (bench/bench_coverage.py, n = 100, k = 1 and 3) and is
