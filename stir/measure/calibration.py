@@ -38,19 +38,27 @@ is about 0.09 on CIFAR ResNets, /work/shared/PITFALLS.md):
                   same rows (linear CKA: the closed-form floor of each resample; a floor with no
                   closed form is held fixed, and ``method`` says so). The interval holds the
                   variance of the images and of the inversion's seed draws, never that of training
-                  seeds (``stir.measure.seeds``). With k = 1 the draws cannot be resampled: the
-                  interval then covers the image sample only (``method`` says so). Two readings
-                  of "a bootstrap over images" (``interval``):
+                  seeds (``stir.measure.seeds``). Two readings (``interval``; coverage of both by
+                  simulation and on real networks: docs/benchmarks/calibration.md):
 
-                  half_sampling (default): I_b is n/2 rows drawn WITHOUT replacement; the spread of
-                      S_b estimates the standard error of S at n (the delete-half jackknife: for a
-                      mean, the variance over half-samples is exactly s^2/n), and the interval is
-                      S +- z se, centred on the value.
-                  bootstrap: I_b is n rows drawn WITH replacement and the interval is the percentile
-                      interval of S_b. Duplicated rows raise linear CKA (a resample holds about 63%
-                      distinct images, and CKA's chance level rises as n falls), so on STIR the
-                      percentile interval sits above the value at small n (measured in
-                      ``bench/bench_calibration.py``: docs/estimator.md); kept for comparison.
+                  half_sampling (default): I_b is n/2 rows drawn WITHOUT replacement and J_b k draws
+                      with replacement; the spread of S_b estimates the standard error of S at n (the
+                      delete-half jackknife: for a mean, the variance over half-samples is exactly
+                      s^2/n), and the interval is S +- z se, centred on the value. With k = 1 the draws
+                      cannot be resampled (``method`` says so). Conservative: from k = 2 it counts the
+                      seed variance twice (each row already carries its x'_ij), and near the floor
+                      the half-samples overstate a degenerate statistic's spread (coverage 94-100%,
+                      up to 2.5 times too wide). It stays the default because its settings are in
+                      every stored result's key.
+                  jackknife_corrected (the one to use for intervals of the right width): the delete-
+                      one jackknife over images with the k draws nested in them (row i carries x_i
+                      and every x'_ij), its variance less half its Efron-Stein bias estimated from
+                      delete-two pairs (``stir.measure.jackknife``), S +- z se.
+
+                  Retired (refused, ``settings.RETIRED``): ``bootstrap`` (the percentile interval
+                  of n rows drawn with replacement: duplicated rows raise linear CKA, 0-17% coverage
+                  at the null) and ``jackknife`` (the plain delete-one jackknife: 1.4 times too wide
+                  at the null, 97-99% coverage).
 
 Linear CKA is resampled through its Gram form with each resample as a weight vector (``_Resampler``:
 exactly linear CKA of the resampled rows, three (B, n) x (n, n) products for all B resamples); any
@@ -68,6 +76,7 @@ from torch import Tensor
 
 from stir import similarity
 from stir.measure.settings import CEILINGS, FLOORS, INTERVALS, CalibrationConfig  # noqa: F401  (re-exported)
+from stir.measure.jackknife import corrected_jackknife_se, jackknife_se, leave_one_out, leave_two_out  # noqa: F401  (re-exported)
 from stir.measure.null import GRAM_LIMIT, ZERO_FLOOR, centred_gram, closed_form_floor, p_value, permutation_null
 
 @dataclass
@@ -123,7 +132,7 @@ class Calibration:
                 raise ValueError(f"calibration field {k} is {v!r}, not a number")  # a null field: never served
             kwargs[k] = v if k in ("resamples", "permutations", "flags") or not isinstance(v, (int, float)) else float(v)
         cal = cls(**kwargs)
-        if cal.interval_reading == "half_sampling" and all(map(math.isfinite, (cal.value, cal.low, cal.high))) \
+        if cal.interval_reading in ("half_sampling", "jackknife_corrected") and all(map(math.isfinite, (cal.value, cal.low, cal.high))) \
                 and not cal.low - 1e-9 <= cal.value <= cal.high + 1e-9:  # value +- z se holds its value
             raise ValueError(f"calibration value {cal.value:.4g} lies outside its own interval "
                              f"[{cal.low:.4g}, {cal.high:.4g}]")
@@ -351,17 +360,16 @@ def calibrate(
     low = high = n_low = n_high = c_low = c_high = math.nan
     resamples = 0
     method = "no interval (calibration.resamples=0)"
-    if cfg.interval == "jackknife" and cfg.resamples > 0 and math.isfinite(value):  # resamples > 0: an interval asked for
+    if cfg.interval == "jackknife_corrected" and cfg.resamples > 0 and math.isfinite(value):  # > 0: an interval asked for
         low, high, n_low, n_high, c_low, c_high, resamples, method = _jackknife(
             measure, target, target_primes, draw_values, reference, ceiling_primes, chosen.mean, ceiling_floor.mean,
-            identity, cfg, normalised, corrected)
-    elif cfg.resamples > 0 and math.isfinite(value):
-        half = cfg.interval == "half_sampling"
-        rows = resample_rows(n, cfg.resamples, gen, without_replacement=half)
+            identity, cfg, normalised, corrected, gen)
+    elif cfg.resamples > 0 and math.isfinite(value):  # half_sampling (the retired bootstrap: settings.RETIRED)
+        rows = resample_rows(n, cfg.resamples, gen, without_replacement=True)
         draws = torch.randint(0, k, (cfg.resamples, k), generator=gen) if k > 1 else torch.zeros(cfg.resamples, 1, dtype=torch.long)
 
         def interval(v: float, b: Tensor) -> Tuple[float, float, int]:
-            return standard_error_interval(v, b, cfg.confidence) if half else percentile_interval(b, cfg.confidence)
+            return standard_error_interval(v, b, cfg.confidence)
 
         one = torch.zeros(cfg.resamples, 1, dtype=torch.long)  # the draw index of a single representation
         target_b = _Resampler(measure, target, rows)
@@ -381,8 +389,8 @@ def calibrate(
             n_low, n_high, _ = interval(normalised, (stir_b - f_b) / (ceil_b - cf_b))
             if math.isfinite(corrected):  # (B,) kappa(S_b, F_b) / kappa(C_b, F_C,b) on each resample's rows
                 c_low, c_high, _ = interval(corrected, ((stir_b - f_b) / (identity - f_b)) / ((ceil_b - cf_b) / (identity - cf_b)))
-        images_text = f"{n // 2} of the {n} images without replacement" if half else f"{n} of the {n} images with replacement"
-        kind = "value +- z se, se from half-samples" if half else "percentile bootstrap"
+        images_text = f"{n // 2} of the {n} images without replacement"
+        kind = "value +- z se, se from half-samples"
         covers = f"{cfg.resamples} resamples of {images_text} and of the {k} draws" if k > 1 else (
             f"{cfg.resamples} resamples of {images_text} (k=1: the seed variance is not in it)")
         method = f"{kind}: {covers}; over images and inversion draws, not training seeds" + (
@@ -401,41 +409,26 @@ def calibrate(
     return cal
 
 
-def leave_one_out(n: int) -> Tensor:
-    """(n, n - 1) int64 row indices: row i holds every image but i."""
-    full = torch.arange(n).expand(n, n)
-    return full[~torch.eye(n, dtype=torch.bool)].view(n, n - 1)
-
-
 def _z(confidence: float) -> float:
     return float(torch.distributions.Normal(0.0, 1.0).icdf(torch.tensor(0.5 + confidence / 2)))
 
 
-def jackknife_se(leave_out: Tensor) -> float:
-    """The delete-one jackknife standard error over images: se^2 = (n - 1) / n sum_i (t_(i) - t_(.))^2.
-
-    ``leave_out`` (n,): the statistic without image i, here the mean over the k draws of S_r on the
-    other n - 1 rows (the draws nested in the images: row i carries x_i and every x'_ij, which are
-    independent across images, so the inversion's seed variance is in the spread of the t_(i); adding
-    the between-draw variance again double-counted it: bench/bench_coverage.py)."""
-    finite = leave_out[torch.isfinite(leave_out)]
-    n = finite.numel()
-    if n < 2:
-        return math.nan
-    return math.sqrt((n - 1) / n * float(((finite - finite.mean()) ** 2).sum()))
-
-
 def _jackknife(measure: str, target: Tensor, target_primes: Sequence[Tensor], draw_values: Sequence[float],
                reference: Tensor, ceiling_primes: Sequence[Tensor], floor: float, ceiling_floor: float,
-               identity: Optional[float], cfg: CalibrationConfig, normalised: float, corrected: float):
-    """The ``jackknife`` interval reading (``jackknife_se``) of the value, the normalised and the
-    chance-corrected value, each +- z se: the draw-mean statistic recomputed without each image, with
-    the floors (closed form for linear CKA, else held fixed) and the ceiling on the same rows."""
+               identity: Optional[float], cfg: CalibrationConfig, normalised: float, corrected: float,
+               generator: torch.Generator):
+    """The ``jackknife_corrected`` interval reading (``stir.measure.jackknife``) of the value, the
+    normalised and the chance-corrected value, each +- z se: the draw-mean statistic recomputed on all
+    images, without each image and without each of up to ``jackknife.PAIRS`` pairs of images (the k
+    draws nested in the images), with the floors (closed form for linear CKA, else held fixed) and the
+    ceiling on the same rows."""
     n, k = target.shape[0], len(target_primes)
     z = _z(cfg.confidence)
-    rows, each = leave_one_out(n), torch.arange(k).expand(n, k)
+    two, first, second, total = leave_two_out(n, generator)
+    rows = [torch.arange(n)[None], leave_one_out(n), two]  # all images (1, n); without one (n, n-1); two (M, n-2)
 
-    def statistics(resampler_rows: Tensor, draws) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
+    def statistics(resampler_rows: Tensor) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
+        draws = torch.arange(k).expand(resampler_rows.shape[0], k)
         t = _Resampler(measure, target, resampler_rows)
         s_b, f_b = _over_draws(t, target_primes, draws)
         if cfg.floor == "images":
@@ -449,10 +442,14 @@ def _jackknife(measure: str, target: Tensor, target_primes: Sequence[Tensor], dr
             cf_b = _over_draws(r, [reference], torch.zeros_like(draws[:, :1]))[1]
         return s_b, f_b, c_b, cf_b
 
-    loo = statistics(rows, each)  # (n,) each
+    stats = [statistics(r) for r in rows]  # [(B,) per part] for all, delete-one, delete-two
+
+    def se(parts) -> float:  # parts: the (B,) statistic on all, delete-one and delete-two rows
+        return corrected_jackknife_se(float(parts[0][0]), parts[1], parts[2], first, second, total)
+
     value = _mean(draw_values)
-    se = jackknife_se(loo[0])
-    low, high = value - z * se, value + z * se
+    se_v = se([s[0] for s in stats])
+    low, high = value - z * se_v, value + z * se_v
     n_low = n_high = c_low = c_high = math.nan
     if math.isfinite(normalised) and ceiling_primes:
         def ratio(s_b, f_b, c_b, cf_b, kappa: bool) -> Tensor:
@@ -462,13 +459,14 @@ def _jackknife(measure: str, target: Tensor, target_primes: Sequence[Tensor], dr
                 return ((s_b - f_b) / (identity - f_b)) / ((c_b - cf_b) / (identity - cf_b))
             return (s_b - f_b) / (c_b - cf_b)
 
-        se_n = jackknife_se(ratio(*loo, False))
+        se_n = se([ratio(*s, False) for s in stats])
         n_low, n_high = normalised - z * se_n, normalised + z * se_n
         if math.isfinite(corrected):
-            se_c = jackknife_se(ratio(*loo, True))
+            se_c = se([ratio(*s, True) for s in stats])
             c_low, c_high = corrected - z * se_c, corrected + z * se_c
-    method = (f"value +- z se, se from the delete-one jackknife over the {n} images (the {k} draws nested in them)"
-              + "; over images and inversion draws, not training seeds")
+    pairs = f"all {total}" if total == two.shape[0] else f"{two.shape[0]} of the {total}"
+    method = (f"value +- z se, se from the delete-one jackknife over the {n} images (the {k} draws nested in them) "
+              f"less half its Efron-Stein bias from {pairs} delete-two pairs; over images and inversion draws, not training seeds")
     return low, high, n_low, n_high, c_low, c_high, n, method
 
 
