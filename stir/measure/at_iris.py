@@ -29,7 +29,7 @@ from torch import Tensor, nn
 
 from stir import similarity
 from stir.inversion.iri import IRIConfig, IRISolution, solve_iri
-from stir.measure.calibration import jackknife_se, leave_one_out
+from stir.measure.jackknife import jackknife_se, leave_one_out
 from stir.inversion.seeds import make_seed, seed_generator
 from stir.models import frozen
 from stir.models.identity import content_identity, tensor_digest
