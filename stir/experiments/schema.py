@@ -397,10 +397,12 @@ class PaperConfig(ExperimentConfig):
     # that reading where it is measured, the constrained one beside it.
     stir_adv_objectives: List[str] = field(default_factory=lambda: ["original"])
     # Table 1 asked again at IRIs (issue 53; stir.experiments.paper.at_iris): each direction of Table 1's
-    # pairs read where its X' are IRIs (the IRI solver, at most at_iris_steps steps per image, from the
-    # seeds part's images and seeds, at_iris_draws draws), claims 1-3 judged again on it. false: left out.
+    # pairs read where its X' are IRIs (the IRI solver, at most at_iris_steps steps per image, each image
+    # stopped at r1 <= at_iris_level, from the seeds part's images and seeds, at_iris_draws draws), claims
+    # 1-3 judged again on it. false: left out.
     at_iris: bool = True
     at_iris_steps: int = 3000
+    at_iris_level: float = 0.02
     at_iris_draws: int = 1
     # Table 2 (claim 7): models ordered from the most robust to the least.
     robustness: List[str] = field(default_factory=list)

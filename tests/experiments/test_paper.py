@@ -190,7 +190,7 @@ def test_table1_sets_ours_with_calibrated_readings_beside_the_paper(paper_run):
     assert "share models" in recipes[("vanilla", "STIR(m2|m1)")]["interval holds"]
     assert "one seed pair: between-seed spread not measured" in recipes[("AT vs vanilla", "STIR(m2|m1)")]["interval holds"]
     # STIR at IRIs beside each STIR row (issue 53), and claims 1-3 judged again on it
-    assert "at IRIs" in stir[0] and "at r1 <= 0.005" in stir[0]["at IRIs"] and cka[0]["at IRIs"] == "-"
+    assert "at IRIs" in stir[0] and "at r1 <= 0.02" in stir[0]["at IRIs"] and cka[0]["at IRIs"] == "-"
     with open(root / "results" / "paper" / "table1_at_iris_verdicts.csv") as f:
         again = {int(r["claim"]): r for r in csv.DictReader(f)}
     assert set(again) == {1, 2, 3, 5} and again[5]["at IRIs"] == "not judged"
