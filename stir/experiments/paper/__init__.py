@@ -133,7 +133,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
                   + (f"the verdict of claim(s) {', '.join(changed)} changes" if changed else "no verdict changes")]
                  if iris_verdicts else [])
     shown = {"scorecard": card, "claim_sections": sections, "claims": claims, "table2_graded": graded_rows, "table1": t1,
-             "table1_at_iris_verdicts": iris_verdicts, "table1_at_iris": at_iris.rows(ctx, cfg, iris, seeds_ctx) if iris else [],
+             "table1_at_iris_verdicts": iris_verdicts, "table1_at_iris": at_iris.rows(ctx, cfg, ok, iris, seeds_ctx) if iris else [],
              "table1_recipes": recipes, "table2": t2, "figure1": f1,
              "figures2_3_6_7": f2, "figures4_8": f4, "figures5_9": f5, "recipe_ablation": ablation}
     shown["missing_models"] = [{"model": name, "why": "not trained or shipped", "train command": ok.command(name)}

@@ -82,12 +82,16 @@ def cell(r: Optional[AtIRIsResult], z: float) -> str:
     return f"{cell_text(value(r, z))} ({r.fraction_reached:.0%} at r1 <= {r.level:g})"
 
 
-def rows(ctx: Context, cfg: PaperConfig, readings: Readings, seeds_ctx: Optional[Context]) -> List[Dict[str, Any]]:
-    """Per direction: the published-procedure value and its median residual beside STIR at IRIs."""
+def rows(ctx: Context, cfg: PaperConfig, ok: Availability, readings: Readings,
+         seeds_ctx: Optional[Context]) -> List[Dict[str, Any]]:
+    """Per direction of every Table 1 pair whose models exist: the published-procedure value and its
+    median residual beside STIR at IRIs."""
     z = confidence_z(ctx)
     out = []
     for kind, pairs in table1_pairs(cfg).items():
         for a, b in pairs:
+            if not ok.all((a, b)):
+                continue
             p = _published(ctx, seeds_ctx, a, b)
             for direction, (target, ref) in (("m2|m1", (b, a)), ("m1|m2", (a, b))):
                 r = readings.get((target, ref))
