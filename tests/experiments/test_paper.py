@@ -67,7 +67,7 @@ def paper_run(tmp_path_factory):
                                          "experiment.pairs=[[vanilla,vanilla_s1],[vanilla_s2,at]]"), mp)
         trained = runs(root)
         assert len(trained) == len(PRESENT)
-        paper = args(root, cifar10_root, "experiment=paper", "experiment.layers.count=3", "experiment.at_iris_steps=60",
+        paper = args(root, cifar10_root, "experiment=paper", "experiment.layers.count=3", "experiment.at_iris=measure", "experiment.at_iris_steps=60",
                      *FAST_TABLE1)
         run_entry_point("evaluate", paper, mp)
         first = claims_table(root)
@@ -80,7 +80,7 @@ def paper_run(tmp_path_factory):
         partial = root / "partial"
         import shutil
         shutil.copytree(root / "results" / "store", partial / "store")
-        stored = args(root, cifar10_root, "experiment=paper", "experiment.layers.count=3", "experiment.at_iris_steps=60",
+        stored = args(root, cifar10_root, "experiment=paper", "experiment.layers.count=3", "experiment.at_iris=measure", "experiment.at_iris_steps=60",
                       *FAST_TABLE1)
         stored = [a for a in stored if not a.startswith("out_dir=")] + [f"out_dir={partial}", "experiment.name=paper_stored",
                                                                         "experiment.stored_only=true"]

@@ -27,3 +27,15 @@ def test_the_column_sits_beside_ours_on_stir_rows_only():
     assert list(out[0]) == ["pair", "quantity", "ours", "at IRIs", "paper"]
     assert out[0]["at IRIs"].startswith("0.300") and out[1]["at IRIs"] == "not measured" and out[2]["at IRIs"] == "-"
     assert at_iris.with_column(rows, {}, 1.96) == rows  # experiment.at_iris=false: no column
+
+
+def test_an_unknown_at_iris_mode_is_refused_with_the_choices():
+    import pytest
+
+    from stir.config.validate import ConfigError
+    from stir.experiments.paper import _check
+    from stir.experiments.schema import PaperConfig
+
+    with pytest.raises(ConfigError, match="stored"):
+        _check(PaperConfig(at_iris="true"))
+    _check(PaperConfig(at_iris="measure"))
