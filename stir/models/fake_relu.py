@@ -284,26 +284,8 @@ def raising_relu(model: nn.Module, sites: Sequence[str]) -> Iterator[None]:
     residual that the true gradient cannot remove (on the laptop ResNet18s a median 32% of it, issue 53),
     while FakeReLU's identity also moves units that should stay dead. Values are unchanged.
     """
-    undo: List[Callable[[], None]] = []
-    try:
-        for path in sites:
-            module = model.get_submodule(path)
-            was_inplace = getattr(module, "inplace", None)
-            if was_inplace:
-                module.inplace = False  # the hook reads the input
-            handle = module.register_forward_hook(lambda _m, args, _out: _RaisingReLUFunction.apply(args[0]),
-                                                  prepend=True)
-
-            def restore(handle=handle, module=module, was=was_inplace) -> None:
-                handle.remove()
-                if was:
-                    module.inplace = was
-
-            undo.append(restore)
+    with _outputs_replaced(model, sites, _RaisingReLUFunction.apply):
         yield
-    finally:
-        for restore in reversed(undo):
-            restore()
 
 
 @contextmanager
@@ -316,15 +298,23 @@ def softplus_relus(model: nn.Module, beta: Callable[[], float]) -> Iterator[None
     network to the network itself: ``stir.inversion.iri``'s smoothing phase). Values change while it is
     on; everything (hooks, ``inplace``) is restored after, exceptions included. A functional relu is
     not reached (make it a module)."""
+    with _outputs_replaced(model, relu_modules(model), lambda x: torch.nn.functional.softplus(x, beta=beta())):
+        yield
+
+
+@contextmanager
+def _outputs_replaced(model: nn.Module, sites: Sequence[str], fn: Callable[[Tensor], Tensor]) -> Iterator[None]:
+    """Within the block the modules ``sites`` of ``model`` output ``fn(their input)`` (a forward hook, first
+    in line, with ``inplace`` off meanwhile: the hook reads the input); hooks and ``inplace`` restored
+    after, exceptions included. Shared by ``raising_relu`` and ``softplus_relus``."""
     undo: List[Callable[[], None]] = []
     try:
-        for path in relu_modules(model):
+        for path in sites:
             module = model.get_submodule(path)
             was_inplace = getattr(module, "inplace", None)
             if was_inplace:
-                module.inplace = False  # the hook reads the input
-            handle = module.register_forward_hook(
-                lambda _m, args, _out: torch.nn.functional.softplus(args[0], beta=beta()), prepend=True)
+                module.inplace = False
+            handle = module.register_forward_hook(lambda _m, args, _out: fn(args[0]), prepend=True)
 
             def restore(handle=handle, module=module, was=was_inplace) -> None:
                 handle.remove()
