@@ -8,6 +8,8 @@ seed pair), the same n images and the same k N(0, 1) seed draws, STIR(m2|m1) at 
   plateau Adam, the raising surrogate);
 * ``plain``: the same descent without the smoothing phase (``smooth_share=0``): another path from the
   same seeds, which reaches the level on ``r20`` and ``vgg16`` too;
+* ``fixed``: the smoothing phase with fixed targets m1(x) (``smooth_target="fixed"``, the default before
+  tracked targets);
 * ``box``: projected plateau Adam on x in [0, 1], r1's true gradient (no surrogate; stalls near r1 0.11).
 
 Reported: each solver's value per draw, the gap per draw, its mean with the standard error over
@@ -35,7 +37,7 @@ from stir.inversion.iri import IRIConfig  # noqa: E402
 from stir.measure.at_iris import stir_at_iris  # noqa: E402
 
 log = logging.getLogger("bench_iri_stir")
-SOLVERS = {"smoothed": IRIConfig(), "plain": IRIConfig(smooth_share=0),
+SOLVERS = {"smoothed": IRIConfig(), "plain": IRIConfig(smooth_share=0), "fixed": IRIConfig(smooth_target="fixed"),
            "box": IRIConfig(reparam="box", surrogate="off", lr=0.03, smooth_share=0)}
 
 

@@ -49,7 +49,7 @@ DEFAULT_STEPS = {"faithful": 1000, "fast": 300, "iri": 3000}
 # Fields only one mode reads, and those the fast mode reads only while it stops early.
 _FAST_ONLY = frozenset({"lr", "betas", "schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance"})
 # The IRI solver's own fields (stir.inversion.iri); it reads lr and betas too, and stops at `target`.
-_IRI_ONLY = frozenset({"target", "patience", "reparam", "surrogate", "smooth_share", "smooth_beta"})
+_IRI_ONLY = frozenset({"target", "patience", "reparam", "surrogate", "smooth_share", "smooth_beta", "smooth_target"})
 _IRI_SKIPS = frozenset({"schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance", "step_size"})
 _FAITHFUL_ONLY = frozenset({"step_size"})
 _EARLY_STOP = frozenset({"stop_fraction", "tolerance"})
@@ -119,6 +119,8 @@ class InversionConfig:
     # (0: none) and the softplus sharpness it starts at
     smooth_share: float = 0.45
     smooth_beta: float = 4.0
+    # its targets: tracked (the smoothed network's own m1_beta(x), a true homotopy) | fixed (m1(x) itself, before)
+    smooth_target: str = "tracked"
     # The models' forward: auto (fast mode: bf16 on CUDA, 32 elsewhere; faithful and iri mode: 32 everywhere,
     # as published: bf16 is another rounding regime, its STIR gap on CPU up to 0.021 after 1000 steps,
     # ~2.5x float32's own rounding drift; docs/benchmarks/levers.md) | 32 | bf16 | 16
@@ -191,7 +193,7 @@ class InversionConfig:
 
         return IRIConfig(target=self.target, steps=self.num_steps, lr=self.lr, patience=self.patience,
                          reparam=self.reparam, surrogate=self.surrogate, smooth_share=self.smooth_share,
-                         smooth_beta=self.smooth_beta, betas=tuple(self.betas))
+                         smooth_beta=self.smooth_beta, smooth_target=self.smooth_target, betas=tuple(self.betas))
 
     def resolved(self) -> "InversionConfig":
         """These settings with ``steps`` filled in (the mode's default when unset): a new object, or this

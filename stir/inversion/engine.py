@@ -55,20 +55,20 @@ from torch import Tensor, nn
 
 from stir.allocator import keep_freed_cpu_memory
 from stir.descent import (
-    Adam, Constant, Cosine, FixedLengthStep, HalvingLengthStep, InverseTime, PlateauAdam, Schedule, descend,
+    Adam, Constant, Cosine, FixedLengthStep, HalvingLengthStep, InverseTime, Schedule, descend,
 )
 from stir.descent.loop import StopRule
 from stir.inversion.batching import resolve_batch_size, working_model
 from stir.inversion.cache import cache_key, entry_path, load_entry, save_entry
 from stir.inversion.config import ExecutionConfig, InversionConfig, iri_shortfall
-from stir.inversion.iri import image_map, smoothing_phase, surrogate_sites
+from stir.inversion.iri import descend_iri
 from stir.inversion.objectives import (
     Forward, InversionObjective, make_term, published_clamp, relative_distance, relative_distances, resolve_forward,
 )
 from stir.inversion.result import InversionResult, concat_results, make_result, slice_result
 from stir.inversion.seeds import make_seed, seed_generator
 from stir.models import frozen
-from stir.models.fake_relu import fake_relu, raising_relu
+from stir.models.fake_relu import fake_relu
 from stir.models.probe import check_gradient_path
 from stir.models.taps import representation
 from stir.progress import Progress
@@ -327,42 +327,41 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
         times: List[float] = []
         start = time.perf_counter()
 
-        def timed(x: Tensor, index: Tensor) -> Tensor:  # records when each iterate was evaluated
-            loss = objective(published_clamp(x) if faithful else x, index)
-            times.append(time.perf_counter() - start)
-            return loss
+        def timed(objective: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor], Tensor]:
+            def evaluate(x: Tensor, index: Tensor) -> Tensor:  # records when each iterate was evaluated
+                loss = objective(published_clamp(x) if faithful else x, index)
+                times.append(time.perf_counter() - start)
+                return loss
+            return evaluate
 
-        to_image, sites = (lambda x: x.clamp(0, 1)), []  # the clamp is a no-op unless the raw seed was the best iterate
-        smooth, smoothing = 0, 0  # the IRI solver's smoothing phase: its steps and model evaluations
-        if faithful:
-            geometry, x_init, stop = FixedLengthStep(cfg.step_size), seeds, None  # raw seed, as published
-        elif cfg.mode == "iri":  # stir.inversion.iri: x = sigmoid(z), per-image plateau Adam, stop at the target
-            x_init, to_image, bounds = image_map(seeds, cfg.reparam)
-            geometry = PlateauAdam(cfg.lr, cfg.patience, betas=cfg.betas, bounds=bounds)
-            stop = None if problem.adversarial else _stop_at(objective, cfg.target)
-            sites = surrogate_sites(working.m1, images[:1], cfg.surrogate)
-
-            def timed(z: Tensor, index: Tensor, _evaluate=timed) -> Tensor:
-                return _evaluate(to_image(z), index)
-
-            if not problem.adversarial:  # arbitrary IRIs: the smoothing phase first (stir.inversion.iri)
+        tick = _ticker(progress, images.shape[0], cfg.steps, problem, cfg)
+        with fake_relu(*working.models, enabled=cfg.fake_relu_spec):
+            if cfg.mode == "iri":  # stir.inversion.iri's descent; arbitrary IRIs: its smoothing phase first
+                stop = None if problem.adversarial else _stop_at(objective, cfg.target)
                 solver = cfg.iri_config()
-                smooth = solver.smooth_steps
-                x_init, smoothing = smoothing_phase(timed, working.m1, x_init, solver)
-        else:
-            geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
-            x_init, stop = None, _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
-        with fake_relu(*working.models, enabled=cfg.fake_relu_spec), raising_relu(working.m1, sites):
-            tick = _ticker(progress, images.shape[0], cfg.steps, problem, cfg)
-            # after a smoothing phase of `smooth` steps the descent has the rest; snapshot t is its t - smooth
-            shifted = {t: max(0, t - smooth) for t in cfg.snapshot_steps}
-            run = descend(timed, seeds, geometry, cfg.steps - smooth, keep_best=True, stop=stop, x_init=x_init,
-                          snapshots=sorted(set(shifted.values())), on_step=tick)
+                smooth = 0 if problem.adversarial else solver.smooth_steps
+                # after a smoothing phase of `smooth` steps the descent has the rest; snapshot t is its t - smooth
+                shifted = {t: max(0, t - smooth) for t in cfg.snapshot_steps}
+                out = descend_iri(lambda: timed(_objective(problem, working, images, cfg, forward)), working.m1, seeds,
+                                  images[:1], solver, smoothing=not problem.adversarial, stop=stop,
+                                  snapshots=sorted(set(shifted.values())), on_step=tick)
+                run, to_image, taken, evaluations = out.run, out.to_image, out.steps, out.evaluations
+            else:
+                if faithful:
+                    geometry, x_init, stop = FixedLengthStep(cfg.step_size), seeds, None  # raw seed, as published
+                else:
+                    geometry = Adam(cfg.lr, _schedule(cfg), cfg.betas)
+                    x_init = None
+                    stop = _early_stop(objective, cfg) if (cfg.early_stop and not problem.adversarial) else None
+                smooth, shifted = 0, {t: t for t in cfg.snapshot_steps}
+                run = descend(timed(objective), seeds, geometry, cfg.steps, keep_best=True, stop=stop, x_init=x_init,
+                              snapshots=sorted(set(cfg.snapshot_steps)), on_step=tick)
+                # the clamp is a no-op unless the raw seed was the best iterate
+                to_image, taken, evaluations = (lambda x: x.clamp(0, 1)), run.steps, run.evaluations
             tick.finish()
 
         snapshots = {t: to_image(run.snapshots[shifted[t]]) for t in cfg.snapshot_steps}
         # the smoothing phase's steps and evaluations counted; its values are not r1: NaN rows of the history
-        taken, evaluations = run.steps + smooth, run.evaluations + smoothing
         history = torch.cat([run.history.new_full((smooth, run.history.shape[1]), float("nan")), run.history])
         x_prime = snapshots[cfg.steps]
         # r1 of every snapshot (x_prime is the last), the targets m1(x) computed once

@@ -11,9 +11,10 @@ reached r1 <= ``level`` (the solver's target) and reads
 It says, per draw, how many images reached the level and which did not; an image that never
 reached it is left out of that draw's value, never mixed in. The value is the mean over the k draws;
 ``spread`` the standard deviation over draws (the inversion's seed variance alone) and ``se`` the
-delete-one jackknife over images with the draws nested (image i left out of every draw's R_j at once,
-``stir.measure.calibration.jackknife_se``: the reading whose coverage docs/benchmarks/calibration.md
-checks), so ``interval`` = value -+ z se. Stored under its own kind (``AT_IRIS``), so no published
+corrected jackknife over images with the draws nested (image i, or a pair of images, left out of every
+draw's R_j at once; ``stir.measure.jackknife``: the ``jackknife_corrected`` reading whose coverage
+docs/benchmarks/calibration.md checks; results stored before it hold the plain delete-one jackknife,
+1.4 times too wide at the null, and say so in ``se_reading``), so ``interval`` = value -+ z se. Stored under its own kind (``AT_IRIS``), so no published
 result changes. The X' of one reference (its images, seeds and solver) are solved once per process and
 shared by every target read on them (``_SOLVED``): the IRIs depend on m1 only.
 """
@@ -22,14 +23,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
 
 from stir import similarity
 from stir.inversion.iri import IRIConfig, IRISolution, solve_iri
-from stir.measure.jackknife import jackknife_se, leave_one_out
+from stir.measure.jackknife import corrected_jackknife_se, leave_one_out, leave_two_out
 from stir.inversion.seeds import make_seed, seed_generator
 from stir.models import frozen
 from stir.models.identity import content_identity, tensor_digest
@@ -59,7 +60,8 @@ class AtIRIsResult:
     evaluations: List[int]  # per draw, model evaluations the solver spent
     solver: Dict[str, Any]  # the IRIConfig
     notes: List[str] = field(default_factory=list)
-    se: float = float("nan")  # delete-one jackknife over images, draws nested (module docstring)
+    se: float = float("nan")  # the jackknife over images, draws nested (module docstring; its kind in se_reading)
+    se_reading: str = "jackknife"  # jackknife_corrected since issue 53's coverage check; results stored before: jackknife
 
     @property
     def interval(self) -> Tuple[float, float]:
@@ -92,26 +94,32 @@ class AtIRIsResult:
         """One report line: the value, its interval, its level, how many X' reached it."""
         low, high = self.interval
         return (f"STIR({self.target}|{self.ref}) at IRIs r1 <= {self.level:g}: {self.value:.3f} [{low:.3f}, {high:.3f}] "
-                f"(jackknife over images; sd over {len(self.values)} draws {self.spread:.3f}; {self.fraction_reached:.0%} "
+                f"({self.se_reading.replace('_', ' ')} over images; sd over {len(self.values)} draws {self.spread:.3f}; {self.fraction_reached:.0%} "
                 f"of {self.n} X' per draw reached the level, the others left out)")
 
 
-def nested_jackknife_se(measure: str, rep_x: Tensor, rep_primes: Sequence[Tensor], reached: Sequence[Tensor]) -> float:
-    """The delete-one jackknife standard error of the mean over draws of S_r on each draw's reached rows:
-    rep_x (n, d), rep_primes k x (n, d), reached k x (n,) bool. t_(i) leaves image i out of every draw."""
+def nested_jackknife_se(measure: str, rep_x: Tensor, rep_primes: Sequence[Tensor], reached: Sequence[Tensor],
+                        generator: Optional[torch.Generator] = None) -> float:
+    """The ``jackknife_corrected`` standard error (``stir.measure.jackknife``: the reading whose coverage
+    docs/benchmarks/calibration.md checks) of the mean over draws of S_r on each draw's reached rows:
+    rep_x (n, d), rep_primes k x (n, d), reached k x (n,) bool. The statistic is recomputed without each
+    image and without each of up to ``jackknife.PAIRS`` pairs of images, each left out of every draw."""
     fn = similarity.get(measure)
     n = rep_x.shape[0]
-    keep = leave_one_out(n)  # (n, n - 1)
-    leave_out = torch.full((n,), float("nan"), dtype=torch.float64)
-    for i in range(n):
+    two, first, second, total = leave_two_out(n, generator or torch.Generator().manual_seed(0))
+
+    def statistic(rows: Tensor) -> float:  # (m,) row indices -> mean over draws with enough reached rows
         values = []
         for rep_p, ok in zip(rep_primes, reached):
-            rows = keep[i][ok[keep[i]]]
-            if len(rows) >= MIN_REACHED:
-                values.append(float(fn(rep_x[rows], rep_p[rows])))
-        if values:
-            leave_out[i] = sum(values) / len(values)
-    return jackknife_se(leave_out)
+            kept = rows[ok[rows]]
+            if len(kept) >= MIN_REACHED:
+                values.append(float(fn(rep_x[kept], rep_p[kept])))
+        return sum(values) / len(values) if values else float("nan")
+
+    full = statistic(torch.arange(n))
+    one = torch.tensor([statistic(r) for r in leave_one_out(n)], dtype=torch.float64)
+    pairs = torch.tensor([statistic(r) for r in two], dtype=torch.float64)
+    return corrected_jackknife_se(full, one, pairs, first, second, total)
 
 
 def solved(ref: nn.Module, tap: str, images: Tensor, seed: int, cfg: IRIConfig) -> IRISolution:
@@ -129,7 +137,7 @@ def at_iris_parts(ids: Tuple[str, str], taps: Tuple[str, str], images: Tensor, m
                   cfg: IRIConfig) -> Dict[str, Any]:
     """The store key's parts: both models and taps, the images, the measure, the draws and the solver."""
     return dict(ref=[ids[0], taps[0]], target=[ids[1], taps[1]], images=tensor_digest(images), n=images.shape[0],
-                measure=measure, k=k, seed=seed, seed_kind="normal", solver=dataclasses.asdict(cfg))
+                measure=measure, k=k, seed=seed, seed_kind="normal", solver=cfg.key())
 
 
 def stir_at_iris(ref: nn.Module, target: nn.Module, images: Tensor, tap_ref: str = "penultimate",
@@ -166,7 +174,7 @@ def stir_at_iris(ref: nn.Module, target: nn.Module, images: Tensor, tap_ref: str
                          f"r1 <= {cfg.target:g} within {cfg.steps} steps: left out of their draw's value")
         return AtIRIsResult(names[0], names[1], measure, images.shape[0], cfg.target, values, reached, unreached,
                             medians, evaluations, dataclasses.asdict(cfg), notes,
-                            nested_jackknife_se(measure, rep_x, primes, oks))
+                            nested_jackknife_se(measure, rep_x, primes, oks), "jackknife_corrected")
 
     if store is None:
         return compute()

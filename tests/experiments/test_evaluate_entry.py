@@ -1,11 +1,12 @@
 """evaluate.py end to end on tiny models and data, through the real Hydra entry point."""
+import csv
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from conftest import run_entry_point
+from conftest import refused, run_entry_point
 
 # Every zoo recipe shrunk to seconds (width 4, one epoch, 2-step attacks); W&B off for training.
 ZOO_OVERRIDES = [
@@ -295,17 +296,38 @@ def test_wandb_read_prints_what_a_run_holds_and_its_tables(workspace, capsys):
     assert capsys.readouterr().out.splitlines()[0].startswith("ref\ttarget\t")
 
 
-def test_a_pair_reads_stir_at_iris_beside_the_published_value_on_request(workspace, cifar10_root, monkeypatch):
-    """Issue 53: experiment.at_iris=true adds, per direction, STIR at IRIs (its level, the fraction of X' that
-    reached it) beside the published STIR, stored under its own kind; the published results are not touched."""
+def test_a_pair_shows_stir_at_iris_beside_the_published_value_stored_or_measured(workspace, cifar10_root, monkeypatch):
+    """Issue 53: every pair report has, per direction, STIR at IRIs (its level, the fraction of X' that
+    reached it) beside the published STIR. By default (at_iris=stored) only what the store holds, the
+    rest "not measured" with the override that measures it; at_iris=measure measures and stores it under
+    its own kind, and a default run then serves it; the published results are not touched."""
+    args = ("ref=at", "target=vanilla", "experiment.at_iris_steps=60", "experiment.at_iris_level=0.05")
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, *args), monkeypatch)
+    report = workspace / "results/pair_at_vs_vanilla"
+    rows = list(csv.DictReader((report / "at_iris.csv").open()))
+    assert [r["direction"] for r in rows] == ["STIR(vanilla|at)", "STIR(at|vanilla)"]
+    assert all(r["at_iris"] == "nan" and float(r["published"]) > 0 for r in rows)
+    assert "experiment.at_iris=measure measures it" in (report / "README.md").read_text()
+
     before = store_files(workspace)
-    run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", "experiment.at_iris=true",
-                                          "experiment.at_iris_steps=60"), monkeypatch)
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, *args, "experiment.at_iris=measure"), monkeypatch)
     after = store_files(workspace)
     assert {p: t for p, t in after.items() if p in before} == before  # every published entry as it was
     new = [p for p in after if p not in before]
-    assert new and all(p.parent.name == "direction_at_iris" for p in new)
-    text = (workspace / "results/pair_at_vs_vanilla/at_iris.csv").read_text()  # the latest report of its name
-    for column in ("published", "published_median_residual", "at_iris", "level", "fraction_reached"):
-        assert column in text.splitlines()[0], column
-    assert text.count("STIR(") == 2  # both directions
+    assert len(new) == 2 and all(p.parent.name == "direction_at_iris" for p in new)
+    measured = list(csv.DictReader((report / "at_iris.csv").open()))
+    for column in ("published", "published_median_residual", "at_iris", "at_iris_low", "level", "fraction_reached",
+                   "at_iris_median_residual", "evaluations_per_image"):
+        assert column in measured[0], column
+    assert all(float(r["level"]) == 0.05 and 0 <= float(r["fraction_reached"]) <= 1 for r in measured)
+
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, *args), monkeypatch)  # stored: served now
+    assert store_files(workspace) == after
+    served = list(csv.DictReader((report / "at_iris.csv").open()))
+    assert [r["at_iris"] for r in served] == [r["at_iris"] for r in measured]
+
+
+def test_an_unknown_at_iris_choice_is_one_line_with_the_choices(workspace, cifar10_root, monkeypatch, capsys):
+    line = refused("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", "experiment.at_iris=true"),
+                   monkeypatch, capsys)
+    assert "experiment.at_iris='True'" in line and "choose one of ['stored', 'measure', 'off']" in line

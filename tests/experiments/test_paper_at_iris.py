@@ -39,3 +39,24 @@ def test_an_unknown_at_iris_mode_is_refused_with_the_choices():
     with pytest.raises(ConfigError, match="stored"):
         _check(PaperConfig(at_iris="true"))
     _check(PaperConfig(at_iris="measure"))
+
+
+def test_claim_7_is_judged_again_on_table_2s_differences_at_iris_beside_its_published_verdict():
+    from types import SimpleNamespace
+
+    from stir.experiments.paper.table2 import _iris_difference
+    from stir.experiments.schema import PaperConfig
+    from stir.paper import verdicts as v
+
+    ctx = SimpleNamespace(estimator=SimpleNamespace(calibration=SimpleNamespace(confidence=0.95)))
+    higher, lower = result(0.6, 0.01), result(0.4, 0.01)
+    d = _iris_difference(higher, lower, 1.96, 0.95)  # STIR(m2|m1) - STIR(m1|m2), se sqrt(2) * 0.01
+    assert abs(d.value - 0.2) < 1e-12 and abs((d.high - d.low) / 2 - 1.96 * 0.01 * math.sqrt(2)) < 1e-3
+    assert not _iris_difference(None, lower, 1.96, 0.95).measured
+
+    was = v.Verdict(v.FAILS, "published procedure: not resolved")
+    rows = at_iris.verdicts(ctx, PaperConfig(), {}, None, {7: (was, [])}, v.DirectionEvidence({"at / vanilla": d}))
+    (seven,) = [r for r in rows if str(r["claim"]).startswith("7")]
+    assert seven["published procedure"] == v.FAILS and seven["at IRIs"] == v.HOLDS and seven["changes"] == "yes"
+    rows = at_iris.verdicts(ctx, PaperConfig(), {}, None, {7: (was, [])}, None)
+    assert [r["at IRIs"] for r in rows if str(r["claim"]).startswith("7")] == ["not measured"]

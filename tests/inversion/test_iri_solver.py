@@ -123,6 +123,7 @@ def test_inversion_mode_iri_with_a_smoothing_phase_keeps_its_snapshots_and_histo
     r = invert(m, x, "logits", cfg, run=ExecutionConfig(warn_below=0.0, cache_dir=str(tmp_path)))
     assert sorted(r.snapshots) == [50, 150, 300] and (r.steps >= 100).all() and (r.residual <= 0.005 + 1e-6).all()
     assert cfg.key_settings(False, "32")["smooth_share"] == 1 / 3
+    assert cfg.key_settings(False, "32")["smooth_target"] == "tracked"  # the same descent as solve_iri (descend_iri)
     assert "smooth_share" not in InversionConfig().key_settings(False, "32")  # the published key is unchanged
 
 
@@ -141,3 +142,62 @@ def test_stir_at_iris_shares_a_references_x_prime_across_targets_and_has_a_neste
     assert 0 < first.se < 1 and low < first.value < high
     nothing = module.nested_jackknife_se("linear_cka", torch.randn(6, 3), [torch.randn(6, 3)], [torch.zeros(6, dtype=torch.bool)])
     assert nothing != nothing  # no image reached the level: no interval (NaN), not a zero-width one
+
+
+def test_tracked_targets_follow_the_smoothed_network_and_end_at_the_network_itself():
+    """The smoothing phase with smooth_target=tracked rebuilds its objective from the smoothed network's
+    own m1_beta(x) each time beta has grown by _RETARGET (so x' = x solves every smoothed problem, a
+    homotopy), the last targets within softplus(1000)'s distance of m1(x); fixed builds it once."""
+    from stir.inversion.iri import _RETARGET, SHARP, smoothing_phase
+    from stir.inversion.objectives import Forward, InversionObjective, make_term
+
+    m, x = dead_net(), noise_images(3)
+    exact = m(x).detach()
+    targets = []
+
+    def make_objective():
+        term = make_term(m, "logits", x, Forward())
+        targets.append(term.target)
+        return InversionObjective(term, Forward())
+
+    # beta grows by SHARP / 4 over the phase: about log(250) / log(_RETARGET) = 25 retargets (fewer on a
+    # short phase, whose steps overshoot each factor), after the one build before the phase
+    most = 2 + int(torch.log(torch.tensor(SHARP / 4.0)) / torch.log(torch.tensor(_RETARGET)))
+    for kind, (least, calls) in (("tracked", (15, most)), ("fixed", (1, 1))):
+        targets.clear()
+        cfg = IRIConfig(steps=200, smooth_share=0.5, smooth_target=kind)
+        z, spent = smoothing_phase(make_objective, m, torch.logit(x.clamp(1e-3, 1 - 1e-3)), cfg)
+        assert spent == 100 * 3 and least <= len(targets) <= calls, (kind, len(targets))
+        if kind == "tracked":
+            assert (targets[1] - exact).abs().max() > 0.05  # beta 4: softplus lifts every unit
+            assert (targets[-1] - exact).abs().max() < 2e-3  # beta near SHARP
+            assert all((a - b).abs().max() > 0 for a, b in zip(targets[1:], targets[2:]))
+        else:
+            assert torch.equal(targets[0], exact)
+    assert torch.equal(m(x), exact)  # the network is itself again
+
+
+def test_the_solver_key_leaves_out_a_field_at_the_value_it_had_before_it_existed():
+    import dataclasses
+
+    before = {k: v for k, v in dataclasses.asdict(IRIConfig(smooth_target="fixed")).items() if k != "smooth_target"}
+    assert IRIConfig(smooth_target="fixed").key() == before  # STIR at IRIs stored before the field: still served
+    assert IRIConfig().key()["smooth_target"] == "tracked"  # the default solver is another solver: its own key
+    with pytest.raises(ValueError, match="smooth_target"):
+        IRIConfig(smooth_target="moving")
+
+
+def test_the_at_iris_interval_is_the_corrected_jackknife_between_half_and_all_of_the_plain_one():
+    from stir.measure.at_iris import nested_jackknife_se
+    from stir.measure.jackknife import jackknife_se, leave_one_out
+    from stir.similarity import linear_cka
+
+    g = torch.Generator().manual_seed(3)
+    rep_x = torch.randn(30, 6, generator=g, dtype=torch.float64)
+    primes = [rep_x + torch.randn(30, 6, generator=g, dtype=torch.float64) for _ in range(2)]
+    reached = [torch.rand(30, generator=g) < 0.8 for _ in range(2)]
+    plain = jackknife_se(torch.tensor([
+        sum(float(linear_cka(rep_x[r[ok[r]]], p[r[ok[r]]])) for p, ok in zip(primes, reached)) / 2
+        for r in leave_one_out(30)], dtype=torch.float64))
+    se = nested_jackknife_se("linear_cka", rep_x, primes, reached)
+    assert plain / 2 ** 0.5 - 1e-12 <= se <= plain + 1e-12 and se < plain  # this statistic has interactions

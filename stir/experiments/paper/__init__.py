@@ -83,7 +83,8 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     evidence.update(ev)
     iris = at_iris.measure(ctx, cfg, ok, seeds_ctx)  # Table 1 again where the X' are IRIs (issue 53)
     t1 = at_iris.with_column(t1, iris, confidence_z(ctx))
-    t2, evidence[7] = table2.table2(ctx, chosen.get("relative_robustness"))
+    iris2 = at_iris.measure_table2(ctx, cfg, chosen.get("relative_robustness"))  # Table 2's pairs at IRIs
+    t2, evidence[7] = table2.table2(ctx, chosen.get("relative_robustness"), iris2)
     f1, evidence[8] = figure1.figure1(ctx, cfg, ok, chosen.get("incremental"))
     f2, ev = figures2_3(ctx, cfg, ok, chosen.get("layers"))
     evidence.update(ev)
@@ -128,9 +129,11 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))
     report.summary["claims/do_not_hold"] = float(sum(vd.outcome == v.FAILS for vd, _ in verdicts.values()))
     report.summary["claims/not_run"] = float(sum(vd.outcome == NOT_RUN for vd, _ in verdicts.values()))
-    iris_verdicts = at_iris.verdicts(ctx, cfg, iris, seeds_ctx, verdicts) if iris else []
+    iris_verdicts = (at_iris.verdicts(ctx, cfg, iris, seeds_ctx, verdicts,
+                                      table2.at_iris_evidence(ctx, chosen.get("relative_robustness"), iris2))
+                     if iris or iris2 else [])
     changed = [str(r["claim"]) for r in iris_verdicts if r["changes"] == "yes"]
-    iris_line = ([f"at IRIs (table1_at_iris_verdicts): claims 1-3 judged again on STIR at IRIs: "
+    iris_line = ([f"at IRIs (table1_at_iris_verdicts): claims 1-3 and 7 (Table 2's models) judged again on STIR at IRIs: "
                   + (f"the verdict of claim(s) {', '.join(changed)} changes" if changed else "no verdict changes")]
                  if iris_verdicts else [])
     shown = {"scorecard": card, "claim_sections": sections, "claims": claims, "table2_graded": graded_rows, "table1": t1,

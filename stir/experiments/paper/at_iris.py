@@ -1,9 +1,10 @@
 """Table 1 and Table 2 asked again where the X' really are IRIs (issue 53): for every direction of
-Table 1's pairs, STIR at IRIs (``stir.measure.at_iris``: the IRI solver from the seeds part's own seeds,
+Table 1's pairs and of Table 2's (``measure_table2``; the columns ``stir.experiments.paper.table2`` adds), STIR at IRIs (``stir.measure.at_iris``: the IRI solver from the seeds part's own seeds,
 images and draws, each image stopped at the IRI tolerance r1 <= 0.02, images that never reach it left
 out and counted)
 beside the published-procedure value, and claims 1-3 and Table 2's differences judged again on it by
-the same rules (``stir.paper``), the verdict of each beside the published-procedure one.
+the same rules (``stir.paper``), the verdict of each beside the published-procedure one (claim 7 on
+Table 2's models, the verdict the claims table gives them).
 
 Claim 5 (STIR tracks agreement) is not judged again: agreement on the IRIs is not measured.
 ``experiment.at_iris``: ``stored`` (the default) serves the readings the store holds and leaves the
@@ -61,11 +62,27 @@ def measure(ctx: Context, cfg: PaperConfig, ok: Availability, seeds_ctx: Optiona
     (a direction not stored under ``stored_only`` is left out)."""
     if seeds_ctx is None or cfg.at_iris == "off":
         return {}
-    store = seeds_ctx.store if cfg.at_iris == "measure" else seeds_ctx.store.as_read_only()
+    return _read_all(ctx, cfg, seeds_ctx, directions(ctx, cfg, ok))
+
+
+def measure_table2(ctx: Context, cfg: PaperConfig, part: Optional[Tuple[Any, Context]]) -> Readings:
+    """STIR at IRIs of both directions of every pair of Table 2's models (the ``relative_robustness`` part:
+    its images, seeds and measure), from the store or measured now; none without the part."""
+    if part is None or cfg.at_iris == "off":
+        return {}
+    mcfg, pctx = part
+    models = list(mcfg.models)
+    return _read_all(ctx, cfg, pctx, [(r, t) for r in models for t in models if r != t])  # grouped by reference
+
+
+def _read_all(ctx: Context, cfg: PaperConfig, part_ctx: Context, pairs: List[Tuple[str, str]]) -> Readings:
+    """(target, ref) -> STIR(target|ref) at IRIs of each (ref, target) of ``pairs`` on ``part_ctx``'s images;
+    under ``at_iris=stored`` only what its store holds."""
+    store = part_ctx.store if cfg.at_iris == "measure" else part_ctx.store.as_read_only()
     out: Readings = {}
-    for ref, target in directions(ctx, cfg, ok):
+    for ref, target in pairs:
         try:
-            out[(target, ref)] = read(ctx, cfg, seeds_ctx, ref, target, store=store)
+            out[(target, ref)] = read(ctx, cfg, part_ctx, ref, target, store=store)
         except NotStored:
             continue
     return out
@@ -112,9 +129,10 @@ def rows(ctx: Context, cfg: PaperConfig, ok: Availability, readings: Readings,
 
 
 def verdicts(ctx: Context, cfg: PaperConfig, readings: Readings, seeds_ctx: Optional[Context],
-             published: Dict[int, Tuple[Any, List[str]]]) -> List[Dict[str, Any]]:
-    """Claims 1-3 (Table 1) and Table 2's differences judged on STIR at IRIs, beside the published-procedure
-    verdict: one row per claim, saying whether the conclusion changes."""
+             published: Dict[int, Tuple[Any, List[str]]], table2_evidence: Optional[Any] = None) -> List[Dict[str, Any]]:
+    """Claims 1-3 (Table 1) and claim 7 on Table 2's models (``table2_evidence``: its differences at IRIs,
+    ``table2.at_iris_evidence``) judged on STIR at IRIs, beside the published-procedure verdict: one row
+    per claim, saying whether the conclusion changes."""
     conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
     pairs = table1_pairs(cfg)
     have = {kind: [(a, b) for a, b in ps if (b, a) in readings and (a, b) in readings] for kind, ps in pairs.items()}
@@ -152,6 +170,14 @@ def verdicts(ctx: Context, cfg: PaperConfig, readings: Readings, seeds_ctx: Opti
                     "changes": "no" if now.outcome == was else "yes", "reason at IRIs": now.reason})
     out.append({"claim": 5, "published procedure": published[5][0].outcome if 5 in published else "not judged",
                 "at IRIs": "not judged", "changes": "-", "reason at IRIs": "agreement on the IRIs is not measured"})
+    was7 = published[7][0].outcome if 7 in published else "not judged"
+    if table2_evidence is None:
+        out.append({"claim": "7 (Table 2's models)", "published procedure": was7, "at IRIs": "not measured",
+                    "changes": "-", "reason at IRIs": "STIR at IRIs is not in this report for Table 2's pairs"})
+    else:
+        now = claim(7).judge(table2_evidence)
+        out.append({"claim": "7 (Table 2's models)", "published procedure": was7, "at IRIs": now.outcome,
+                    "changes": "no" if now.outcome == was7 else "yes", "reason at IRIs": now.reason})
     return out
 
 

@@ -19,6 +19,7 @@ from stir.experiments import matrix as matrix_kind
 from stir.experiments.context import Context
 from stir.experiments.intervals import from_se as _from_se
 from stir.experiments.matrix import MatrixConfig
+from stir.experiments.paper import at_iris
 from stir.experiments.paper.readings import (NAN, Evidence, cell_text, confidence_z, difference_of, direction_reading,
                                              over_seed_pairs)
 from stir.paper import Interval, Verdict
@@ -184,12 +185,14 @@ def robustness_order(gap: Interval) -> Tuple[str, bool]:
     return ("m2 more robust" if gap.below(0.0) else "not resolved") + ": " + NOT_EVIDENCE, False
 
 
-def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]]):
+def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]], iris: Optional[at_iris.Readings] = None):
     """Claim 7: STIR(m2|m1) - STIR(m1|m2) for every pair, m1 the more robust (matrix order).
 
     A pair is evidence only where m1 is measurably the more robust (``robustness_gap`` above 0): of
     two models whose robust accuracies are within noise the claim predicts no direction. Where the
-    accuracies are unknown the configured order (``robustness``) is taken, and the note says so."""
+    accuracies are unknown the configured order (``robustness``) is taken, and the note says so.
+    ``iris`` ((target, ref) -> STIR at IRIs, ``at_iris.measure_table2``): both directions and their
+    difference at IRIs beside the published-procedure ones (issue 53); no such columns without it."""
     if part is None:
         return [], None
     cfg, pctx = part
@@ -208,7 +211,33 @@ def table2(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]]):
             diffs[f"{m1} / {m2}"] = d
             if not gap.measured:
                 notes.append(f"{m1} / {m2}: {order} (experiment.robustness) is taken")
-        rows.append({"m1 (more robust)": m1, "m2": m2, "robust acc gap (m1 - m2)": cell_text(gap), "order": order,
-                     "STIR(m2|m1)": cell_text(s21), "STIR(m1|m2)": cell_text(s12), "difference": cell_text(d),
-                     "paper": cells(m1, m2)})
+        row = {"m1 (more robust)": m1, "m2": m2, "robust acc gap (m1 - m2)": cell_text(gap), "order": order,
+               "STIR(m2|m1)": cell_text(s21), "STIR(m1|m2)": cell_text(s12), "difference": cell_text(d)}
+        if iris:
+            r21, r12 = iris.get((m2, m1)), iris.get((m1, m2))
+            row.update({"STIR(m2|m1) at IRIs": at_iris.cell(r21, z), "STIR(m1|m2) at IRIs": at_iris.cell(r12, z),
+                        "difference at IRIs": cell_text(_iris_difference(r21, r12, z, conf))})
+        rows.append({**row, "paper": cells(m1, m2)})
     return rows, Evidence(v.DirectionEvidence(diffs), notes=notes)
+
+
+def at_iris_evidence(ctx: Context, part: Optional[Tuple[MatrixConfig, Context]],
+                     iris: at_iris.Readings) -> Optional[v.DirectionEvidence]:
+    """Claim 7's evidence at IRIs: STIR(m2|m1) - STIR(m1|m2) at IRIs of every Table 2 pair that is evidence
+    (``robustness_order``, as ``table2``) and has both directions at IRIs; None when none has."""
+    if part is None or not iris:
+        return None
+    cfg, _ = part
+    conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
+    diffs = {}
+    for i, j in itertools.combinations(range(len(cfg.models)), 2):
+        m1, m2 = cfg.models[i], cfg.models[j]
+        d = _iris_difference(iris.get((m2, m1)), iris.get((m1, m2)), z, conf)
+        if d.measured and robustness_order(robustness_gap(ctx.model(m1), ctx.model(m2), z))[1]:
+            diffs[f"{m1} / {m2}"] = d
+    return v.DirectionEvidence(diffs) if diffs else None
+
+
+def _iris_difference(r21, r12, z: float, confidence: float) -> Interval:
+    """STIR(m2|m1) - STIR(m1|m2) at IRIs with its interval (the two readings' independent jackknife se)."""
+    return difference_of(at_iris.value(r21, z), at_iris.value(r12, z), z, confidence)
