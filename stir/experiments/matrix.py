@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from stir.config.validate import ConfigError
-from stir.experiments import rows
+from stir.experiments import at_iris_table, rows
 from stir.experiments.schema import MatrixConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.examples import iri_examples
@@ -30,6 +30,7 @@ CORNER = "m1 (ref) \\ m2 (target)"
 
 
 def _check(cfg: MatrixConfig) -> None:
+    at_iris_table.check(cfg)
     if len(cfg.models) < 2:
         raise ConfigError(f"experiment {cfg.name!r} of kind 'matrix' needs at least 2 models (experiment.models=[a,b,...])")
 
@@ -98,6 +99,13 @@ def run(ctx: Context, cfg: MatrixConfig) -> Report:
                 report.summary[f"matrix/{labels[i]}/{d.target}/stir_normalised"] = cal.normalised
     report.tables["directions"] = Table(numeric, display=display, notes=notes,
                                         headline=rows.direction_headline_table(measured))
+    if cfg.at_iris != "off":  # STIR at IRIs beside each off-diagonal direction (stir.experiments.at_iris_table)
+        at_rows = []
+        for i, j in ((i, j) for i in range(m) for j in range(m) if i != j):
+            r, at_notes = at_iris_table.row(ctx, models[i], models[j], measured[i * m + j], ctx.images(models[0]), cfg)
+            at_rows.append(r)
+            report.notes += at_notes
+        report.tables["at_iris"] = Table(at_rows)
     report.tables["convergence"] = Table(convergence)
     for name, values in (("stir", stir), ("stir_normalised", normalised), ("stir_adv", stir_adv), (ctx.estimator.measure, sim)):
         table = [{CORNER: ref, **{t: float(values[i, j]) for j, t in enumerate(labels)}} for i, ref in enumerate(labels)]

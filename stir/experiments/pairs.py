@@ -7,8 +7,8 @@ import math
 from functools import partial
 from typing import Any, Callable, Dict, List, Tuple
 
-from stir.config.validate import ConfigError, check_choice, check_positive
-from stir.experiments import rows
+from stir.config.validate import ConfigError
+from stir.experiments import at_iris_table, rows
 from stir.experiments.config import ExperimentConfig
 from stir.experiments.schema import PairConfig, PairsConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
@@ -17,26 +17,14 @@ from stir.experiments.registry import Kind, Unit, register
 from stir.measure import DIRECTIONS, LayerwiseResult, PairResult
 from stir.reporting import Figure, Report, Table, plot_convergence, plot_layerwise
 from stir.reporting.plots import interval_errors
-from stir.store import NotStored
 from stir.zoo import Model
 
 log = logging.getLogger(__name__)
 NAMES = {"m2|m1": "STIR({m2}|{m1})", "m1|m2": "STIR({m1}|{m2})"}
 
 
-AT_IRIS_CHOICES = ("stored", "measure", "off")  # experiment.at_iris (stir.experiments.schema.AtIRIsFields)
-
-
-def _check_at_iris(cfg: ExperimentConfig) -> None:
-    check_choice("experiment.at_iris", cfg.at_iris, AT_IRIS_CHOICES)
-    check_positive("experiment.at_iris_level", cfg.at_iris_level)
-    if cfg.at_iris_steps < 1 or cfg.at_iris_draws < 1:
-        raise ConfigError(f"experiment.at_iris_steps and experiment.at_iris_draws must be >= 1, got "
-                          f"{cfg.at_iris_steps}, {cfg.at_iris_draws}")
-
-
 def _check(cfg: PairsConfig) -> None:
-    _check_at_iris(cfg)
+    at_iris_table.check(cfg)
     if not cfg.pairs:
         raise ConfigError(f"experiment {cfg.name!r} of kind 'pairs' lists no pairs (experiment.pairs=[[ref,target],...])")
     if any(len(p) != 2 for p in cfg.pairs):
@@ -161,46 +149,19 @@ def _pair_name(ctx, cfg) -> str:
     return f"pair_{ctx.role('ref').label}_vs_{ctx.role('target').label}"
 
 
-register(Kind("pair", PairConfig, run, units, _check_at_iris, report_name=_pair_name, nonfinite=True))
+register(Kind("pair", PairConfig, run, units, at_iris_table.check, report_name=_pair_name, nonfinite=True))
 register(Kind("pairs", PairsConfig, run, units, _check, nonfinite=True))
 
 
 def at_iris_rows(ctx: Context, m1: Model, m2: Model, pair: PairResult,
                  cfg: ExperimentConfig) -> Tuple[List[Dict[str, Any]], List[str]]:
-    """Per direction: the published STIR with its median residual and fraction of IRIs beside STIR at IRIs
-    (``stir.measure.at_iris``, ``cfg``'s ``at_iris*`` settings) with its level, the fraction of X' that
-    reached it, their median residual and the spread over draws; served from the store, or measured
-    (``at_iris=measure``), or "not measured" with the override that measures it."""
-    from stir.inversion.iri import IRIConfig
-    from stir.measure.at_iris import stir_at_iris
-
-    est = ctx.estimator
-    store = ctx.store if cfg.at_iris == "measure" else ctx.store.as_read_only()
-    solver = IRIConfig(steps=cfg.at_iris_steps, target=cfg.at_iris_level)
+    """Both directions of the pair at IRIs beside their published readings (``stir.experiments.at_iris_table``)."""
     out, notes = [], []
     for direction, (ref, tgt) in (("m2|m1", (m1, m2)), ("m1|m2", (m2, m1))):
         published = pair.directions.get(direction)
         if published is None:
             continue
-        quality = published.quality.get("arbitrary", {})
-        row = {"direction": f"STIR({tgt.label}|{ref.label})", "published": published.stir.mean,
-               "published_median_residual": quality.get("median_residual", math.nan),
-               "published_fraction_iri": quality.get("fraction_iri", math.nan)}
-        try:
-            r = stir_at_iris(ref.module, tgt.module, ctx.images(m1), cfg=solver, measure=est.measure,
-                             k=cfg.at_iris_draws, seed=est.inversion.seed, names=(ref.label, tgt.label), store=store)
-        except NotStored:
-            out.append({**row, "at_iris": math.nan, "at_iris_low": math.nan, "at_iris_high": math.nan,
-                        "level": cfg.at_iris_level, "fraction_reached": math.nan, "at_iris_median_residual": math.nan,
-                        "evaluations_per_image": math.nan})
-            notes.append(f"STIR({tgt.label}|{ref.label}) at IRIs is not measured (the results store does not hold "
-                         "it): experiment.at_iris=measure measures it, about 3x the published procedure's model "
-                         "evaluations")
-            continue
-        low, high = r.interval
-        out.append({**row, "at_iris": r.value, "at_iris_low": low, "at_iris_high": high, "level": r.level,
-                    "fraction_reached": r.fraction_reached,
-                    "at_iris_median_residual": sum(r.median_residual) / len(r.median_residual),
-                    "evaluations_per_image": sum(r.evaluations) / len(r.evaluations) / r.n})
-        notes += [r.line()] + r.notes
+        r, n = at_iris_table.row(ctx, ref, tgt, published, ctx.images(m1), cfg)
+        out.append(r)
+        notes += n
     return out, notes

@@ -282,7 +282,7 @@ class PairsConfig(ExperimentConfig, AtIRIsFields):
 
 @kind_config("matrix")
 @dataclass
-class MatrixConfig(ExperimentConfig):
+class MatrixConfig(ExperimentConfig, AtIRIsFields):
     """experiment kind ``matrix``: every ordered pair of ``models``."""
 
     models: List[str] = field(default_factory=list)

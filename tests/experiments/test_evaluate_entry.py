@@ -147,6 +147,10 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
         assert cell == pytest.approx(float(r["stir_normalised"]), nan_ok=True), (ref, target)
     readme = (out / "README.md").read_text()
     assert readme.index("## directions") < readme.index("## matrix_stir")  # the headline of the directions first
+    # STIR at IRIs beside each off-diagonal direction (issue 53): not in this store, so "not measured" and how
+    at_iris = list(csv.DictReader(open(out / "at_iris.csv")))
+    assert len(at_iris) == 6 and {r["direction"] for r in at_iris} >= {"STIR(vanilla|at)", "STIR(at|vanilla)"}
+    assert all(r["at_iris"] == "nan" for r in at_iris) and "experiment.at_iris=measure measures it" in readme
     # the headline carries each value's floor and ceiling (issue 55); every other column a link away
     assert "[`directions.md`](directions.md)" in readme and "| floor | ceiling |" in readme.split("## matrix_stir")[0]
     from stir.reporting.dashboard import draw_local, missing_keys
