@@ -6,7 +6,9 @@ same n CIFAR-10 test images evaluate.py would pick (``image_seed`` 0) and the sa
 
 * ``published``: the published procedure (1000 fixed steps of 0.5, FakeReLU on ResNet18's last stage);
 * ``continue_fake`` / ``continue_true``: ``inversion.continue_steps`` steps after it, with FakeReLU kept (the
-  continuation before issue 53) and off (after);
+  continuation before issue 53) and off (after); ``continue_iri``: the IRI solver's descent (x = sigmoid(z),
+  plateau Adam, the raising surrogate; no smoothing phase) from the published x' instead, each image
+  stopped at 0.9 of the tolerance as the continuation is;
 * the IRI solver candidates, each through ``stir.descent.descend`` with its objective and step geometry
   as explicit arguments (``CANDIDATES``), each image stopped at ``--target``.
 
@@ -114,10 +116,16 @@ def main() -> None:
         m1, x = model.module.eval(), ctx.images(model)
         pub = None
         for what in args.runs:
-            if what in ("published", "continue_fake", "continue_true") and pub is None:
+            if what in ("published", "continue_fake", "continue_true", "continue_iri") and pub is None:
                 pub, pub_seconds = published(m1, x, run)
             if what == "published":
                 rows.append(figures(what, name, pub.residual, pub.evaluations, pub_seconds, args.target))
+            elif what == "continue_iri":  # the IRI solver's descent (no smoothing phase) from the published x'
+                start = time.perf_counter()
+                cfg = IRIConfig(steps=args.continue_steps, smooth_share=0, target=0.9 * TOLERANCE)
+                out = solve_iri(m1, TAP, x, pub.x_prime, cfg)
+                rows.append(figures(what, name, out.residual, pub.evaluations + out.evaluations,
+                                    pub_seconds + time.perf_counter() - start, args.target))
             elif what.startswith("continue_"):
                 residual, evals, seconds = continuation(m1, x, pub.x_prime, args.continue_steps, what == "continue_fake")
                 rows.append(figures(what, name, residual, pub.evaluations + evals, pub_seconds + seconds, args.target))
@@ -131,7 +139,7 @@ def main() -> None:
                 row["settings"] = fields
                 rows.append(row)
             else:
-                raise SystemExit(f"unknown run {what!r}: published, continue_fake, continue_true or iri")
+                raise SystemExit(f"unknown run {what!r}: published, continue_fake, continue_true, continue_iri or iri")
             log.info("%s", json.dumps(rows[-1]))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     old = json.loads(args.out.read_text()) if args.out.exists() else []

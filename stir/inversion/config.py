@@ -119,8 +119,8 @@ class InversionConfig:
     # (0: none) and the softplus sharpness it starts at
     smooth_share: float = 0.45
     smooth_beta: float = 4.0
-    # its targets: tracked (the smoothed network's own m1_beta(x), a true homotopy) | fixed (m1(x) itself, before)
-    smooth_target: str = "tracked"
+    # its targets: fixed (m1(x) itself) | tracked (the smoothed network's own m1_beta(x), a true homotopy)
+    smooth_target: str = "fixed"
     # The models' forward: auto (fast mode: bf16 on CUDA, 32 elsewhere; faithful and iri mode: 32 everywhere,
     # as published: bf16 is another rounding regime, its STIR gap on CPU up to 0.021 after 1000 steps,
     # ~2.5x float32's own rounding drift; docs/benchmarks/levers.md) | 32 | bf16 | 16
@@ -270,6 +270,8 @@ class InversionConfig:
             skip |= _ADVERSARIAL_ONLY
             if self.mode == "fast" and not self.early_stop:
                 skip |= _EARLY_STOP  # no early stop: the tolerance only classifies
+        if self.smooth_target == "fixed":
+            skip |= {"smooth_target"}  # the IRI solver's key as before tracked targets existed (IRIConfig.key)
         settings = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         settings.update(precision=precision, steps=self.num_steps, adversarial=adversarial,
                         fake_relu=self.fake_relu_key, record_steps=list(self.snapshot_steps))

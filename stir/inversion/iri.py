@@ -19,12 +19,12 @@ the two causes found there:
   softplus of sharpness beta, raised geometrically from ``smooth_beta`` to ``SHARP`` over the first
   ``smooth_share`` of the steps (``stir.models.fake_relu.softplus_relus``; a homotopy towards the
   network itself), then the solver above runs from where it ended for the remaining steps. Its
-  targets are the smoothed network's own m1_beta(x) (``smooth_target="tracked"``, rebuilt whenever beta
-  has grown by ``_RETARGET``), so x' = x solves every smoothed problem; ``fixed`` keeps m1(x), which the
-  softened network cannot produce at x. The smoothing phase's values are not r1, so nothing stops and
-  nothing is kept during it. On the laptop ``at`` (n = 16) the phase with fixed targets raised the X'
-  within 0.02 from 44% to 56%, with tracked ones to 81%; ``vanilla`` 94% either way, its median from
-  0.0118 to 0.0091 (docs/benchmarks/iri.md); ``smooth_share=0`` turns it off.
+  targets are m1(x) itself (``smooth_target="fixed"``, the default) or the smoothed network's own
+  m1_beta(x), rebuilt whenever beta has grown by ``_RETARGET`` (``"tracked"``: x' = x then solves every
+  smoothed problem, as a homotopy asks). The smoothing phase's values are not r1, so nothing stops and
+  nothing is kept during it. On the laptop ``at`` the phase raised the X' within 0.02 from 44% to 56%
+  (n = 16); tracked targets gave 81% there but 73% against fixed targets' 70% at n = 100, ``vanilla``
+  87% against 89% (docs/benchmarks/iri.md), so fixed stays the default; ``smooth_share=0`` turns it off.
 
 Each image stops once r1 <= ``target`` (the IRIs are then of that stated precision), at most
 ``steps`` steps; r1 is measured again at the end in full precision on the model itself. Everything
@@ -69,7 +69,7 @@ class IRIConfig:
     surrogate: str = "raising"  # raising: dead units of the last ReLU pushed up where r1 wants them | off
     smooth_share: float = 0.45  # the share of `steps` spent in the smoothing phase (softplus homotopy); 0: none
     smooth_beta: float = 4.0  # softplus sharpness at the smoothing phase's first step (SHARP at its last)
-    smooth_target: str = "tracked"  # tracked: the smoothed network's own m1_beta(x) | fixed: m1(x) itself (before)
+    smooth_target: str = "fixed"  # fixed: m1(x) itself | tracked: the smoothed network's own m1_beta(x)
     betas: Tuple[float, float] = (0.9, 0.99)  # Adam's moment decay rates
 
     def __post_init__(self) -> None:

@@ -123,7 +123,10 @@ def test_inversion_mode_iri_with_a_smoothing_phase_keeps_its_snapshots_and_histo
     r = invert(m, x, "logits", cfg, run=ExecutionConfig(warn_below=0.0, cache_dir=str(tmp_path)))
     assert sorted(r.snapshots) == [50, 150, 300] and (r.steps >= 100).all() and (r.residual <= 0.005 + 1e-6).all()
     assert cfg.key_settings(False, "32")["smooth_share"] == 1 / 3
-    assert cfg.key_settings(False, "32")["smooth_target"] == "tracked"  # the same descent as solve_iri (descend_iri)
+    assert "smooth_target" not in cfg.key_settings(False, "32")  # fixed: the key as before the field existed
+    tracked = InversionConfig(mode="iri", steps=300, smooth_share=1 / 3, smooth_target="tracked")
+    assert tracked.key_settings(False, "32")["smooth_target"] == "tracked"
+    assert tracked.iri_config().smooth_target == "tracked"  # the engine runs the same descend_iri as solve_iri
     assert "smooth_share" not in InversionConfig().key_settings(False, "32")  # the published key is unchanged
 
 
@@ -182,7 +185,8 @@ def test_the_solver_key_leaves_out_a_field_at_the_value_it_had_before_it_existed
 
     before = {k: v for k, v in dataclasses.asdict(IRIConfig(smooth_target="fixed")).items() if k != "smooth_target"}
     assert IRIConfig(smooth_target="fixed").key() == before  # STIR at IRIs stored before the field: still served
-    assert IRIConfig().key()["smooth_target"] == "tracked"  # the default solver is another solver: its own key
+    assert IRIConfig() == IRIConfig(smooth_target="fixed")  # the default: the solver the shipped readings came from
+    assert IRIConfig(smooth_target="tracked").key()["smooth_target"] == "tracked"  # another solver: its own key
     with pytest.raises(ValueError, match="smooth_target"):
         IRIConfig(smooth_target="moving")
 
