@@ -7,7 +7,7 @@ same n CIFAR-10 test images evaluate.py would pick (``image_seed`` 0) and the sa
 * ``published``: the published procedure (1000 fixed steps of 0.5, FakeReLU on ResNet18's last stage);
 * ``continue_fake`` / ``continue_true``: ``inversion.continue_steps`` steps after it, with FakeReLU kept (the
   continuation before issue 53) and off (after); ``continue_iri``: the IRI solver's descent (x = sigmoid(z),
-  plateau Adam, the raising surrogate; no smoothing phase) from the published x' instead, each image
+  plateau Adam, r1's true gradient: no surrogate, no smoothing phase) from the published x' instead, each image
   stopped at 0.9 of the tolerance as the continuation is;
 * the IRI solver candidates, each through ``stir.descent.descend`` with its objective and step geometry
   as explicit arguments (``CANDIDATES``), each image stopped at ``--target``.
@@ -122,7 +122,9 @@ def main() -> None:
                 rows.append(figures(what, name, pub.residual, pub.evaluations, pub_seconds, args.target))
             elif what == "continue_iri":  # the IRI solver's descent (no smoothing phase) from the published x'
                 start = time.perf_counter()
-                cfg = IRIConfig(steps=args.continue_steps, smooth_share=0, target=0.9 * TOLERANCE)
+                fields = {k: _parse(v) for k, v in (kv.split("=", 1) for kv in args.iri)}
+                cfg = IRIConfig(**{"surrogate": "off", **fields, "steps": args.continue_steps, "smooth_share": 0,
+                                   "target": 0.9 * TOLERANCE})  # the engine's continuation: r1's true gradient
                 out = solve_iri(m1, TAP, x, pub.x_prime, cfg)
                 rows.append(figures(what, name, out.residual, pub.evaluations + out.evaluations,
                                     pub_seconds + time.perf_counter() - start, args.target))

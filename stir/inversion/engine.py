@@ -61,7 +61,7 @@ from stir.descent.loop import StopRule
 from stir.inversion.batching import resolve_batch_size, working_model
 from stir.inversion.cache import cache_key, entry_path, load_entry, save_entry
 from stir.inversion.config import ExecutionConfig, InversionConfig, iri_shortfall
-from stir.inversion.iri import descend_iri
+from stir.inversion.iri import IRIConfig, descend_iri
 from stir.inversion.objectives import (
     Forward, InversionObjective, make_term, published_clamp, relative_distance, relative_distances, resolve_forward,
 )
@@ -381,12 +381,13 @@ def continue_inversion(problem: Problem, images: Tensor, published: InversionRes
                        progress: Optional[Progress] = None, forward: Optional[Forward] = None) -> InversionResult:
     """The continuation of one batch's published inversion ``published`` (``InversionConfig.continue_steps``).
 
-    From the published x' (its best iterates), ``cfg.continue_steps`` more normalised-gradient steps
-    of r1's true gradient (FakeReLU off, whatever ``cfg.fake_relu`` says of the published steps:
-    ``CONTINUATION_FAKE_RELU``) of a length that halves per image on a stall
-    (``stir.descent.HalvingLengthStep``), the best
-    iterate kept, each image stopped once its residual is within ``stop_fraction * tolerance``
-    (arbitrary IRIs; adversarial ones keep pushing m2 within the bound). The result holds the
+    From the published x' (its best iterates), ``cfg.continue_steps`` more steps along r1's true gradient
+    (FakeReLU off, whatever ``cfg.fake_relu`` says of the published steps: ``CONTINUATION_FAKE_RELU``):
+    the IRI solver's descent without its smoothing phase or surrogate (``continue_descent=iri``,
+    ``stir.inversion.iri.descend_iri``: x = sigmoid(z) from the published x', per-image plateau Adam) or normalised steps of a length that halves per image on a stall
+    (``halving``, ``stir.descent.HalvingLengthStep``); the best iterate kept, each image stopped once its
+    residual is within ``stop_fraction * tolerance`` (arbitrary IRIs; adversarial ones keep pushing m2
+    within the bound). The result holds the
     published record (history, snapshots up to ``cfg.steps``) followed by the continuation's, its
     final snapshot at ``cfg.total_steps``.
     """
@@ -403,15 +404,22 @@ def continue_inversion(problem: Problem, images: Tensor, published: InversionRes
             times.append(time.perf_counter() - start)
             return loss
 
-        geometry = HalvingLengthStep(cfg.step_size * cfg.continue_shrink, cfg.continue_patience, cfg.continue_shrink)
         stop = None if problem.adversarial else _early_stop(objective, cfg)
         origin = published.x_prime.detach()
         with fake_relu(*working.models, enabled=CONTINUATION_FAKE_RELU):
             tick = _ticker(progress, images.shape[0], cfg.continue_steps, problem, cfg)
-            cont = descend(timed, origin, geometry, cfg.continue_steps, keep_best=True, stop=stop, x_init=origin,
-                           on_step=tick)
+            if cfg.continue_descent == "iri":  # z = logit(x'), the solver's descent without its smoothing phase
+                solver = IRIConfig(steps=cfg.continue_steps, smooth_share=0.0, surrogate="off")  # r1's true gradient
+                out = descend_iri(lambda: timed, working.m1, origin, images[:1], solver, smoothing=False, stop=stop,
+                                  on_step=tick)
+                cont, x_prime = out.run, out.to_image(out.run.x)
+            else:
+                geometry = HalvingLengthStep(cfg.step_size * cfg.continue_shrink, cfg.continue_patience,
+                                             cfg.continue_shrink)
+                cont = descend(timed, origin, geometry, cfg.continue_steps, keep_best=True, stop=stop, x_init=origin,
+                               on_step=tick)
+                x_prime = cont.x.clamp(0, 1)
             tick.finish()
-        x_prime = cont.x.clamp(0, 1)
         residual = relative_distance(problem.m1, problem.tap1, x_prime, images)
         m2_distance = (relative_distance(problem.m2, problem.second_tap, x_prime, images)
                        if problem.m2 is not None else None)

@@ -139,3 +139,22 @@ def test_a_pair_that_shares_invariances_is_harder_to_make_controversial():
     assert p["median_censored"] == 1.0 and p["median"] < censored_difficulty(easy.distance, easy.walked)["median"]
     assert (easy.walked > 0).all() and (easy.walked <= walk.steps * walk.step_size + 1e-3).all()
     assert torch.equal(torch.isfinite(easy.first_step), easy.reached)
+
+
+def test_the_continuation_descent_is_a_choice_with_a_key_of_its_own():
+    """continue_descent=iri (the default: the IRI solver's descent from the published x') or halving (the
+    normalised halving steps before it, whose key is the one they had); both leave the published record."""
+    iri = InversionConfig(steps=30, record_steps=(10,), continue_steps=200, continue_patience=5)
+    halving = InversionConfig(steps=30, record_steps=(10,), continue_steps=200, continue_patience=5,
+                              continue_descent="halving")
+    assert iri.key_settings(False, "32")["continue_descent"] == "iri"
+    assert "continue_descent" not in halving.key_settings(False, "32")
+    assert "continue_descent" not in InversionConfig().key_settings(False, "32")  # off: the published key
+    with pytest.raises(ValueError, match="continue_descent must be one of"):
+        InversionConfig(continue_descent="lbfgs")
+    m, x = stalling_net(), noise_images(6)
+    published = invert(m, x, "logits", InversionConfig(steps=30, record_steps=(10,)), run=RUN)
+    for cfg in (iri, halving):
+        r = invert(m, x, "logits", cfg, run=RUN)
+        assert torch.equal(r.snapshots[30], published.x_prime) and (r.residual <= published.residual + 1e-6).all()
+        assert r.residual.median() < published.residual.median() / 2 and r.x_prime.min() >= 0 and r.x_prime.max() <= 1
