@@ -51,11 +51,26 @@ def row(ctx: Context, ref: Model, target: Model, published: Optional[DirectionRe
     except NotStored:
         out.update({"at_iris": math.nan, "at_iris_low": math.nan, "at_iris_high": math.nan, "level": cfg.at_iris_level,
                     "fraction_reached": math.nan, "at_iris_median_residual": math.nan, "evaluations_per_image": math.nan})
-        return out, [f"STIR({target.label}|{ref.label}) at IRIs is not measured (the results store does not hold it): "
-                     "experiment.at_iris=measure measures it, about 3x the published procedure's model evaluations"]
+        return out, []
     low, high = r.interval
     out.update({"at_iris": r.value, "at_iris_low": low, "at_iris_high": high, "level": r.level,
                 "fraction_reached": r.fraction_reached,
                 "at_iris_median_residual": sum(r.median_residual) / len(r.median_residual),
                 "evaluations_per_image": sum(r.evaluations) / len(r.evaluations) / r.n})
-    return out, [r.line()] + r.notes
+    return out, r.notes
+
+
+def note(rows: List[Dict[str, Any]]) -> Optional[str]:
+    """The report's one line on its ``at_iris`` table: how many directions are read at IRIs, and how to
+    measure the rest (None without rows)."""
+    if not rows:
+        return None
+    read = [r for r in rows if math.isfinite(r["fraction_reached"])]
+    line = f"at_iris: {len(read)} of {len(rows)} directions read at IRIs (r1 <= {rows[0]['level']:g})"
+    if read:
+        reached = [r["fraction_reached"] for r in read]
+        line += f", {min(reached):.0%}-{max(reached):.0%} of X' reaching it (the others left out of the value)"
+    if len(read) < len(rows):
+        line += ("; the rest are not in the results store: experiment.at_iris=measure measures them (about 3x the "
+                 "published procedure's model evaluations per reference model)")
+    return line

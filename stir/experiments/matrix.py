@@ -106,6 +106,7 @@ def run(ctx: Context, cfg: MatrixConfig) -> Report:
             at_rows.append(r)
             report.notes += at_notes
         report.tables["at_iris"] = Table(at_rows)
+        report.notes.append(at_iris_table.note(at_rows))
     report.tables["convergence"] = Table(convergence)
     for name, values in (("stir", stir), ("stir_normalised", normalised), ("stir_adv", stir_adv), (ctx.estimator.measure, sim)):
         table = [{CORNER: ref, **{t: float(values[i, j]) for j, t in enumerate(labels)}} for i, ref in enumerate(labels)]

@@ -78,6 +78,8 @@ def run(ctx: Context, cfg: ExperimentConfig) -> Report:
                 at_rows, at_notes = at_iris_rows(ctx, m1, m2, pair, cfg)
                 report.tables.setdefault("at_iris", Table([])).rows.extend(at_rows)
                 report.notes += at_notes
+    if "at_iris" in report.tables:
+        report.notes.append(at_iris_table.note(report.tables["at_iris"].rows))
     report.tables["pairs"] = Table(numeric, display=display, notes=notes, headline=rows.headline_table(measured, extra))
     report.tables["convergence"] = Table(convergence)
     m1, m2 = pairs[0]

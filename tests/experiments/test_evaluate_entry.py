@@ -150,7 +150,8 @@ def test_matrix_preset_writes_its_table_and_heatmap(workspace, cifar10_root, mon
     # STIR at IRIs beside each off-diagonal direction (issue 53): not in this store, so "not measured" and how
     at_iris = list(csv.DictReader(open(out / "at_iris.csv")))
     assert len(at_iris) == 6 and {r["direction"] for r in at_iris} >= {"STIR(vanilla|at)", "STIR(at|vanilla)"}
-    assert all(r["at_iris"] == "nan" for r in at_iris) and "experiment.at_iris=measure measures it" in readme
+    assert all(r["at_iris"] == "nan" for r in at_iris)
+    assert "at_iris: 0 of 6 directions read at IRIs" in readme and "experiment.at_iris=measure measures them" in readme
     # the headline carries each value's floor and ceiling (issue 55); every other column a link away
     assert "[`directions.md`](directions.md)" in readme and "| floor | ceiling |" in readme.split("## matrix_stir")[0]
     from stir.reporting.dashboard import draw_local, missing_keys
@@ -311,7 +312,8 @@ def test_a_pair_shows_stir_at_iris_beside_the_published_value_stored_or_measured
     rows = list(csv.DictReader((report / "at_iris.csv").open()))
     assert [r["direction"] for r in rows] == ["STIR(vanilla|at)", "STIR(at|vanilla)"]
     assert all(r["at_iris"] == "nan" and float(r["published"]) > 0 for r in rows)
-    assert "experiment.at_iris=measure measures it" in (report / "README.md").read_text()
+    assert ("at_iris: 0 of 2 directions read at IRIs (r1 <= 0.05); the rest are not in the results store: "
+            "experiment.at_iris=measure") in (report / "README.md").read_text()
 
     before = store_files(workspace)
     run_entry_point("evaluate", eval_args(workspace, cifar10_root, *args, "experiment.at_iris=measure"), monkeypatch)
@@ -324,6 +326,7 @@ def test_a_pair_shows_stir_at_iris_beside_the_published_value_stored_or_measured
                    "at_iris_median_residual", "evaluations_per_image"):
         assert column in measured[0], column
     assert all(float(r["level"]) == 0.05 and 0 <= float(r["fraction_reached"]) <= 1 for r in measured)
+    assert "at_iris: 2 of 2 directions read at IRIs (r1 <= 0.05)" in (report / "README.md").read_text()
 
     run_entry_point("evaluate", eval_args(workspace, cifar10_root, *args), monkeypatch)  # stored: served now
     assert store_files(workspace) == after

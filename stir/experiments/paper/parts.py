@@ -175,7 +175,12 @@ def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[A
         out["recipe_ablation"] = (PairsConfig(name="recipe_ablation", kind="pairs", pairs=ablation,
                                               description="The recipe question: seed pairs of each recipe arm"),
                                   with_iri(cfg.seeds_iri))
-    return {name: part for name, part in out.items() if name not in cfg.skip}
+    # the paper's own Table 1 and Table 2 read STIR at IRIs (stir.experiments.paper.at_iris): no part repeats it
+    return {name: (_without_at_iris(part), pctx) for name, (part, pctx) in out.items() if name not in cfg.skip}
+
+
+def _without_at_iris(part: Any) -> Any:
+    return dataclasses.replace(part, at_iris="off") if hasattr(part, "at_iris") else part
 
 def _adversarial_parts(ctx: Context, cfg: PaperConfig, seeds: List[List[str]]) -> Dict[str, Tuple[Any, Context]]:
     """Part ``seeds_<objective>`` of each extra STIR_adv objective: the seed pairs, adversarial IRIs only."""
