@@ -192,9 +192,15 @@ def test_table1_sets_ours_with_calibrated_readings_beside_the_paper(paper_run):
     # STIR at IRIs beside each STIR row (issue 53), and claims 1-3 judged again on it
     assert "at IRIs" in stir[0] and "at r1 <= 0.02" in stir[0]["at IRIs"] and cka[0]["at IRIs"] == "-"
     with open(root / "results" / "paper" / "table1_at_iris_verdicts.csv") as f:
-        again = {int(r["claim"]): r for r in csv.DictReader(f)}
-    assert set(again) == {1, 2, 3, 5} and again[5]["at IRIs"] == "not judged"
-    assert all(again[c]["changes"] in ("yes", "no") for c in (1, 2, 3) if again[c]["at IRIs"] != "not measured")
+        again = {r["claim"]: r for r in csv.DictReader(f)}
+    assert set(again) == {"1", "2", "3", "5", "7 (Table 2's models)"} and again["5"]["at IRIs"] == "not judged"
+    assert all(again[c]["changes"] in ("yes", "no") for c in ("1", "2", "3") if again[c]["at IRIs"] != "not measured")
+    with open(root / "results" / "paper" / "table2.csv") as f:  # Table 2's pair at IRIs beside its published values
+        (at_vanilla,) = list(csv.DictReader(f))
+    assert "at r1 <= 0.02" in at_vanilla["STIR(m2|m1) at IRIs"] and "at r1 <= 0.02" in at_vanilla["STIR(m1|m2) at IRIs"]
+    assert "difference at IRIs" in at_vanilla
+    seven = again["7 (Table 2's models)"]
+    assert seven["changes"] in ("yes", "no") if at_vanilla["order"] == "m1 more robust" else seven["at IRIs"] == "not measured"
     with open(root / "results" / "paper" / "table1_at_iris.csv") as f:
         detail = list(csv.DictReader(f))
     # both directions of the 4 pairs whose models are here (3 vanilla seed pairs, at / vanilla; no at_s1, at_s2)
