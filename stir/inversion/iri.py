@@ -85,7 +85,6 @@ class IRIConfig:
             raise ValueError("iri.target, iri.lr must be > 0, iri.steps, iri.patience >= 1, iri.shrink in (0, 1); got "
                              f"{self.target}, {self.lr}, {self.steps}, {self.patience}, {self.shrink}")
 
-
     def key(self) -> Dict[str, Any]:
         """The settings as a store key's part: every field, but a field added after results were stored is
         left out at the value the solver had before it existed (``_KEYED_SINCE``), so those results
@@ -184,8 +183,8 @@ def descend_iri(make_objective: Callable[[], Callable[[Tensor, Tensor], Tensor]]
                 on_step: Optional[Callable[[int, Tensor], None]] = None) -> IRIDescent:
     """The solver's descent (module docstring) from ``seeds`` (n, c, h, w), shared by ``solve_iri`` and
     ``inversion.mode=iri`` (``stir.inversion.engine``): the image map, the smoothing phase (with
-    ``smoothing``), then per-image plateau Adam with the raising surrogate on ``work``'s last ReLU (found
-    on ``probe``, one image), the best iterate kept. ``make_objective()`` builds the objective of images
+    ``smoothing``), then per-image plateau Adam with ``cfg.surrogate`` on ``work``'s last ReLU (found on
+    ``probe``, one image), the best iterate kept. ``make_objective()`` builds the objective of images
     from the targets ``work`` gives when called (``smoothing_phase``); ``stop(loss, index)`` ends an
     image; ``snapshots`` and ``on_step`` count the steps after the smoothing phase."""
     origin, to_image, bounds = image_map(seeds, cfg.reparam)
