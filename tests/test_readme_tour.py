@@ -148,6 +148,8 @@ def test_the_zoo_tour_is_served_and_the_library_prints_its_numbers(tmp_path):
         assert "image-steps of the reference" not in done.stdout + done.stderr  # nothing inverted: served
     readme = subprocess.run(tour_commands()[2], shell=True, cwd=work, capture_output=True, text=True).stdout
     assert "## models" in readme and "shipped (zoo/weights/vanilla-laptop-" in readme and "barely trained" not in readme
+    # STIR at IRIs beside the published value, served from zoo/store too (issue 53)
+    assert "## at_iris" in readme and "at_iris: 2 of 2 directions read at IRIs (r1 <= 0.02)" in readme
     code = library_example().replace("PATH", str(DATA_COPY))
     code += ("\nimport json\nfrom stir.experiments.rows import pair_row\n"
              "print('ROW', json.dumps({k: v for k, v in pair_row(r).items() if isinstance(v, float)}))\n")

@@ -70,7 +70,8 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
                 "linear_cka", "agreement_on_m1_iris", "difficulty_m2_given_m1",
                 "fraction_iri_arbitrary_m2_given_m1"):
         assert isinstance(wb.summary[key], float), key
-    assert not [k for k in wb.summary if "/" in k and k.split("/")[0] not in ("pairs", "convergence", "models", "figures", "_wandb")]
+    assert not [k for k in wb.summary
+                if "/" in k and k.split("/")[0] not in ("pairs", "convergence", "at_iris", "models", "figures", "_wandb")]
     assert wb.summary["pairs/_type"] == "table-file" and wb.summary["figures/iri_examples/_type"] == "image-file"
     assert wb.summary["convergence/_type"] == "table-file"  # STIR along the budget, in W&B too
     assert wb.summary["figures/convergence_at_vs_vanilla/_type"] == "image-file"
