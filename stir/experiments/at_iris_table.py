@@ -16,7 +16,7 @@ from torch import Tensor
 from stir.config.validate import ConfigError, check_choice, check_positive
 from stir.experiments.context import Context
 from stir.inversion.iri import IRIConfig
-from stir.measure import DirectionResult
+from stir.measure import DirectionResult, PairResult
 from stir.measure.at_iris import stir_at_iris
 from stir.store import NotStored
 from stir.zoo import Model
@@ -74,3 +74,17 @@ def note(rows: List[Dict[str, Any]]) -> Optional[str]:
         line += ("; the rest are not in the results store: experiment.at_iris=measure measures them (about 3x the "
                  "published procedure's model evaluations per reference model)")
     return line
+
+
+def pair_rows(ctx: Context, m1: Model, m2: Model, pair: PairResult, cfg: Any) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """Both directions of ``pair`` (m1 the reference of ``m2|m1``) at IRIs beside their published readings,
+    on m1's images: (rows, notes)."""
+    out, notes = [], []
+    for direction, (ref, tgt) in (("m2|m1", (m1, m2)), ("m1|m2", (m2, m1))):
+        published = pair.directions.get(direction)
+        if published is None:
+            continue
+        r, n = row(ctx, ref, tgt, published, ctx.images(m1), cfg)
+        out.append(r)
+        notes += n
+    return out, notes

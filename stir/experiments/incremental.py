@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from stir.config.validate import ConfigError, check_choice
-from stir.experiments import rows
+from stir.experiments import at_iris_table, rows
 from stir.experiments.schema import IncrementalConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.registry import Kind, Unit, register
@@ -23,6 +23,7 @@ from stir.reporting.plots import interval_errors
 
 
 def _check(cfg: IncrementalConfig) -> None:
+    at_iris_table.check(cfg)
     check_choice("experiment.update", cfg.update, ("scratch", "warm"))
     if not cfg.chains or any(len(chain) < 2 for chain in cfg.chains.values()):
         raise ConfigError(f"experiment.chains needs chains of at least two models, got {cfg.chains}")
@@ -59,6 +60,11 @@ def run(ctx: Context, cfg: IncrementalConfig) -> Report:
             measured.append(pair)
             extra.append({"chain": label, "train_size": size})
             convergence += [{"chain": label, "train_size": size, **r} for r in rows.pair_convergence_rows(pair)]
+            if cfg.at_iris != "off":  # STIR at IRIs beside both directions of the link (stir.experiments.at_iris_table)
+                at_rows, at_notes = at_iris_table.pair_rows(ctx, m_prev, m_cur, pair, cfg)
+                report.tables.setdefault("at_iris", Table([])).rows.extend(
+                    {"chain": label, "train_size": size, **r} for r in at_rows)
+                report.notes += at_notes
             report.summary.update({f"{m_prev.label}_vs_{m_cur.label}/{k}": v for k, v in rows.pair_summary(pair).items()})
             xs.append(size)
             for name, (direction, points) in curves.items():
@@ -68,6 +74,8 @@ def run(ctx: Context, cfg: IncrementalConfig) -> Report:
             sizes[name], series[name] = xs, values
             errors[name] = interval_errors(values, [c.low if c else math.nan for _, c in points],
                                            [c.high if c else math.nan for _, c in points])
+    if "at_iris" in report.tables:
+        report.notes.append(at_iris_table.note(report.tables["at_iris"].rows))
     report.tables["incremental"] = Table(numeric, display=display, notes=notes,
                                          headline=rows.headline_table(measured, extra))
     report.tables["convergence"] = Table(convergence)

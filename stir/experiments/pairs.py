@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from functools import partial
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Callable, List, Tuple
 
 from stir.config.validate import ConfigError
 from stir.experiments import at_iris_table, rows
@@ -75,7 +75,7 @@ def run(ctx: Context, cfg: ExperimentConfig) -> Report:
             report.summary.update({prefix + k: v for k, v in rows.pair_summary(pair).items()})
             report.figures[f"convergence_{m1.label}_vs_{m2.label}"] = convergence_figure(ctx, pair)
             if cfg.at_iris != "off":
-                at_rows, at_notes = at_iris_rows(ctx, m1, m2, pair, cfg)
+                at_rows, at_notes = at_iris_table.pair_rows(ctx, m1, m2, pair, cfg)
                 report.tables.setdefault("at_iris", Table([])).rows.extend(at_rows)
                 report.notes += at_notes
     if "at_iris" in report.tables:
@@ -153,17 +153,3 @@ def _pair_name(ctx, cfg) -> str:
 
 register(Kind("pair", PairConfig, run, units, at_iris_table.check, report_name=_pair_name, nonfinite=True))
 register(Kind("pairs", PairsConfig, run, units, _check, nonfinite=True))
-
-
-def at_iris_rows(ctx: Context, m1: Model, m2: Model, pair: PairResult,
-                 cfg: ExperimentConfig) -> Tuple[List[Dict[str, Any]], List[str]]:
-    """Both directions of the pair at IRIs beside their published readings (``stir.experiments.at_iris_table``)."""
-    out, notes = [], []
-    for direction, (ref, tgt) in (("m2|m1", (m1, m2)), ("m1|m2", (m2, m1))):
-        published = pair.directions.get(direction)
-        if published is None:
-            continue
-        r, n = at_iris_table.row(ctx, ref, tgt, published, ctx.images(m1), cfg)
-        out.append(r)
-        notes += n
-    return out, notes

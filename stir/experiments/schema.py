@@ -295,7 +295,7 @@ class MatrixConfig(ExperimentConfig, AtIRIsFields):
 
 @kind_config("incremental")
 @dataclass
-class IncrementalConfig(ExperimentConfig):
+class IncrementalConfig(ExperimentConfig, AtIRIsFields):
     """experiment kind ``incremental``: {label: [m_1, m_2, ...]} chains ordered by training-set size."""
 
     chains: Dict[str, List[str]] = field(default_factory=dict)

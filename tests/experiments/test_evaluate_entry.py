@@ -339,3 +339,16 @@ def test_an_unknown_at_iris_choice_is_one_line_with_the_choices(workspace, cifar
     line = refused("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla", "experiment.at_iris=true"),
                    monkeypatch, capsys)
     assert "experiment.at_iris='True'" in line and "choose one of ['stored', 'measure', 'off']" in line
+
+
+def test_an_incremental_report_shows_each_links_directions_at_iris(workspace, cifar10_root, monkeypatch):
+    """Issue 53: the incremental kind has the at_iris table too, one row per direction of each link, with its
+    chain and training-set size; measured here (at_iris=measure), served by the next run."""
+    args = ("experiment=incremental", "experiment.chains={vanilla:[vanilla,at]}", "~experiment.chains.AT",
+            "experiment.at_iris=measure", "experiment.at_iris_steps=40", "experiment.at_iris_level=0.05")
+    run_entry_point("evaluate", eval_args(workspace, cifar10_root, *args), monkeypatch)
+    out = workspace / "results/incremental"
+    rows = list(csv.DictReader((out / "at_iris.csv").open()))
+    assert [(r["chain"], r["direction"]) for r in rows] == [("vanilla", "STIR(at|vanilla)"), ("vanilla", "STIR(vanilla|at)")]
+    assert all(0 <= float(r["fraction_reached"]) <= 1 and float(r["level"]) == 0.05 for r in rows)
+    assert "at_iris: " in (out / "README.md").read_text()
