@@ -56,6 +56,10 @@ _EARLY_STOP = frozenset({"stop_fraction", "tolerance"})
 _ADVERSARIAL_ONLY = frozenset({"adversarial_weight", "adversarial_objective"})
 _CONTINUATION = frozenset({"continue_steps", "continue_patience", "continue_shrink", "continue_descent"})
 CONTINUE_DESCENTS = ("iri", "halving")
+# Fields added after results keyed by them were stored or cached, with the value the code had before each
+# existed: a key leaves such a field out at that value, so those results stay served for what made them
+# (here and in stir.inversion.iri.IRIConfig.key).
+KEYED_SINCE = {"smooth_target": "fixed", "continue_descent": "halving"}
 
 
 @dataclass
@@ -269,8 +273,6 @@ class InversionConfig:
             skip = {"fake_relu"} | _IRI_ONLY | (_FAITHFUL_ONLY if self.mode == "fast" else _FAST_ONLY)
         if not self.continue_steps:
             skip |= _CONTINUATION  # off: the published procedure's key, as before the continuation existed
-        elif self.continue_descent == "halving":
-            skip |= {"continue_descent"}  # the halving continuation's key, as before the iri descent existed
         else:
             skip -= {"tolerance", "stop_fraction"}  # the continuation stops each image at the IRI bound
         if adversarial:
@@ -279,8 +281,7 @@ class InversionConfig:
             skip |= _ADVERSARIAL_ONLY
             if self.mode == "fast" and not self.early_stop:
                 skip |= _EARLY_STOP  # no early stop: the tolerance only classifies
-        if self.smooth_target == "fixed":
-            skip |= {"smooth_target"}  # the IRI solver's key as before tracked targets existed (IRIConfig.key)
+        skip |= {name for name, before in KEYED_SINCE.items() if getattr(self, name) == before}
         settings = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         settings.update(precision=precision, steps=self.num_steps, adversarial=adversarial,
                         fake_relu=self.fake_relu_key, record_steps=list(self.snapshot_steps))

@@ -342,8 +342,9 @@ def solve(problem: Problem, images: Tensor, seeds: Tensor, cfg: InversionConfig,
                 smooth = 0 if problem.adversarial else solver.smooth_steps
                 # after a smoothing phase of `smooth` steps the descent has the rest; snapshot t is its t - smooth
                 shifted = {t: max(0, t - smooth) for t in cfg.snapshot_steps}
-                out = descend_iri(lambda: timed(_objective(problem, working, images, cfg, forward)), working.m1, seeds,
-                                  images[:1], solver, smoothing=not problem.adversarial, stop=stop,
+                out = descend_iri(timed(objective), working.m1, seeds, images[:1], solver,
+                                  retarget=lambda: timed(_objective(problem, working, images, cfg, forward)),
+                                  smoothing=not problem.adversarial, stop=stop,
                                   snapshots=sorted(set(shifted.values())), on_step=tick)
                 run, to_image, taken, evaluations = out.run, out.to_image, out.steps, out.evaluations
             else:
@@ -384,8 +385,9 @@ def continue_inversion(problem: Problem, images: Tensor, published: InversionRes
     From the published x' (its best iterates), ``cfg.continue_steps`` more steps along r1's true gradient
     (FakeReLU off, whatever ``cfg.fake_relu`` says of the published steps: ``CONTINUATION_FAKE_RELU``):
     the IRI solver's descent without its smoothing phase or surrogate (``continue_descent=iri``,
-    ``stir.inversion.iri.descend_iri``: x = sigmoid(z) from the published x', per-image plateau Adam) or normalised steps of a length that halves per image on a stall
-    (``halving``, ``stir.descent.HalvingLengthStep``); the best iterate kept, each image stopped once its
+    ``stir.inversion.iri.descend_iri``: x = sigmoid(z) from the published x', per-image plateau Adam) or
+    normalised steps of a length that halves per image on a stall (``halving``,
+    ``stir.descent.HalvingLengthStep``); the best iterate kept, each image stopped once its
     residual is within ``stop_fraction * tolerance`` (arbitrary IRIs; adversarial ones keep pushing m2
     within the bound). The result holds the
     published record (history, snapshots up to ``cfg.steps``) followed by the continuation's, its
@@ -410,7 +412,7 @@ def continue_inversion(problem: Problem, images: Tensor, published: InversionRes
             tick = _ticker(progress, images.shape[0], cfg.continue_steps, problem, cfg)
             if cfg.continue_descent == "iri":  # z = logit(x'), the solver's descent without its smoothing phase
                 solver = IRIConfig(steps=cfg.continue_steps, smooth_share=0.0, surrogate="off")  # r1's true gradient
-                out = descend_iri(lambda: timed, working.m1, origin, images[:1], solver, smoothing=False, stop=stop,
+                out = descend_iri(timed, working.m1, origin, images[:1], solver, smoothing=False, stop=stop,
                                   on_step=tick)
                 cont, x_prime = out.run, out.to_image(out.run.x)
             else:

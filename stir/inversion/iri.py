@@ -41,6 +41,7 @@ from torch import Tensor, nn
 
 from stir.descent import DescentResult, PlateauAdam, descend
 from stir.inversion.batching import working_model
+from stir.inversion.config import KEYED_SINCE
 from stir.inversion.objectives import Forward, InversionObjective, make_term, relative_distance
 from stir.models import frozen
 from stir.models.fake_relu import last_relu, raising_relu, softplus_relus
@@ -48,9 +49,8 @@ from stir.models.fake_relu import last_relu, raising_relu, softplus_relus
 REPARAMS = ("sigmoid", "box")
 SURROGATES = ("raising", "off")
 SMOOTH_TARGETS = ("fixed", "tracked")
-# fields added after STIR at IRIs was first stored, with the value the solver had before them
-_KEYED_SINCE = {"smooth_target": "fixed"}
 _ALWAYS = object()
+Objective = Callable[[Tensor, Tensor], Tensor]  # (batch (b, ...), its rows' indices (b,)) -> loss (b,)
 _RETARGET = 1.25  # tracked targets: recomputed whenever beta has grown by this factor (about 25 times)
 _EDGE = 1e-3  # seed pixels are kept this far inside (0, 1) before the logit
 SHARP = 1000.0  # softplus sharpness at the smoothing phase's last step (within 7e-4 of the ReLU)
@@ -87,9 +87,10 @@ class IRIConfig:
 
     def key(self) -> Dict[str, Any]:
         """The settings as a store key's part: every field, but a field added after results were stored is
-        left out at the value the solver had before it existed (``_KEYED_SINCE``), so those results
-        are still served for the solver that made them."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if _KEYED_SINCE.get(k, _ALWAYS) != v}
+        left out at the value the solver had before it existed (``stir.inversion.config.KEYED_SINCE``, the rule
+        ``InversionConfig.key_settings`` keys by too), so those results are still served for the solver that
+        made them."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if KEYED_SINCE.get(k, _ALWAYS) != v}
 
     @property
     def smooth_steps(self) -> int:
@@ -124,27 +125,30 @@ def surrogate_sites(work: nn.Module, probe: Tensor, surrogate: str) -> List[str]
     return [site] if site else []
 
 
-def smoothing_phase(make_objective: Callable[[], Callable[[Tensor, Tensor], Tensor]], work: nn.Module, start: Tensor,
-                    cfg: IRIConfig) -> Tuple[Tensor, int]:
+def smoothing_phase(objective: Objective, work: nn.Module, start: Tensor, cfg: IRIConfig,
+                    retarget: Optional[Callable[[], Objective]] = None) -> Tuple[Tensor, int]:
     """The smoothing phase (module docstring) from ``start`` (n, ...) in the optimised variable: (where it
-    ends (n, ...), the model evaluations it spent). ``make_objective()`` builds the objective from the
-    targets ``work`` gives now: called once before the phase (``fixed``: the network's own m1(x)) or,
-    within it, whenever beta has grown by ``_RETARGET`` (``tracked``: the smoothed network's m1_beta(x),
+    ends (n, ...), the model evaluations it spent). ``objective`` reads the network's own targets m1(x)
+    (``fixed``); with ``tracked`` targets, ``retarget()`` builds the objective from the targets ``work``
+    gives when called, here whenever beta has grown by ``_RETARGET`` (the smoothed network's m1_beta(x),
     so that x' = x solves every smoothed problem, as a homotopy asks). ``work``'s ReLUs are softened
     within; beta_t = smooth_beta * (SHARP / smooth_beta) ** (t / smooth_steps)."""
     if cfg.smooth_steps == 0:
         return start, 0
+    tracked = cfg.smooth_target == "tracked"
+    if tracked and retarget is None:
+        raise ValueError("tracked smoothing targets need retarget(), the objective built from work's targets")
     step = [0]
     ratio = SHARP / cfg.smooth_beta
 
     def beta() -> float:
         return cfg.smooth_beta * ratio ** (step[0] / cfg.smooth_steps)
 
-    current, at_beta = [make_objective()], [0.0]
+    current, at_beta = [objective], [0.0]
 
-    def objective(z: Tensor, index: Tensor) -> Tensor:
-        if cfg.smooth_target == "tracked" and beta() >= at_beta[0] * _RETARGET:
-            at_beta[0], current[0] = beta(), make_objective()  # targets under the current softplus
+    def smoothed(z: Tensor, index: Tensor) -> Tensor:
+        if tracked and beta() >= at_beta[0] * _RETARGET:
+            at_beta[0], current[0] = beta(), retarget()  # targets under the current softplus
         return current[0](z, index)
 
     def advance(t: int, _loss: Tensor) -> None:
@@ -152,7 +156,7 @@ def smoothing_phase(make_objective: Callable[[], Callable[[Tensor, Tensor], Tens
 
     with softplus_relus(work, beta):
         constant = PlateauAdam(cfg.lr, cfg.smooth_steps + 1, cfg.shrink, betas=cfg.betas, bounds=None)  # never halves
-        out = descend(objective, start, constant, cfg.smooth_steps, x_init=start, final_evaluation=False,
+        out = descend(smoothed, start, constant, cfg.smooth_steps, x_init=start, final_evaluation=False,
                       on_step=advance)
     return out.x, out.evaluations
 
@@ -177,28 +181,30 @@ class IRIDescent:
         return self.run.evaluations + self.smoothing_evaluations
 
 
-def descend_iri(make_objective: Callable[[], Callable[[Tensor, Tensor], Tensor]], work: nn.Module, seeds: Tensor,
-                probe: Tensor, cfg: IRIConfig, *, smoothing: bool = True,
+def descend_iri(objective: Objective, work: nn.Module, seeds: Tensor, probe: Tensor, cfg: IRIConfig, *,
+                retarget: Optional[Callable[[], Objective]] = None, smoothing: bool = True,
                 stop: Optional[Callable[[Tensor, Tensor], Tensor]] = None, snapshots: Sequence[int] = (),
                 on_step: Optional[Callable[[int, Tensor], None]] = None) -> IRIDescent:
     """The solver's descent (module docstring) from ``seeds`` (n, c, h, w), shared by ``solve_iri`` and
     ``inversion.mode=iri`` (``stir.inversion.engine``): the image map, the smoothing phase (with
     ``smoothing``), then per-image plateau Adam with ``cfg.surrogate`` on ``work``'s last ReLU (found on
-    ``probe``, one image), the best iterate kept. ``make_objective()`` builds the objective of images
-    from the targets ``work`` gives when called (``smoothing_phase``); ``stop(loss, index)`` ends an
+    ``probe``, one image), the best iterate kept. ``objective(images, index)`` is r1 (or the engine's
+    objective) on ``work``'s own targets; ``retarget()`` builds it again from the targets ``work`` gives
+    when called (tracked smoothing targets only, ``smoothing_phase``); ``stop(loss, index)`` ends an
     image; ``snapshots`` and ``on_step`` count the steps after the smoothing phase."""
     origin, to_image, bounds = image_map(seeds, cfg.reparam)
 
-    def of_variable(objective: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor], Tensor]:
-        return lambda z, index: objective(to_image(z), index)
+    def of_variable(of_images: Objective) -> Objective:
+        return lambda z, index: of_images(to_image(z), index)
 
     start, spent, smooth = origin, 0, 0
     if smoothing:
-        start, spent = smoothing_phase(lambda: of_variable(make_objective()), work, origin, cfg)
+        start, spent = smoothing_phase(of_variable(objective), work, origin, cfg,
+                                       retarget and (lambda: of_variable(retarget())))
         smooth = cfg.smooth_steps
     geometry = PlateauAdam(cfg.lr, cfg.patience, cfg.shrink, betas=cfg.betas, bounds=bounds)
     with raising_relu(work, surrogate_sites(work, probe, cfg.surrogate)):
-        run = descend(of_variable(make_objective()), origin, geometry, cfg.steps - smooth, keep_best=True,
+        run = descend(of_variable(objective), origin, geometry, cfg.steps - smooth, keep_best=True,
                       x_init=start, stop=stop, snapshots=snapshots, on_step=on_step)
     return IRIDescent(run, to_image, smooth, spent)
 
@@ -210,8 +216,11 @@ def solve_iri(m1: nn.Module, tap: str, images: Tensor, seeds: Tensor, cfg: IRICo
     ``descend_iri`` through ``stir.inversion.engine``, with its cache and records.)"""
     with frozen(m1):
         work = working_model(m1, tap, True, False, forward.channels_last)
-        out = descend_iri(lambda: InversionObjective(make_term(work, tap, images, forward), forward), work, seeds,
-                          images[:1], cfg, stop=lambda loss, index: loss <= cfg.target)
+        def residual() -> InversionObjective:  # r1 on the targets work gives now
+            return InversionObjective(make_term(work, tap, images, forward), forward)
+
+        out = descend_iri(residual(), work, seeds, images[:1], cfg, retarget=residual,
+                          stop=lambda loss, index: loss <= cfg.target)
         x_prime = out.to_image(out.run.x)
         residual = relative_distance(m1, tap, x_prime, images)
     return IRISolution(x_prime, residual, out.steps, out.evaluations, out.run.history)

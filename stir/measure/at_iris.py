@@ -14,8 +14,8 @@ reached it is left out of that draw's value, never mixed in. The value is the me
 corrected jackknife over images with the draws nested (image i, or a pair of images, left out of every
 draw's R_j at once; ``stir.measure.jackknife``: the ``jackknife_corrected`` reading whose coverage
 docs/benchmarks/calibration.md checks; results stored before it hold the plain delete-one jackknife,
-1.4 times too wide at the null, and say so in ``se_reading``), so ``interval`` = value -+ z se. Stored under its own kind (``AT_IRIS``), so no published
-result changes. The X' of one reference (its images, seeds and solver) are solved once per process and
+1.4 times too wide at the null, and say so in ``se_reading``), so ``interval`` = value -+ z se. Stored
+under its own kind (``AT_IRIS``), so no published result changes. The X' of one reference (its images, seeds and solver) are solved once per process and
 shared by every target read on them (``_SOLVED``): the IRIs depend on m1 only.
 """
 from __future__ import annotations

@@ -149,6 +149,10 @@ def test_the_continuation_descent_is_a_choice_with_a_key_of_its_own():
                               continue_descent="halving")
     assert iri.key_settings(False, "32")["continue_descent"] == "iri"
     assert "continue_descent" not in halving.key_settings(False, "32")
+    # the halving key is the continuation's key from before the field: the iri key less that one field,
+    # tolerance and stop_fraction in (the continuation stops each image at the IRI bound)
+    without = {k: v for k, v in iri.key_settings(False, "32").items() if k != "continue_descent"}
+    assert halving.key_settings(False, "32") == without and {"tolerance", "stop_fraction"} <= set(without)
     assert "continue_descent" not in InversionConfig().key_settings(False, "32")  # off: the published key
     with pytest.raises(ValueError, match="continue_descent must be one of"):
         InversionConfig(continue_descent="lbfgs")

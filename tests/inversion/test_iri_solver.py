@@ -169,7 +169,7 @@ def test_tracked_targets_follow_the_smoothed_network_and_end_at_the_network_itse
     for kind, (least, calls) in (("tracked", (15, most)), ("fixed", (1, 1))):
         targets.clear()
         cfg = IRIConfig(steps=200, smooth_share=0.5, smooth_target=kind)
-        z, spent = smoothing_phase(make_objective, m, torch.logit(x.clamp(1e-3, 1 - 1e-3)), cfg)
+        z, spent = smoothing_phase(make_objective(), m, torch.logit(x.clamp(1e-3, 1 - 1e-3)), cfg, make_objective)
         assert spent == 100 * 3 and least <= len(targets) <= calls, (kind, len(targets))
         if kind == "tracked":
             assert (targets[1] - exact).abs().max() > 0.05  # beta 4: softplus lifts every unit

@@ -36,8 +36,8 @@ import dataclasses
 import logging
 from typing import Dict, List
 
+from stir.experiments import at_iris_table
 from stir.experiments.paper import at_iris, figure1, judge, parts, scorecard, table1, table2
-from stir.experiments.paper.at_iris import CHOICES as AT_IRIS_CHOICES
 from stir.experiments.paper.ablation import recipe_ablation
 from stir.experiments.paper.architectures import figures4_8
 from stir.experiments.paper.judge import summary_line, unstored_rows
@@ -179,7 +179,7 @@ def _check(cfg: PaperConfig) -> None:
         raise ConfigError(str(err)) from None
     for part in cfg.skip:
         check_choice("experiment.skip", part, tuple(PARTS))
-    check_choice("experiment.at_iris", cfg.at_iris, AT_IRIS_CHOICES)
+    check_choice("experiment.at_iris", cfg.at_iris, at_iris_table.CHOICES)
     for objective in cfg.stir_adv_objectives:
         check_choice("experiment.stir_adv_objectives", objective, ADVERSARIAL_OBJECTIVES)
     if not 0 < cfg.ablation_margin < 1:

@@ -1,8 +1,8 @@
 """Table 1 and Table 2 asked again where the X' really are IRIs (issue 53): for every direction of
-Table 1's pairs and of Table 2's (``measure_table2``; the columns ``stir.experiments.paper.table2`` adds), STIR at IRIs (``stir.measure.at_iris``: the IRI solver from the seeds part's own seeds,
-images and draws, each image stopped at the IRI tolerance r1 <= 0.02, images that never reach it left
-out and counted)
-beside the published-procedure value, and claims 1-3 and Table 2's differences judged again on it by
+Table 1's pairs and of Table 2's (``measure_table2``; the columns ``stir.experiments.paper.table2`` adds),
+STIR at IRIs (``stir.measure.at_iris``: the IRI solver from the part's own seeds, images and draws, each
+image stopped at the IRI tolerance r1 <= 0.02, images that never reach it left out and counted) beside
+the published-procedure value, and claims 1-3 and Table 2's differences judged again on it by
 the same rules (``stir.paper``), the verdict of each beside the published-procedure one (claim 7 on
 Table 2's models, the verdict the claims table gives them).
 
@@ -17,12 +17,12 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
+from stir.experiments import at_iris_table
 from stir.experiments.context import Context
 from stir.experiments.intervals import from_se, num
 from stir.experiments.paper.parts import Availability, table1_pairs
 from stir.experiments.paper.readings import NAN, cell_text, confidence_z, difference_of, direction_reading, over_seed_pairs
 from stir.experiments.schema import PaperConfig
-from stir.inversion.iri import IRIConfig
 from stir.measure.at_iris import AtIRIsResult, stir_at_iris
 from stir.measure.plan import DEFAULT_TAP  # Table 1's tap (the paper's penultimate layer)
 from stir.paper import Interval, claim
@@ -30,16 +30,6 @@ from stir.paper import verdicts as v
 from stir.store import NotStored
 
 Readings = Dict[Tuple[str, str], AtIRIsResult]  # (target, ref) -> STIR(target|ref) at IRIs
-CHOICES = ("stored", "measure", "off")  # experiment.at_iris (module docstring)
-
-
-def solver(cfg: PaperConfig) -> IRIConfig:
-    """The solver the report's column reads at: the IRI solver's defaults at ``at_iris_steps``, each image
-    stopped at (and read at) ``at_iris_level``, the IRI tolerance: read at the solver's own 0.005, only
-    12-36% of the laptop ResNet18s' X' count (n = 100), and CKA on so few rows is biased upwards."""
-    return IRIConfig(steps=cfg.at_iris_steps, target=cfg.at_iris_level)
-
-
 def directions(ctx: Context, cfg: PaperConfig, ok: Availability) -> List[Tuple[str, str]]:
     """(ref, target) of both directions of every Table 1 pair whose models exist, grouped by reference
     (the X' of one reference are solved once and shared by its targets)."""
@@ -52,7 +42,7 @@ def read(ctx: Context, cfg: PaperConfig, seeds_ctx: Context, ref: str, target: s
     served from ``store`` (the seeds part's by default) or measured and stored there."""
     est = seeds_ctx.estimator
     m1, m2 = ctx.model(ref), ctx.model(target)
-    return stir_at_iris(m1.module, m2.module, seeds_ctx.images(m1), DEFAULT_TAP, DEFAULT_TAP, solver(cfg),
+    return stir_at_iris(m1.module, m2.module, seeds_ctx.images(m1), DEFAULT_TAP, DEFAULT_TAP, at_iris_table.solver(cfg),
                         measure=est.measure, k=cfg.at_iris_draws, seed=est.inversion.seed, names=(ref, target),
                         store=seeds_ctx.store if store is None else store)
 
@@ -78,7 +68,7 @@ def measure_table2(ctx: Context, cfg: PaperConfig, part: Optional[Tuple[Any, Con
 def _read_all(ctx: Context, cfg: PaperConfig, part_ctx: Context, pairs: List[Tuple[str, str]]) -> Readings:
     """(target, ref) -> STIR(target|ref) at IRIs of each (ref, target) of ``pairs`` on ``part_ctx``'s images;
     under ``at_iris=stored`` only what its store holds."""
-    store = part_ctx.store if cfg.at_iris == "measure" else part_ctx.store.as_read_only()
+    store = at_iris_table.store_for(part_ctx.store, cfg)
     out: Readings = {}
     for ref, target in pairs:
         try:

@@ -182,6 +182,7 @@ def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[A
 def _without_at_iris(part: Any) -> Any:
     return dataclasses.replace(part, at_iris="off") if hasattr(part, "at_iris") else part
 
+
 def _adversarial_parts(ctx: Context, cfg: PaperConfig, seeds: List[List[str]]) -> Dict[str, Tuple[Any, Context]]:
     """Part ``seeds_<objective>`` of each extra STIR_adv objective: the seed pairs, adversarial IRIs only."""
     out = {}
