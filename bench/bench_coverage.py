@@ -13,8 +13,8 @@ with a chosen so the value lies at 0 (no pairing: the null) and from about 0.2 t
 (a, n, k) a pilot of ``--pilot`` independent samples (new x, new e_j) gives what each interval is for:
 the mean of the reading over samples (the estimator's expectation at this n and k) and its true
 standard deviation. Then ``--samples`` further samples are calibrated (``stir.measure.calibration
-.calibrate``) under each interval reading it offers (``half_sampling``, the default;
-``jackknife_corrected``; the retired ``bootstrap`` and ``jackknife`` are refused by calibrate, their
+.calibrate``) under each interval reading it offers (``jackknife_corrected``, the default;
+``half_sampling``, the shipped results' reading; the retired ``bootstrap`` and ``jackknife`` are refused by calibrate, their
 figures are in the earlier result files), and reported: how often the interval covers the pilot mean (nominal 95%) and its
 mean half-width over 1.96 true sd (1: the right width). Readings: the value and the normalised value.
 Results: bench/results/bench_coverage.{json,md}; the table is in docs/benchmarks/calibration.md.

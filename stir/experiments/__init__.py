@@ -43,6 +43,12 @@ def estimator_notes(ctx: Context) -> list:
     if inversion.fake_relu is not None and inversion.fake_relu_spec != ("published" if inversion.mode == "faithful" else "off"):
         notes.append(f"inversion.fake_relu={inversion.fake_relu}: not the mode's published setting (each model's "
                      "record says which ReLUs were faked)")
+    calibration = ctx.estimator.calibration
+    if calibration.interval == "half_sampling" and calibration.resamples > 0:
+        notes.append("intervals: calibration.interval=half_sampling, the reading the shipped results were measured "
+                     "under; it errs wide (94-100% coverage, up to 2.5 times the true width from k = 2: "
+                     "docs/benchmarks/calibration.md), so a claim not resolved here may be resolved at the calibrated "
+                     "calibration.interval=jackknife_corrected (the default; measured anew)")
     return notes
 
 

@@ -1,6 +1,7 @@
 """The command line is checked against the typed schema before Hydra: one line, exit 2, the fix named;
 ``--help`` is generated from the schema and names real groups, presets, keys and documentation pages."""
 import dataclasses
+import json
 import os
 import re
 import subprocess
@@ -264,3 +265,25 @@ def test_a_training_only_data_key_given_to_evaluate_names_the_key_and_the_fix(ke
     message = refused("evaluate", [f"data.{key}=1"], monkeypatch, capsys)
     assert message.startswith(f"data.{key} is a training key (train.py): evaluate.py's data group only selects images")
     assert message.endswith(f"""give it in zoo.overrides: 'zoo.overrides=["data.{key}=1"]'""")
+
+
+def test_the_laptop_profile_names_the_shipped_results_interval_reading_and_its_reports_say_so():
+    """Issue 53: jackknife_corrected is the default interval; profile=laptop names half_sampling, the reading
+    every shipped result (zoo/store) was measured under, and a report made under it carries a note."""
+    from types import SimpleNamespace
+
+    from stir.experiments import estimator_notes
+    from stir.experiments.config import compose_evaluate
+    from stir.measure.plan import Estimator
+
+    readings = {}
+    for name in sorted(p.stem for p in (REPO / "configs" / "evaluate" / "profile").glob("*.yaml")):
+        cfg, _ = compose_evaluate(REPO / "configs" / "evaluate", [f"profile={name}"])
+        notes = estimator_notes(SimpleNamespace(estimator=Estimator.of(cfg)))
+        readings[name] = (cfg.calibration.interval, any(n.startswith("intervals: calibration.interval=half_sampling")
+                                                        for n in notes))
+    assert readings == {"cpu": ("jackknife_corrected", False), "full": ("jackknife_corrected", False),
+                        "laptop": ("half_sampling", True)}
+    shipped = {json.loads(f.read_text())["record"]["config"]["calibration"]["interval"]
+               for kind in ("direction", "similarity") for f in (REPO / "zoo" / "store" / kind).glob("*.json")}
+    assert shipped == {"half_sampling"}  # what the laptop profile names, so the shipped zoo is served

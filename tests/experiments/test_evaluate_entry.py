@@ -96,6 +96,9 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
     assert entry["result"]["convergence"]["arbitrary"]["steps"][-1] == 15
     assert any("15 faithful steps, not the published 1000" in n for n in record["notes"])
     assert "15 faithful steps" in (out / "README.md").read_text()
+    # issue 53: the calibrated interval reading by default, and no note about the shipped results' one
+    assert entry["result"]["calibration"]["stir"]["interval_reading"] == "jackknife_corrected"
+    assert not any(n.startswith("intervals:") for n in record["notes"])
 
 
 def test_rerun_reuses_every_stored_result(workspace, cifar10_root, monkeypatch):

@@ -65,6 +65,7 @@ def reference_and_draws(n: int, k: int = 3, seed: int = 0):
 
 @pytest.mark.parametrize("interval", ["half_sampling", "jackknife_corrected"])
 def test_the_interval_widens_when_n_shrinks(interval):
+    assert CalibrationConfig().interval == "jackknife_corrected"  # the default since issue 53
     cfg = CalibrationConfig(permutations=10, resamples=300, interval=interval)
     widths = {}
     for n in (400, 40):
@@ -78,7 +79,7 @@ def test_the_interval_widens_when_n_shrinks(interval):
 def test_half_sampling_centres_the_interval_on_the_value_and_resampling_with_replacement_would_not():
     target, primes, values, ref_primes = reference_and_draws(30, k=1)
     half = calibrate("linear_cka", target, primes, values, target, ref_primes, None,
-                     CalibrationConfig(resamples=400, ceiling="same_draws"))
+                     CalibrationConfig(resamples=400, ceiling="same_draws", interval="half_sampling"))
     assert half.low < half.value < half.high and half.high - half.value == pytest.approx(half.value - half.low)
     assert "images" in half.method and "k=1: the seed variance is not in it" in half.method
     # With replacement, duplicated rows inflate linear CKA: the resampled values sit above the value.
