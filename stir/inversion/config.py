@@ -49,7 +49,8 @@ DEFAULT_STEPS = {"faithful": 1000, "fast": 300, "iri": 3000}
 # Fields only one mode reads, and those the fast mode reads only while it stops early.
 _FAST_ONLY = frozenset({"lr", "betas", "schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance"})
 # The IRI solver's own fields (stir.inversion.iri); it reads lr and betas too, and stops at `target`.
-_IRI_ONLY = frozenset({"target", "patience", "reparam", "surrogate", "smooth_share", "smooth_beta", "smooth_target"})
+_IRI_ONLY = frozenset({"target", "patience", "reparam", "surrogate", "smooth_share", "smooth_beta", "smooth_target",
+                       "seed_map"})
 _IRI_SKIPS = frozenset({"schedule", "decay_steps", "early_stop", "stop_fraction", "tolerance", "step_size"})
 _FAITHFUL_ONLY = frozenset({"step_size"})
 _EARLY_STOP = frozenset({"stop_fraction", "tolerance"})
@@ -59,7 +60,7 @@ CONTINUE_DESCENTS = ("iri", "halving")
 # Fields added after results keyed by them were stored or cached, with the value the code had before each
 # existed: a key leaves such a field out at that value, so those results stay served for what made them
 # (here and in stir.inversion.iri.IRIConfig.key).
-KEYED_SINCE = {"smooth_target": "fixed", "continue_descent": "halving"}
+KEYED_SINCE = {"smooth_target": "fixed", "continue_descent": "halving", "seed_map": "clamp"}
 
 
 @dataclass
@@ -130,6 +131,10 @@ class InversionConfig:
     smooth_beta: float = 4.0
     # its targets: fixed (m1(x) itself) | tracked (the smoothed network's own m1_beta(x), a true homotopy)
     smooth_target: str = "fixed"
+    # where the descent starts: logistic (the N(0, 1) seed read as z, x0 = sigmoid(seed): no pixel on the box's
+    # faces) | clamp (x0 = clamp(seed, 0, 1), the published procedure's start: 66% of pixels on the faces, where
+    # the laptop at's failures stick; docs/benchmarks/iri.md)
+    seed_map: str = "logistic"
     # The models' forward: auto (fast mode: bf16 on CUDA, 32 elsewhere; faithful and iri mode: 32 everywhere,
     # as published: bf16 is another rounding regime, its STIR gap on CPU up to 0.021 after 1000 steps,
     # ~2.5x float32's own rounding drift; docs/benchmarks/levers.md) | 32 | bf16 | 16
@@ -204,7 +209,8 @@ class InversionConfig:
 
         return IRIConfig(target=self.target, steps=self.num_steps, lr=self.lr, patience=self.patience,
                          reparam=self.reparam, surrogate=self.surrogate, smooth_share=self.smooth_share,
-                         smooth_beta=self.smooth_beta, smooth_target=self.smooth_target, betas=tuple(self.betas))
+                         smooth_beta=self.smooth_beta, smooth_target=self.smooth_target, betas=tuple(self.betas),
+                         seed_map=self.seed_map)
 
     def resolved(self) -> "InversionConfig":
         """These settings with ``steps`` filled in (the mode's default when unset): a new object, or this

@@ -411,7 +411,8 @@ def continue_inversion(problem: Problem, images: Tensor, published: InversionRes
         with fake_relu(*working.models, enabled=CONTINUATION_FAKE_RELU):
             tick = _ticker(progress, images.shape[0], cfg.continue_steps, problem, cfg)
             if cfg.continue_descent == "iri":  # z = logit(x'), the solver's descent without its smoothing phase
-                solver = IRIConfig(steps=cfg.continue_steps, smooth_share=0.0, surrogate="off")  # r1's true gradient
+                solver = IRIConfig(steps=cfg.continue_steps, smooth_share=0.0, surrogate="off",  # r1's true gradient
+                                   seed_map="clamp")  # from an image: z = logit(x')
                 out = descend_iri(timed, working.m1, origin, images[:1], solver, smoothing=False, stop=stop,
                                   on_step=tick)
                 cont, x_prime = out.run, out.to_image(out.run.x)

@@ -183,12 +183,49 @@ def test_tracked_targets_follow_the_smoothed_network_and_end_at_the_network_itse
 def test_the_solver_key_leaves_out_a_field_at_the_value_it_had_before_it_existed():
     import dataclasses
 
-    before = {k: v for k, v in dataclasses.asdict(IRIConfig(smooth_target="fixed")).items() if k != "smooth_target"}
-    assert IRIConfig(smooth_target="fixed").key() == before  # STIR at IRIs stored before the field: still served
-    assert IRIConfig() == IRIConfig(smooth_target="fixed")  # the default: the solver the shipped readings came from
+    shipped = IRIConfig(smooth_target="fixed", seed_map="clamp")  # the solver every shipped reading came from
+    before = {k: v for k, v in dataclasses.asdict(shipped).items() if k not in ("smooth_target", "seed_map")}
+    assert shipped.key() == before  # STIR at IRIs stored before the fields: still served
     assert IRIConfig(smooth_target="tracked").key()["smooth_target"] == "tracked"  # another solver: its own key
+    assert IRIConfig().key()["seed_map"] == "logistic"  # the default start since issue 53: its own key
     with pytest.raises(ValueError, match="smooth_target"):
         IRIConfig(smooth_target="moving")
+    with pytest.raises(ValueError, match="iri.seed_map must be one of"):
+        IRIConfig(seed_map="uniform")
+
+
+def test_the_reports_read_at_iris_with_the_solver_of_the_shipped_readings():
+    """Every stored reading of zoo/store was solved from clamped seeds; the reports' solver is that one, so
+    they stay served while the solver's own default starts from the logistic map."""
+    import json
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from stir.experiments import at_iris_table
+
+    solver = at_iris_table.solver(SimpleNamespace(at_iris_steps=3000, at_iris_level=0.02))
+    shipped = [json.loads(f.read_text()) for f in (Path(__file__).parents[2] / "zoo/store" / AT_IRIS).glob("*.json")]
+    from stir.inversion.config import KEYED_SINCE
+
+    def keyed(recorded: dict) -> dict:  # a recorded solver as its key reads it (fields at their old values left out)
+        return {k: v for k, v in recorded.items() if KEYED_SINCE.get(k, object()) != v}
+
+    assert shipped and all(keyed(r["result"]["solver"]) == json.loads(json.dumps(solver.key())) for r in shipped)
+    assert solver.seed_map == "clamp" and IRIConfig().seed_map == "logistic"
+
+
+def test_the_logistic_seed_map_starts_off_the_box_faces_where_the_clamp_puts_most_pixels():
+    from stir.inversion.iri import image_map
+
+    seeds = torch.randn(4, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    z, to_image, bounds = image_map(seeds, "sigmoid", "logistic")
+    assert torch.equal(z, seeds) and bounds is None and torch.allclose(to_image(z), torch.sigmoid(seeds))
+    on_faces = lambda x: float(((x <= 1e-3) | (x >= 1 - 1e-3)).float().mean())
+    assert on_faces(to_image(z)) < 0.01
+    z, to_image, _ = image_map(seeds, "sigmoid", "clamp")
+    assert 0.6 < on_faces(to_image(z)) < 0.72  # an N(0, 1) draw: 50% below 0, 16% above 1
+    x, _, bounds = image_map(seeds, "box", "logistic")
+    assert bounds == (0.0, 1.0) and torch.allclose(x, torch.sigmoid(seeds))
 
 
 def test_the_at_iris_interval_is_the_corrected_jackknife_between_half_and_all_of_the_plain_one():
