@@ -118,8 +118,8 @@ class IRISolution:
     history: Tensor  # (T + 1, n) r1 of every iterate after the smoothing phase, NaN once stopped
 
 
-def image_map(seeds: Tensor, reparam: str, seed_map: str = "clamp") -> Tuple[Tensor, Callable[[Tensor], Tensor],
-                                                                          Optional[Tuple[float, float]]]:
+def image_map(seeds: Tensor, reparam: str, seed_map: str) -> Tuple[Tensor, Callable[[Tensor], Tensor],
+                                                                Optional[Tuple[float, float]]]:
     """(the optimised variable's start, the map from it to images in [0, 1], the geometry's bounds).
 
     ``seeds`` (n, c, h, w) is where the descent starts: a seed draw, or an image (the continuation's
@@ -128,15 +128,10 @@ def image_map(seeds: Tensor, reparam: str, seed_map: str = "clamp") -> Tuple[Ten
     ``sigmoid`` z = logit(start in [EDGE, 1 - EDGE]). ``logistic``: the draw is read as z itself, the start
     image sigmoid(seed), no pixel on a face. x = sigmoid(z), unbounded (``sigmoid``); or x itself, projected
     onto [0, 1] after every step (``box``)."""
-    if seed_map == "logistic":
-        start = torch.sigmoid(seeds)
-        if reparam == "sigmoid":
-            return seeds.clone(), torch.sigmoid, None
-    else:
-        start = seeds.clamp(0, 1)
+    logistic = seed_map == "logistic"
     if reparam == "sigmoid":
-        return torch.logit(start.clamp(_EDGE, 1 - _EDGE)), torch.sigmoid, None
-    return start, lambda x: x.clamp(0, 1), (0.0, 1.0)
+        return (seeds.clone() if logistic else torch.logit(seeds.clamp(_EDGE, 1 - _EDGE))), torch.sigmoid, None
+    return (torch.sigmoid(seeds) if logistic else seeds.clamp(0, 1)), lambda x: x.clamp(0, 1), (0.0, 1.0)
 
 
 def surrogate_sites(work: nn.Module, probe: Tensor, surrogate: str) -> List[str]:

@@ -202,10 +202,10 @@ def test_the_reports_read_at_iris_with_the_solver_of_the_shipped_readings():
     from types import SimpleNamespace
 
     from stir.experiments import at_iris_table
+    from stir.inversion.config import KEYED_SINCE
 
     solver = at_iris_table.solver(SimpleNamespace(at_iris_steps=3000, at_iris_level=0.02))
     shipped = [json.loads(f.read_text()) for f in (Path(__file__).parents[2] / "zoo/store" / AT_IRIS).glob("*.json")]
-    from stir.inversion.config import KEYED_SINCE
 
     def keyed(recorded: dict) -> dict:  # a recorded solver as its key reads it (fields at their old values left out)
         return {k: v for k, v in recorded.items() if KEYED_SINCE.get(k, object()) != v}
