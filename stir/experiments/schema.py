@@ -393,8 +393,11 @@ class SuiteConfig(ExperimentConfig):
 
 @kind_config("paper")
 @dataclass
-class PaperConfig(ExperimentConfig):
-    """experiment kind ``paper``: the models each claim's preset needs, named by zoo name."""
+class PaperConfig(ExperimentConfig, AtIRIsFields):
+    """experiment kind ``paper``: the models each claim's preset needs, named by zoo name. Its ``at_iris*``
+    fields (``AtIRIsFields``) ask Table 1 and Table 2 again at IRIs (``stir.experiments.paper.at_iris``):
+    each direction of their pairs read where its X' are IRIs, from the seeds part's images and seeds, and
+    claims 1-3 and 7 judged again on it."""
 
     # Table 1 (claims 1-6): a recipe's training seeds; seed pairs are every two of them, and AT vs
     # vanilla pairs are (at_i, vanilla_i) by position (independent pairs: no model shared).
@@ -406,16 +409,6 @@ class PaperConfig(ExperimentConfig):
     # the original code, whose objective is `original` (r1 - 0.1 r2, no bound): claim 4 is judged on
     # that reading where it is measured, the constrained one beside it.
     stir_adv_objectives: List[str] = field(default_factory=lambda: ["original"])
-    # Table 1 asked again at IRIs (issue 53; stir.experiments.paper.at_iris): each direction of Table 1's
-    # pairs read where its X' are IRIs (the IRI solver, at most at_iris_steps steps per image, each image
-    # stopped at r1 <= at_iris_level, from the seeds part's images and seeds, at_iris_draws draws), claims
-    # 1-3 judged again on it. stored: the stored readings only (a fresh clone serves the shipped ones; the
-    # others say "not measured") | measure: the missing ones measured too (about 3x the published
-    # procedure's model evaluations per reference model) | off: no column.
-    at_iris: str = "stored"
-    at_iris_steps: int = 3000
-    at_iris_level: float = 0.02
-    at_iris_draws: int = 1
     # Table 2 (claim 7): models ordered from the most robust to the least.
     robustness: List[str] = field(default_factory=list)
     # Claim 7 asked of the graded-robustness family (issue 52): per seed position [vanilla_si, at_e025_si,

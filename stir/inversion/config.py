@@ -59,8 +59,8 @@ _CONTINUATION = frozenset({"continue_steps", "continue_patience", "continue_shri
 CONTINUE_DESCENTS = ("iri", "halving")
 # Fields added after results keyed by them were stored or cached, with the value the code had before each
 # existed: a key leaves such a field out at that value, so those results stay served for what made them
-# (here and in stir.inversion.iri.IRIConfig.key).
-KEYED_SINCE = {"smooth_target": "fixed", "continue_descent": "halving", "seed_map": "clamp"}
+# (here and in stir.inversion.iri.IRIConfig.key; a name only one of the two has is the other's to skip).
+KEYED_SINCE = {"smooth_target": "fixed", "continue_descent": "halving", "seed_map": "clamp", "retries": 0}
 
 
 @dataclass
@@ -133,7 +133,9 @@ class InversionConfig:
     smooth_target: str = "fixed"
     # where the descent starts: logistic (the N(0, 1) seed read as z, x0 = sigmoid(seed): no pixel on the box's
     # faces) | clamp (x0 = clamp(seed, 0, 1), the published procedure's start: 66% of pixels on the faces, where
-    # the laptop at's failures stick; docs/benchmarks/iri.md)
+    # the laptop at's failures stick; docs/benchmarks/iri.md). mode=iri runs one try per image: its batches record
+    # each image's one path (history, snapshots); STIR at IRIs (stir.measure.at_iris) retries an image still above
+    # the target from fresh draws (IRIConfig.retries; the laptop at: docs/benchmarks/iri.md#retries-from-fresh-draws)
     seed_map: str = "logistic"
     # The models' forward: auto (fast mode: bf16 on CUDA, 32 elsewhere; faithful and iri mode: 32 everywhere,
     # as published: bf16 is another rounding regime, its STIR gap on CPU up to 0.021 after 1000 steps,
@@ -210,7 +212,7 @@ class InversionConfig:
         return IRIConfig(target=self.target, steps=self.num_steps, lr=self.lr, patience=self.patience,
                          reparam=self.reparam, surrogate=self.surrogate, smooth_share=self.smooth_share,
                          smooth_beta=self.smooth_beta, smooth_target=self.smooth_target, betas=tuple(self.betas),
-                         seed_map=self.seed_map)
+                         seed_map=self.seed_map, retries=0)  # one path per image: its history and snapshots
 
     def resolved(self) -> "InversionConfig":
         """These settings with ``steps`` filled in (the mode's default when unset): a new object, or this
@@ -287,7 +289,7 @@ class InversionConfig:
             skip |= _ADVERSARIAL_ONLY
             if self.mode == "fast" and not self.early_stop:
                 skip |= _EARLY_STOP  # no early stop: the tolerance only classifies
-        skip |= {name for name, before in KEYED_SINCE.items() if getattr(self, name) == before}
+        skip |= {name for name, before in KEYED_SINCE.items() if hasattr(self, name) and getattr(self, name) == before}
         settings = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         settings.update(precision=precision, steps=self.num_steps, adversarial=adversarial,
                         fake_relu=self.fake_relu_key, record_steps=list(self.snapshot_steps))

@@ -32,6 +32,10 @@ the two causes found there:
   (57% of their pixels there; freed of the box, L-BFGS took 13 of 30 to 0.02); from the logistic start,
   n = 100, ``at`` 90% within 0.02 against 70%, ``vanilla`` 96% against 89% (docs/benchmarks/iri.md).
   The continuation, which starts from the published x', keeps ``clamp``.
+* the draw: from the logistic start the laptop ``at``'s 10 failures (of 100) reached 0.02 from fresh
+  draws in 5, 7 and 4 cases of 10: what fails is the draw, not the image. ``solve_iri`` tries an image
+  still above ``target`` again from a fresh draw, up to ``retries`` times, worst first, within the batch's
+  budget of one try per image (``solve_iri``); its X' is its best try's.
 
 Each image stops once r1 <= ``target`` (the IRIs are then of that stated precision), at most
 ``steps`` steps; r1 is measured again at the end in full precision on the model itself. Everything
@@ -50,6 +54,7 @@ from stir.descent import DescentResult, PlateauAdam, descend
 from stir.inversion.batching import working_model
 from stir.inversion.config import KEYED_SINCE
 from stir.inversion.objectives import Forward, InversionObjective, make_term, relative_distance
+from stir.inversion.seeds import MOST_RETRIES
 from stir.models import frozen
 from stir.models.fake_relu import last_relu, raising_relu, softplus_relus
 
@@ -80,6 +85,7 @@ class IRIConfig:
     smooth_target: str = "fixed"  # fixed: m1(x) itself | tracked: the smoothed network's own m1_beta(x)
     betas: Tuple[float, float] = (0.9, 0.99)  # Adam's moment decay rates
     seed_map: str = "logistic"  # logistic: the seed draw read as z, x0 = sigmoid(seed) | clamp: x0 = clamp(seed, 0, 1)
+    retries: int = 2  # an image still above target after a try is tried again from a fresh draw, at most this often
 
     def __post_init__(self) -> None:
         if self.seed_map not in SEED_MAPS:
@@ -92,6 +98,8 @@ class IRIConfig:
         if not 0 <= self.smooth_share < 1 or self.smooth_beta <= 0:
             raise ValueError(f"iri.smooth_share must lie in [0, 1) and iri.smooth_beta be > 0, got "
                              f"{self.smooth_share}, {self.smooth_beta}")
+        if not 0 <= self.retries <= MOST_RETRIES:  # each retry a generator stream of its own
+            raise ValueError(f"iri.retries must lie in [0, {MOST_RETRIES}], got {self.retries}")
         if self.target <= 0 or self.steps < 1 or self.lr <= 0 or self.patience < 1 or not 0 < self.shrink < 1:
             raise ValueError("iri.target, iri.lr must be > 0, iri.steps, iri.patience >= 1, iri.shrink in (0, 1); got "
                              f"{self.target}, {self.lr}, {self.steps}, {self.patience}, {self.shrink}")
@@ -113,9 +121,10 @@ class IRIConfig:
 class IRISolution:
     x_prime: Tensor  # (n, c, h, w) in [0, 1]
     residual: Tensor  # (n,) r1 measured in full precision
-    steps: Tensor  # (n,) steps each image took, the smoothing phase's included
-    evaluations: int  # model evaluations (one per image and iterate), the smoothing phase's included
-    history: Tensor  # (T + 1, n) r1 of every iterate after the smoothing phase, NaN once stopped
+    steps: Tensor  # (n,) steps each image took over its tries, the smoothing phases' included
+    evaluations: int  # model evaluations (one per image and iterate), the smoothing phases' and retries' included
+    history: Tensor  # (T + 1, n) r1 of every iterate of the first try after its smoothing phase, NaN once stopped
+    tries: Tensor  # (n,) the try each X' comes from: 0 the given seeds, a >= 1 the draw redraw(a)
 
 
 def image_map(seeds: Tensor, reparam: str, seed_map: str) -> Tuple[Tensor, Callable[[Tensor], Tensor],
@@ -227,17 +236,49 @@ def descend_iri(objective: Objective, work: nn.Module, seeds: Tensor, probe: Ten
 
 
 def solve_iri(m1: nn.Module, tap: str, images: Tensor, seeds: Tensor, cfg: IRIConfig,
-              forward: Forward = Forward(channels_last=True)) -> IRISolution:
+              forward: Forward = Forward(channels_last=True),
+              redraw: Optional[Callable[[int], Tensor]] = None) -> IRISolution:
     """IRIs of ``images`` (n, c, h, w) for ``m1`` at ``tap`` from ``seeds`` (n, c, h, w), as in the module
     docstring; the best iterate of each image is kept. (``inversion.mode=iri`` runs the same
-    ``descend_iri`` through ``stir.inversion.engine``, with its cache and records.)"""
+    ``descend_iri`` through ``stir.inversion.engine``, with its cache and records, without retries.)
+
+    Retries: after each try, the images still above ``cfg.target`` are solved again from a fresh draw,
+    ``redraw(a)`` (n, c, h, w) for try a = 1 .. ``cfg.retries``, worst first and as many as the budget
+    leaves room for: the batch's budget is a single try's most per image (``steps + 1`` model evaluations,
+    the final iterate's included), so retries never raise the mean above what one try may spend. An image keeps its best try.
+    On the laptop ``at`` (n = 100) 10 of 100 X' ended above 0.02 from the given draw; from fresh draws 5, 7
+    and 4 of those 10 reached it (docs/benchmarks/iri.md): the failures are the draw's, not the image's."""
+    if cfg.retries and redraw is None:
+        raise ValueError("iri.retries > 0 needs redraw(a), the seed draw (n, c, h, w) of try a; or iri.retries=0")
+    n = images.shape[0]
     with frozen(m1):
         work = working_model(m1, tap, True, False, forward.channels_last)
-        def residual() -> InversionObjective:  # r1 on the targets work gives now
-            return InversionObjective(make_term(work, tap, images, forward), forward)
 
-        out = descend_iri(residual(), work, seeds, images[:1], cfg, retarget=residual,
-                          stop=lambda loss, index: loss <= cfg.target)
-        x_prime = out.to_image(out.run.x)
+        def attempt(rows: Tensor, start: Tensor) -> Tuple[Tensor, IRIDescent]:  # rows (m,) -> X' (m, ...), descent
+            def residual() -> InversionObjective:  # r1 on the targets work gives now
+                return InversionObjective(make_term(work, tap, images[rows], forward), forward)
+
+            out = descend_iri(residual(), work, start, images[:1], cfg, retarget=residual,
+                              stop=lambda loss, index: loss <= cfg.target)
+            return out.to_image(out.run.x), out
+
+        every = torch.arange(n, device=images.device)
+        x_prime, first = attempt(every, seeds)
         residual = relative_distance(m1, tap, x_prime, images)
-    return IRISolution(x_prime, residual, out.steps, out.evaluations, out.run.history)
+        steps, evaluations = first.steps.clone(), first.evaluations
+        tries = torch.zeros(n, dtype=torch.long)
+        for a in range(1, cfg.retries + 1):
+            most = cfg.steps + 1  # a try's evaluations per image at most: every step's and the final iterate's
+            room = max(0, (most * n - evaluations) // most)  # whole tries that still fit the batch's budget
+            above = (residual > cfg.target).nonzero().flatten()
+            rows = above[residual[above].argsort(descending=True)][:room]  # worst first
+            if rows.numel() == 0:
+                break
+            again, out = attempt(rows, redraw(a)[rows])
+            again_residual = relative_distance(m1, tap, again, images[rows])
+            better = again_residual < residual[rows]
+            kept = rows[better]
+            x_prime[kept], residual[kept], tries[kept.cpu()] = again[better], again_residual[better], a  # best try kept
+            steps[rows.to(steps.device)] += out.steps.to(steps.device)
+            evaluations += out.evaluations
+    return IRISolution(x_prime, residual, steps, evaluations, first.run.history, tries)

@@ -52,3 +52,20 @@ def make_seed(kind: str, images: Tensor, generator: torch.Generator) -> Tensor:
 def seed_generator(seed: int) -> torch.Generator:
     """A fresh CPU generator at ``seed``: the only randomness an inversion uses."""
     return torch.Generator(device="cpu").manual_seed(seed)
+
+
+# Try a of the draw at seed s uses seed RETRIES_FROM + 64 s + a. The CPU generator keeps only a seed's low 32
+# bits (s + 2**32 draws what s draws), so the retries live in the upper half of that range: apart from every
+# draw's own seed below 2**31, and from each other for s < 2**25 and a < 64.
+RETRIES_FROM = 2 ** 31
+MOST_RETRIES = 63
+
+
+def retry_generator(seed: int, attempt: int) -> torch.Generator:
+    """The generator of try ``attempt`` (1 .. ``MOST_RETRIES``) of the draw at ``seed`` (0 <= seed < 2**25): the
+    IRI solver's fresh draw for the images still above its target (``stir.inversion.iri.solve_iri``), a
+    stream apart from every draw's own."""
+    if not 1 <= attempt <= MOST_RETRIES or not 0 <= seed < 2 ** 25:
+        raise ValueError(f"a retry's attempt counts from 1 to {MOST_RETRIES} and its draw's seed lies in "
+                         f"[0, 2**25); got attempt {attempt}, seed {seed}")
+    return seed_generator(RETRIES_FROM + 64 * seed + attempt)

@@ -3,8 +3,9 @@
 The published STIR (``stir.measure.direction``) is read on whatever X' the published procedure ends
 at: on the laptop ResNet18s a median r1 of about 0.15, eight times the 0.02 tolerance, so none of
 its X' are IRIs. This reading inverts the reference with the IRI solver (``stir.inversion.iri``)
-from the same seeds (``inversion.seed + j`` for draw j), keeps per draw only the images whose X'
-reached r1 <= ``level`` (the solver's target) and reads
+from the same seeds (``inversion.seed + j`` for draw j; an image still above the level after its try is
+tried again from ``retry_generator(seed + j, a)``'s draw, ``IRIConfig.retries``), keeps per draw only the
+images whose X' reached r1 <= ``level`` (the solver's target) and reads
 
     STIR_j = S_r(tgt(X_R), tgt(X'_R)),   R = {i : r1(x'_i) <= level}            (eq. 6 on R)
 
@@ -31,7 +32,7 @@ from torch import Tensor, nn
 from stir import similarity
 from stir.inversion.iri import IRIConfig, IRISolution, solve_iri
 from stir.measure.jackknife import corrected_jackknife_se, leave_one_out, leave_two_out
-from stir.inversion.seeds import make_seed, seed_generator
+from stir.inversion.seeds import make_seed, retry_generator, seed_generator
 from stir.models import frozen
 from stir.models.identity import content_identity, tensor_digest
 from stir.models.taps import representation
@@ -129,7 +130,8 @@ def solved(ref: nn.Module, tap: str, images: Tensor, seed: int, cfg: IRIConfig) 
     if key not in _SOLVED:
         if len(_SOLVED) >= _KEEP:
             _SOLVED.pop(next(iter(_SOLVED)))
-        _SOLVED[key] = solve_iri(ref, tap, images, make_seed("normal", images, seed_generator(seed)), cfg)
+        _SOLVED[key] = solve_iri(ref, tap, images, make_seed("normal", images, seed_generator(seed)), cfg,
+                                 redraw=lambda a: make_seed("normal", images, retry_generator(seed, a)))
     return _SOLVED[key]
 
 

@@ -54,8 +54,8 @@ def test_the_raising_relu_passes_a_dead_units_gradient_only_upwards_and_restores
 
 def test_the_solver_reaches_its_target_where_dead_units_stop_the_true_gradient():
     m, x = dead_net(), noise_images(8)
-    true = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400, surrogate="off", smooth_share=0))  # r1's true gradient
-    raising = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400, smooth_share=0))  # the default descent
+    true = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400, surrogate="off", smooth_share=0, retries=0))  # r1's true gradient
+    raising = solve_iri(m, "logits", x, seeds_of(x), IRIConfig(steps=400, smooth_share=0, retries=0))  # the default descent
     assert true.residual.median() > 0.05  # dead units that should be alive never get a gradient
     assert (raising.residual <= 0.005).all() and (raising.x_prime >= 0).all() and (raising.x_prime <= 1).all()
     assert raising.evaluations == int((raising.steps + 1).sum()) and (raising.steps < 400).all()  # stopped at the target
@@ -106,7 +106,7 @@ def test_softplus_relus_soften_every_relu_at_the_sharpness_read_at_each_call_and
 
 def test_the_smoothing_phase_spends_its_steps_first_and_counts_them():
     m, x = dead_net(), noise_images(6)
-    cfg = IRIConfig(steps=400, smooth_share=0.25)
+    cfg = IRIConfig(steps=400, smooth_share=0.25, retries=0)
     sol = solve_iri(m, "logits", x, seeds_of(x), cfg)
     assert (sol.steps >= 100).all() and sol.history.shape[0] == 300 + 1  # the history after the smoothing phase
     assert sol.evaluations == 100 * 6 + int((sol.steps - 100 + 1).sum())  # no final evaluation in the smoothing phase
@@ -183,20 +183,23 @@ def test_tracked_targets_follow_the_smoothed_network_and_end_at_the_network_itse
 def test_the_solver_key_leaves_out_a_field_at_the_value_it_had_before_it_existed():
     import dataclasses
 
-    shipped = IRIConfig(smooth_target="fixed", seed_map="clamp")  # the solver every shipped reading came from
-    before = {k: v for k, v in dataclasses.asdict(shipped).items() if k not in ("smooth_target", "seed_map")}
-    assert shipped.key() == before  # STIR at IRIs stored before the fields: still served
+    old = IRIConfig(smooth_target="fixed", seed_map="clamp", retries=0)  # the solver before the three fields
+    before = {k: v for k, v in dataclasses.asdict(old).items() if k not in ("smooth_target", "seed_map", "retries")}
+    assert old.key() == before  # STIR at IRIs stored before the fields: still served
+    assert IRIConfig().key()["retries"] == 2 and IRIConfig(retries=0).key().get("retries") is None
     assert IRIConfig(smooth_target="tracked").key()["smooth_target"] == "tracked"  # another solver: its own key
     assert IRIConfig().key()["seed_map"] == "logistic"  # the default start since issue 53: its own key
     with pytest.raises(ValueError, match="smooth_target"):
         IRIConfig(smooth_target="moving")
     with pytest.raises(ValueError, match="iri.seed_map must be one of"):
         IRIConfig(seed_map="uniform")
+    with pytest.raises(ValueError, match="iri.retries must lie in"):
+        IRIConfig(retries=-1)
 
 
 def test_the_reports_read_at_iris_with_the_solver_of_the_shipped_readings():
-    """Every stored reading of zoo/store was solved from clamped seeds; the reports' solver is that one, so
-    they stay served while the solver's own default starts from the logistic map."""
+    """Every stored reading of zoo/store was solved by the solver's defaults (the logistic start, retries from
+    fresh draws); the reports' solver is that one, so they are served on a fresh clone."""
     import json
     from pathlib import Path
     from types import SimpleNamespace
@@ -207,11 +210,53 @@ def test_the_reports_read_at_iris_with_the_solver_of_the_shipped_readings():
     solver = at_iris_table.solver(SimpleNamespace(at_iris_steps=3000, at_iris_level=0.02))
     shipped = [json.loads(f.read_text()) for f in (Path(__file__).parents[2] / "zoo/store" / AT_IRIS).glob("*.json")]
 
-    def keyed(recorded: dict) -> dict:  # a recorded solver as its key reads it (fields at their old values left out)
+    def keyed(recorded: dict) -> dict:  # a recorded solver (every field) as its key reads it
         return {k: v for k, v in recorded.items() if KEYED_SINCE.get(k, object()) != v}
 
     assert shipped and all(keyed(r["result"]["solver"]) == json.loads(json.dumps(solver.key())) for r in shipped)
-    assert solver.seed_map == "clamp" and IRIConfig().seed_map == "logistic"
+    assert solver == IRIConfig(steps=3000, target=0.02)  # the solver's defaults, but for its steps and level
+
+
+def test_a_draw_that_fails_is_retried_from_a_fresh_draw_worst_first_within_the_budget():
+    """Two seeds sit deep on the box's faces (z = +-60: sigmoid's gradient about e^-60, so Adam cannot move
+    them) and fail their try; their retries from redraw(1) reach the target and are kept, the others keep
+    their first try, and the evaluations never exceed a single try's most per image."""
+    from stir.inversion.seeds import make_seed, retry_generator, seed_generator
+
+    m, x = dead_net(), noise_images(6)
+    seeds = seeds_of(x)
+    seeds[:2] = 60 * seeds[:2].sign()
+    draws = []
+
+    def redraw(a: int) -> torch.Tensor:
+        draws.append(a)
+        return make_seed("normal", x, retry_generator(0, a))
+
+    cfg = IRIConfig(steps=300, smooth_share=0)
+    sol = solve_iri(m, "logits", x, seeds, cfg, redraw=redraw)
+    alone = solve_iri(m, "logits", x, seeds, IRIConfig(steps=300, smooth_share=0, retries=0))
+    assert (alone.residual[:2] > 0.05).all() and (alone.residual[2:] <= 0.005).all()  # the faces' seeds fail
+    assert (sol.residual <= 0.005).all() and sol.tries.tolist() == [1, 1, 0, 0, 0, 0] and draws == [1]
+    assert torch.equal(sol.x_prime[2:], alone.x_prime[2:])  # the first try is the solver without retries
+    assert sol.evaluations > alone.evaluations and sol.evaluations <= (cfg.steps + 1) * 6
+    assert (sol.steps[:2] > alone.steps[:2]).all()  # the retries' steps counted
+    spent = solve_iri(m, "logits", x, seeds, IRIConfig(steps=300, smooth_share=0, target=1e-9), redraw=redraw)
+    assert spent.tries.eq(0).all() and draws == [1]  # every image spent its try: no room for another
+    with pytest.raises(ValueError, match="needs redraw"):
+        solve_iri(m, "logits", x, seeds, cfg)
+    own = [make_seed("normal", x, seed_generator(j)) for j in range(8)]  # draws 0-7's own seeds
+    streams = [make_seed("normal", x, retry_generator(s, a)) for s in range(4) for a in (1, 2)]
+    assert not any(torch.equal(r, d) for r in streams for d in own)  # s + 2**32 would fail: 32 bits of a seed are kept
+    assert not any(torch.equal(streams[i], streams[j]) for i in range(8) for j in range(i))
+    with pytest.raises(ValueError, match="counts from 1"):
+        retry_generator(0, 0)
+
+
+def test_the_engine_solver_has_no_retries_one_path_per_image():
+    from stir.inversion import InversionConfig
+
+    cfg = InversionConfig(mode="iri")
+    assert cfg.iri_config().retries == 0 and "retries" not in cfg.key_settings(False, "32")
 
 
 def test_the_logistic_seed_map_starts_off_the_box_faces_where_the_clamp_puts_most_pixels():
