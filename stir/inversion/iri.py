@@ -245,36 +245,34 @@ def solve_iri(m1: nn.Module, tap: str, images: Tensor, seeds: Tensor, cfg: IRICo
     Retries: after each try, the images still above ``cfg.target`` are solved again from a fresh draw,
     ``redraw(a)`` (n, c, h, w) for try a = 1 .. ``cfg.retries``, worst first and as many as the budget
     leaves room for: the batch's budget is a single try's most per image (``steps + 1`` model evaluations,
-    the final iterate's included), so retries never raise the mean above what one try may spend. An image keeps its best try.
-    On the laptop ``at`` (n = 100) 10 of 100 X' ended above 0.02 from the given draw; from fresh draws 5, 7
-    and 4 of those 10 reached it (docs/benchmarks/iri.md): the failures are the draw's, not the image's."""
+    the final iterate's included), so retries never raise the mean above what one try may spend. An image
+    keeps its best try (why retries: the module docstring, "the draw")."""
     if cfg.retries and redraw is None:
         raise ValueError("iri.retries > 0 needs redraw(a), the seed draw (n, c, h, w) of try a; or iri.retries=0")
     n = images.shape[0]
     with frozen(m1):
         work = working_model(m1, tap, True, False, forward.channels_last)
 
-        def attempt(rows: Tensor, start: Tensor) -> Tuple[Tensor, IRIDescent]:  # rows (m,) -> X' (m, ...), descent
-            def residual() -> InversionObjective:  # r1 on the targets work gives now
-                return InversionObjective(make_term(work, tap, images[rows], forward), forward)
+        def attempt(of: Tensor, start: Tensor) -> Tuple[Tensor, IRIDescent]:  # images (m, ...) -> X' (m, ...), descent
+            def objective() -> InversionObjective:  # r1 on the targets work gives now
+                return InversionObjective(make_term(work, tap, of, forward), forward)
 
-            out = descend_iri(residual(), work, start, images[:1], cfg, retarget=residual,
+            out = descend_iri(objective(), work, start, images[:1], cfg, retarget=objective,
                               stop=lambda loss, index: loss <= cfg.target)
             return out.to_image(out.run.x), out
 
-        every = torch.arange(n, device=images.device)
-        x_prime, first = attempt(every, seeds)
+        x_prime, first = attempt(images, seeds)
         residual = relative_distance(m1, tap, x_prime, images)
         steps, evaluations = first.steps.clone(), first.evaluations
         tries = torch.zeros(n, dtype=torch.long)
+        most = cfg.steps + 1  # a try's evaluations per image at most: every step's and the final iterate's
         for a in range(1, cfg.retries + 1):
-            most = cfg.steps + 1  # a try's evaluations per image at most: every step's and the final iterate's
             room = max(0, (most * n - evaluations) // most)  # whole tries that still fit the batch's budget
             above = (residual > cfg.target).nonzero().flatten()
             rows = above[residual[above].argsort(descending=True)][:room]  # worst first
             if rows.numel() == 0:
                 break
-            again, out = attempt(rows, redraw(a)[rows])
+            again, out = attempt(images[rows], redraw(a)[rows])
             again_residual = relative_distance(m1, tap, again, images[rows])
             better = again_residual < residual[rows]
             kept = rows[better]
