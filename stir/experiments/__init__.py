@@ -46,9 +46,10 @@ def estimator_notes(ctx: Context) -> list:
     calibration = ctx.estimator.calibration
     if calibration.interval == "half_sampling" and calibration.resamples > 0:
         notes.append("intervals: calibration.interval=half_sampling, the reading the shipped results were measured "
-                     "under; it errs wide (94-100% coverage, up to 2.5 times the true width from k = 2: "
-                     "docs/benchmarks/calibration.md), so a claim not resolved here may be resolved at the calibrated "
-                     "calibration.interval=jackknife_corrected (the default; measured anew)")
+                     "under and served with (nothing new is measured under it); it errs wide (94-100% coverage, up to "
+                     "2.5 times the true width from k = 2: docs/benchmarks/calibration.md), so a claim not resolved "
+                     "here may be resolved at the calibrated calibration.interval=jackknife_corrected (the default; "
+                     "measured anew)")
     return notes
 
 

@@ -30,6 +30,7 @@ from stir.measure.convergence import convergence_record, curve, natural_null, po
 from stir.measure.observe import check_models, measure_value, observe
 from stir.measure.plan import DEFAULT_TAP, DIRECTION, Estimator, Images, Plan, direction_parts
 from stir.measure.results import DirectionResult, Stat
+from stir.measure.settings import refuse_new_measurement
 from stir.measure.undefined import undefined_direction
 from stir.models.fake_relu import describe
 from stir.store import ResultStore
@@ -121,6 +122,8 @@ def measure_direction(ref: nn.Module, target: nn.Module, tap_ref: str, tap_targe
     """One direction, tgt given ref, over the k draws of ``plan`` (no store); ``target_rep`` = tgt(X)
     (n, d) when the caller has it already (fixed X only)."""
     est = plan.estimator
+    # A reading that failed its coverage check is served from the store, never measured anew (before any work).
+    refuse_new_measurement(est.calibration, f"STIR({names[1]}|{names[0]}) at ({tap_ref}, {tap_target})")
     fn = similarity.get(est.measure)
     notes: List[str] = []
     # Adversarial IRIs of a model against itself (same identity and tap) are undefined: the push

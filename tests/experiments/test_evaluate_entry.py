@@ -191,6 +191,20 @@ def test_missing_model_error_prints_the_train_command(workspace, cifar10_root, m
         run_entry_point("evaluate", eval_args(workspace, cifar10_root, "ref=at_s1", "target=vanilla"), monkeypatch)
 
 
+def test_a_served_only_reading_is_one_line_and_exit_2_and_no_direction_is_measured(workspace, cifar10_root, monkeypatch,
+                                                                                     capsys):
+    """profile=laptop's half_sampling serves the shipped results only (issue 53): a direction not stored under it
+    is refused in one line naming the calibrated reading, before its inversion; no direction is written."""
+    directions = lambda: {p: t for p, t in store_files(workspace).items() if p.parent.name == "direction"}  # noqa: E731
+    before = directions()
+    message = refused("evaluate", eval_args(workspace, cifar10_root, "ref=at", "target=vanilla",
+                                            "calibration.interval=half_sampling"), monkeypatch, capsys)
+    assert message.startswith("calibration.interval=half_sampling serves the shipped results only: it covers 94-100%")
+    assert "STIR(vanilla|at) at (penultimate, penultimate) is not stored under it" in message
+    assert message.endswith("(profile=laptop names half_sampling to serve the shipped zoo)")
+    assert directions() == before
+
+
 def test_shards_split_a_matrix_by_rows_and_the_assembling_run_recomputes_nothing(workspace, cifar10_root, monkeypatch):
     out = workspace / "results_shards"
 

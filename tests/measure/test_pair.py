@@ -312,3 +312,34 @@ def test_stir_adv_of_x_prime_at_the_bound_is_measured(images):
     q = r.quality
     assert q["adversarial"]["median_target_distance"] > q["arbitrary"]["median_target_distance"]
     assert not any("STIR_adv: not measured" in note for note in r.notes)
+
+
+def test_a_served_only_reading_serves_a_stored_result_and_measures_nothing_new(images, tmp_path):
+    """half_sampling failed its coverage check (issue 53) but keys every shipped result: a run under it is served
+    what is stored and refused, before any inversion and in one line naming the calibrated reading, for the rest."""
+    from dataclasses import replace
+
+    from stir.measure.call import open_call
+    from stir.measure.plan import DIRECTION, direction_parts
+    from stir.measure.settings import ServedOnlyReading
+    from stir.store import ResultStore
+
+    a, b = convnet(0), convnet(1)
+    served = est(k=1, iri="arbitrary", calibration=replace(FEW, interval="half_sampling"))
+    store = ResultStore(tmp_path / "store")
+    line = (r"^calibration.interval=half_sampling serves the shipped results only: it covers 94-100% by simulation.*; "
+            r"STIR\(b\|a\) at \(5, 5\) is not stored under it, so add calibration.interval=jackknife_corrected to measure it")
+    for where in (store, None):
+        with pytest.raises(ServedOnlyReading, match=line):
+            evaluate_direction(a, b, images, "5", "5", served, run=QUIET, names=("a", "b"), store=where)
+    assert not list(tmp_path.rglob("*.json"))  # refused before anything was measured or stored
+
+    measured = evaluate_direction(a, b, images, "5", "5", est(k=1, iri="arbitrary"), run=QUIET, names=("a", "b"))
+    call = open_call(a, b, images, served, QUIET, ("a", "b"), None, store, None, taps=("5", "5"))
+    store.put(DIRECTION, store.key(kind=DIRECTION, **direction_parts(call.plan, call.ids, ("5", "5"))), measured.to_dict())
+    again = evaluate_direction(a, b, images, "5", "5", served, run=QUIET, names=("a", "b"), store=store)
+    assert again.stir.mean == measured.stir.mean  # the stored result, served under the reading's key
+    # With no interval asked for (resamples 0) the reading computes nothing: measured as any other.
+    no_interval = evaluate_direction(a, b, images, "5", "5", est(k=1, iri="arbitrary", calibration=replace(
+        FEW, interval="half_sampling", resamples=0)), run=QUIET)
+    assert math.isfinite(no_interval.stir.mean)
