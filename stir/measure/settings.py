@@ -20,8 +20,8 @@ RETIRED = {
 # a run under one is served those results, but measures nothing new (``refuse_new_measurement``); the store keys
 # name the reading, so the shipped zoo stays served under profile=laptop while every new number is calibrated.
 SERVED_ONLY = {
-    "half_sampling": "it covers 94-100% by simulation, outside 92-98% in 23 of 40 cells at n = 100 (k = 1-5), up to 2.5 times "
-                     "too wide (docs/benchmarks/calibration.md)",
+    "half_sampling": "it covers 94-100% by simulation, outside 92-98% in 23 of 40 cells at n = 100 (k = 1-5), "
+                     "up to 2.5 times too wide (docs/benchmarks/calibration.md)",
 }
 
 
