@@ -1,4 +1,4 @@
-"""python train.py [data=cifar10|cifar100] [model=resnet18|...] [loss=vanilla|at|trades|mart] [key=value ...]
+"""python train.py [data=cifar10|cifar100] [model=resnet18|...] [loss=vanilla|...] [key=value ...]
 
 Trains one recipe into its run folder (runs/<data>/<arch>/<loss>/seed<seed>/); see README.md and
 docs/training.md; ``python train.py --help`` lists every group, key and the page that explains it.

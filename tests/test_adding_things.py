@@ -1,8 +1,9 @@
 """docs/architecture.md's "Adding things" stays true: in a scratch copy of the repository, a throwaway
-experiment kind takes 4 files, a model source 2, a similarity measure 3 and an architecture 2 (no
-hand-kept list of names: the torch-free check of model.arch reads them), and the registries' suites
-(the tests parametrised over each registry, the docs tables' readers, the layer guard) pass on the copy
-with nothing else edited.
+experiment kind takes 4 files, a model source 2, a similarity measure 3, an architecture 2 (no
+hand-kept list of names: the torch-free check of model.arch reads them) and a training loss 3 (its
+module, its configs/loss YAML, its test: the check of loss.name, --help and the docs table read its
+declaration), and the registries' suites (the tests parametrised over each registry, the docs tables'
+readers, the layer guard) pass on the copy with nothing else edited.
 
 The files are written here exactly as the page says a contributor writes them; the test fails when a
 registry needs one more file (a list to add a name to, a fixture to regenerate, a test pinning the
@@ -181,6 +182,58 @@ ARCH = {
         ''',
 }
 
+# ---------------------------------------------------------------------------------- the throwaway loss
+LOSS = {
+    "stir/training/losses/scratch_loss.py": '''
+        """A throwaway loss (tests/test_adding_things.py): cross-entropy on Gaussian-noised images."""
+        from typing import Optional
+
+        import torch
+        import torch.nn.functional as F
+        from torch import Tensor, nn
+
+        from stir.config.schema import AttackConfig, LossConfig
+        from stir.training.losses import LossOutput, register
+
+
+        @register("scratch_loss", attack=("eps",))
+        def scratch_loss(
+            model: nn.Module, x: Tensor, y: Tensor, loss_cfg: LossConfig, attack_cfg: AttackConfig,
+            generator: Optional[torch.Generator] = None, attack_model: Optional[nn.Module] = None,
+        ) -> LossOutput:
+            """Noise training: CE(f(x + eps * n / sqrt(d)), y), n ~ N(0, I) of x's shape (b, 3, h, w)."""
+            n = torch.randn(x.shape, generator=generator).to(x)
+            logits = model((x + attack_cfg.eps * n / x[0].numel() ** 0.5).clamp(0, 1))  # (b, C)
+            ce = F.cross_entropy(logits, y, label_smoothing=loss_cfg.label_smoothing)
+            return LossOutput(ce, logits_clean=logits, extra={"ce_noise": ce.detach()})
+        ''',
+    "configs/loss/scratch_loss.yaml": '''
+        # A throwaway loss (tests/test_adding_things.py): cross-entropy on noised images, attack.eps the noise norm
+        name: scratch_loss
+        ''',
+    "tests/training/test_scratch_loss.py": '''
+        from pathlib import Path
+
+        import torch
+        from torch import nn
+
+        from stir.config.store import compose_train
+        from stir.training.losses import get_loss
+        from stir.training.runs import recipe_dir
+
+        CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+        def test_the_loss_trains_and_its_run_folder_names_eps_only():
+            cfg = compose_train(CONFIGS, ["loss=scratch_loss", "attack.eps=0.5", "attack.steps=2"])  # checked
+            assert recipe_dir(cfg).parent.name == "scratch_loss-eps0.5"
+            model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 10))
+            out = get_loss("scratch_loss")(model, torch.rand(4, 3, 8, 8), torch.arange(4), cfg.loss, cfg.attack)
+            out.loss.backward()
+            assert all(p.grad is not None for p in model.parameters())
+        ''',
+}
+
 # The registries' suites, run on the copy: every test of these files except the heavy per-preset and
 # per-measure property tests, which run for the new preset and the new measure only.
 SUITES = [
@@ -190,7 +243,10 @@ SUITES = [
     "tests/similarity/test_similarity_registry_flags.py", "tests/similarity/test_similarity_references.py",
     "tests/similarity/test_similarity_docs.py", "tests/similarity/test_similarity_properties.py",
     "tests/test_package_layers.py", "tests/models/test_models.py", "tests/config/test_arch_names.py",
-    *(p for p in {**KIND, **SOURCE, **MEASURE, **ARCH} if "/test_scratch" in p),
+    "tests/training/test_loss_registry.py", "tests/training/test_losses.py",
+    "tests/config/test_config_errors.py::test_invalid_values_name_key_and_choices",
+    "tests/config/test_command_line.py::test_a_mistyped_key_or_preset_is_one_line_with_the_close_match",
+    *(p for p in {**KIND, **SOURCE, **MEASURE, **ARCH, **LOSS} if "/test_scratch" in p),
 ]
 SELECT = ("(not test_presets or scratch_kind) and (not test_similarity_properties or scratch_cka) "
           "and (not test_model_sources or registered or listed or bad_sources) "
@@ -201,7 +257,8 @@ def _scratch_copy(dest: Path) -> None:
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "paper_report", "*.png", ".pytest_cache")
     for folder in ("stir", "tests", "configs", "docs"):
         shutil.copytree(REPO / folder, dest / folder, ignore=skip)
-    shutil.copy2(REPO / "pyproject.toml", dest / "pyproject.toml")
+    for file in ("pyproject.toml", "train.py", "evaluate.py"):  # the entry points: the command-line tests run them
+        shutil.copy2(REPO / file, dest / file)
     (dest / "bench" / "results").mkdir(parents=True)
 
 
@@ -234,19 +291,19 @@ def _add_reference_value(dest: Path) -> None:
 
 def test_the_page_lists_the_files_this_test_adds():
     """The counts of "Adding things" are the files written below: 4 for a kind, 2 a source, 3 a measure,
-    2 an architecture."""
+    2 an architecture, 3 a loss."""
     text = ARCHITECTURE.read_text().split("## Adding things", 1)[1]
     for what, files in (("experiment kind", KIND), ("model source", SOURCE), ("similarity measure", MEASURE),
-                        ("architecture", ARCH)):
+                        ("architecture", ARCH), ("loss", LOSS)):
         match = re.search(rf"A new {what} \((\d) files\)", text)
         assert match and int(match.group(1)) == len(files), what
-    assert (len(KIND), len(SOURCE), len(MEASURE), len(ARCH)) == (4, 2, 3, 2)
+    assert (len(KIND), len(SOURCE), len(MEASURE), len(ARCH), len(LOSS)) == (4, 2, 3, 2, 3)
 
 
-def test_a_new_kind_source_measure_and_architecture_take_4_2_3_and_2_files_and_nothing_else_fails(tmp_path):
+def test_a_new_kind_source_measure_architecture_and_loss_take_4_2_3_2_and_3_files_and_nothing_else_fails(tmp_path):
     dest = tmp_path / "repo"
     _scratch_copy(dest)
-    for files in (KIND, SOURCE, MEASURE, ARCH):
+    for files in (KIND, SOURCE, MEASURE, ARCH, LOSS):
         _write(dest, files)
     _add_reference_value(dest)
     env = {**os.environ, "PYTHONPATH": str(dest), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -258,8 +315,12 @@ def test_a_new_kind_source_measure_and_architecture_take_4_2_3_and_2_files_and_n
         [sys.executable, "-c", "import stir; print(stir.__file__)"], cwd=dest, env=env, capture_output=True,
         text=True).stdout  # the copy was tested, not this checkout
     passed = set(re.findall(r"^(\S+) PASSED", out, re.M))
-    for new in ("[scratch_kind]", "[scratch]", "[scratch_cka]", "[scratch_kind-full]", "[scratch_kind-cpu]", "scratch_net]"):
+    for new in ("[scratch_kind]", "[scratch]", "[scratch_cka]", "[scratch_kind-full]", "[scratch_kind-cpu]", "scratch_net]",
+                "test_every_loss_trains_and_reports_its_logits[scratch_loss]",
+                "test_loss_equals_name_composes_and_passes_the_check[scratch_loss]"):
         assert any(new in test for test in passed), (new, sorted(passed)[:20])
     for test in ("test_scratch_kind.py", "test_scratch_source.py", "test_scratch_measure.py", "test_scratch_arch.py",
-                 "test_the_config_check_names_every_registered_architecture"):
+                 "test_scratch_loss.py", "test_the_config_check_names_every_registered_architecture",
+                 "test_the_torch_free_reading_of_the_declarations_is_the_registry",
+                 "test_each_loss_has_its_yaml_and_each_yaml_is_a_loss", "test_the_docs_table_lists_every_loss"):
         assert any(test in p for p in passed), test

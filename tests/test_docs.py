@@ -58,6 +58,7 @@ def test_docs_run_folders_are_the_folders_train_py_makes():
     """docs/training.md's layout is runs.py's, and each documented command's folder (``# ... -> runs/...``)
     is the one ``recipe_dir`` gives its composed config; every other run path the docs name has that shape
     (issue 55: a layout that no longer existed)."""
+    from stir.config.loss_specs import loss_names
     from stir.config.store import compose_train
     from stir.training import runs
 
@@ -69,7 +70,7 @@ def test_docs_run_folders_are_the_folders_train_py_makes():
     for overrides, folder in documented:
         assert str(runs.recipe_dir(compose_train(REPO / "configs", overrides.split()))) == folder, (overrides, folder)
     shape = re.compile(r"runs/(cifar10|cifar100)/(resnet18|resnet34|vgg16|vgg19)(-w\d+)?/"
-                       r"(vanilla|at|trades|mart)(-[a-z0-9.]+)*/seed\d+")
+                       rf"({'|'.join(loss_names())})(-[a-z0-9.]+)*/seed\d+")  # the registered losses
     for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
         for path in re.findall(r"(?<![\w/<])runs/(?:cifar10|cifar100)/[^\s`)'\"]+", page.read_text()):
             assert shape.match(path), (page.name, path)

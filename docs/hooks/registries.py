@@ -5,8 +5,10 @@
 ``<!-- sources-table -->`` every model source (``@SOURCES.register(prefix)`` in
 stir/models/sources/), ``<!-- measures-table -->`` every similarity measure with its flags
 (``@measure(...)`` / ``declare(...)`` in stir/similarity/) and the timings of the committed
-``bench/results/bench_similarity_new.json``. So a page cannot list other kinds, sources or measures
-than the code declares, and a new one needs no edit of a page.
+``bench/results/bench_similarity_new.json``, ``<!-- losses-table -->`` every training objective
+with what it uses (``@register(name, ...)`` in stir/training/losses/, read by
+stir/config/loss_specs.py). So a page cannot list other kinds, sources, measures or losses than the
+code declares, and a new one needs no edit of a page.
 
 The documentation's environment has no torch (docs/requirements.txt), so the declarations are read
 from the source (``ast``; literal values, the named constants of the module and of
@@ -30,7 +32,8 @@ REPO = Path(__file__).resolve().parents[2]
 STIR = REPO / "stir"
 PRESETS = REPO / "configs" / "evaluate" / "experiment"
 BENCH = REPO / "bench" / "results" / "bench_similarity_new.json"  # the committed run of bench_similarity.py --new
-MARKERS = {"kinds": "<!-- kinds-table -->", "sources": "<!-- sources-table -->", "measures": "<!-- measures-table -->"}
+MARKERS = {"kinds": "<!-- kinds-table -->", "sources": "<!-- sources-table -->", "measures": "<!-- measures-table -->",
+           "losses": "<!-- losses-table -->"}
 SHORT = {"orthogonal": "O", "isotropic_scaling": "S", "translation": "T", "permutation": "P", "invertible_linear": "L"}
 # The modules of stir/similarity that declare no measure (as stir/similarity/spec.py's MEASURES skips them).
 NOT_MEASURES = ("registry", "spec", "pairwise")
@@ -233,7 +236,38 @@ def kinds_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-TABLES = {"kinds": kinds_table, "sources": sources_table, "measures": measures_table}
+# -------------------------------------------------------------------------------------------- losses
+
+
+def losses() -> List[Dict[str, Any]]:
+    """Every registered loss with what it uses: ``stir.config.loss_specs`` (the torch-free reading of the
+    ``@register`` declarations that the command-line check uses), loaded from its file: no stir import."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("stir_loss_specs", STIR / "config" / "loss_specs.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    folder = STIR / "training" / "losses"
+    where = {s.name: path.stem for path in _modules(folder) for s in module.declared_in(path)}
+    return [{"name": name, "module": where[name], "adversarial": s.adversarial, "attack": s.attack, "beta": s.beta,
+             "summary": s.summary} for name, s in module.loss_specs(folder).items()]
+
+
+def losses_table() -> str:
+    parts = {"eps": "`-eps`", "steps": "`-it`"}  # the run folder's parts (stir.training.runs.recipe_dir)
+    rows = ["| loss | objective | attacks the network | reads | its run folder names (off the default) | module |",
+            "|---|---|---|---|---|---|"]
+    for e in losses():
+        reads = [f"`attack.{a}`" for a in e["attack"]] + (["`loss.beta`"] if e["beta"] else [])
+        named = (["`-b`"] if e["beta"] else []) + [parts[a] for a in e["attack"]]
+        rows.append(f"| `{e['name']}` | {e['summary'].replace('|', chr(92) + '|')} | {'yes' if e['adversarial'] else 'no'} "
+                    f"| {', '.join(reads) or '-'} | {', '.join(named) or '-'} | "
+                    f"`stir.training.losses.{e['module']}` |")
+    return "\n".join(rows) + "\n"
+
+
+TABLES = {"kinds": kinds_table, "sources": sources_table, "measures": measures_table, "losses": losses_table}
 
 
 def on_page_markdown(markdown: str, page: Any = None, config: Any = None, files: Any = None) -> str:

@@ -6,6 +6,7 @@ from typing import Any, Dict, Mapping
 
 from stir.config.argv import Command, group_choices, schema_tree
 from stir.config.help import Group, group_description, render
+from stir.config.loss_specs import loss_names
 from stir.config.schema import TrainConfig
 
 TRAIN_GROUPS = ("data", "model", "loss", "recipe", "profile")
@@ -30,6 +31,9 @@ def train_command(config_dir: Path):
 
     config_dir = Path(config_dir)
     groups = group_choices(config_dir, TRAIN_GROUPS)
+    # loss=: the registered losses (read from their source, no torch); each has its configs/loss/<name>.yaml
+    # (tests/training/test_loss_registry.py), so these are also the choices Hydra can compose.
+    groups["loss"] = list(loss_names())
 
     def tree(line: Any) -> Mapping[str, Any]:
         return schema_tree(TrainConfig)

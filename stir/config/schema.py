@@ -83,7 +83,7 @@ class AttackConfig:
 
 @dataclass
 class LossConfig:
-    """The training objective: vanilla | at | trades | mart."""
+    """The training objective: ``name`` is a registered loss (``stir.training.losses``; ``train.py --help`` lists them)."""
 
     name: str = "vanilla"
     beta: float = 1.0  # TRADES / MART regulariser weight (STIR paper, appendix B)

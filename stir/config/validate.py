@@ -7,10 +7,10 @@ import re
 from typing import Iterable
 
 from stir.config.arch_names import arch_names
+from stir.config.loss_specs import loss_names
 from stir.config.schema import TrainConfig
 
 DATA_NAMES = ("cifar10", "cifar100")
-LOSS_NAMES = ("vanilla", "at", "trades", "mart")
 ATTACK_NORMS = ("l2",)
 SCHEDULES = ("cosine", "onecycle", "constant")
 WANDB_MODES = ("offline", "online", "disabled")
@@ -22,6 +22,8 @@ PRECISIONS = ("32-true", "32", "bf16-mixed", "bf16", "16-mixed", "16", "bf16-tru
 def __getattr__(name: str):
     if name == "ARCH_NAMES":  # the architectures of stir.models' registry, read from its source (no torch, no model)
         return arch_names()
+    if name == "LOSS_NAMES":  # the losses of stir.training.losses' registry, read from their source (no torch)
+        return loss_names()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -61,7 +63,7 @@ def check_trainer_devices(accelerator: str, devices: object) -> None:
 def validate_train(cfg: TrainConfig) -> None:
     check_choice("data.name", cfg.data.name, DATA_NAMES)
     check_choice("model.arch", cfg.model.arch, arch_names())  # the registry's, read from its source
-    check_choice("loss.name", cfg.loss.name, LOSS_NAMES)
+    check_choice("loss.name", cfg.loss.name, loss_names())  # the registry's, read from its source
     check_choice("attack.norm", cfg.attack.norm, ATTACK_NORMS)
     check_choice("optim.schedule", cfg.optim.schedule, SCHEDULES)
     check_choice("logger.wandb.mode", cfg.logger.wandb.mode, WANDB_MODES)

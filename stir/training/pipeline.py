@@ -23,6 +23,7 @@ from stir.training.runs import (
     weights_identity,
 )
 from stir.training.guard import CatastrophicOverfittingGuard
+from stir.training.losses import loss_spec
 from stir.training.system import RobustClassifier
 from stir.training.trainer import build_loggers, build_trainer, process_count
 
@@ -131,7 +132,7 @@ def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataMod
     system = build_system(cfg, network)
     callbacks = list(callbacks)
     guard = None
-    if cfg.robust_check.images > 0 and cfg.loss.name != "vanilla":
+    if cfg.robust_check.images > 0 and loss_spec(cfg.loss.name).adversarial:
         guard = CatastrophicOverfittingGuard(cfg.robust_check, cfg.eval_attack)
         callbacks.insert(0, guard)
     name = _run_name(run.path, cfg.runs_dir)
@@ -187,12 +188,13 @@ def build_system(cfg: TrainConfig, network: nn.Module) -> RobustClassifier:
 
 def wandb_config(cfg: TrainConfig, recipe: Dict[str, Any], run_dir: Path) -> Dict[str, Any]:
     """The W&B run config: the recipe's main fields at top level (for filters and grouping), then all of it."""
+    uses = loss_spec(cfg.loss.name)  # the settings the objective does not read are None
     return {
         "loss": cfg.loss.name, "arch": cfg.model.arch, "width": cfg.model.width, "data": cfg.data.name,
         "train_size": cfg.data.train_size, "seed": cfg.seed,
-        "beta": cfg.loss.beta if cfg.loss.name in ("trades", "mart") else None,
-        "eps": cfg.attack.eps if cfg.loss.name != "vanilla" else None,
-        "attack_steps": cfg.attack.steps if cfg.loss.name != "vanilla" else None,
+        "beta": cfg.loss.beta if uses.beta else None,
+        "eps": cfg.attack.eps if "eps" in uses.attack else None,
+        "attack_steps": cfg.attack.steps if "steps" in uses.attack else None,
         "lr": cfg.optim.lr, "epochs": cfg.trainer.max_epochs, "init_from": cfg.init_from,
         "recipe_group": recipe_group(recipe), "artifact": model_artifact_name(recipe),
         "run_dir": str(run_dir), "recipe": recipe,

@@ -9,6 +9,9 @@
         csv/version_k/  CSV log of attempt k (never overwritten by a resumed attempt)
         wandb/          the offline W&B run(s)
 
+Only the settings that differ from the defaults name the folder, and of ``loss.beta`` and
+``attack.eps`` / ``attack.steps`` only those the loss reads (its ``LossSpec``: ``beta``, ``attack``).
+
 Every file is written atomically (``stir.atomic``: a temp file in this folder, renamed). A run is
 finished only if it checks out (``RunFolder.verify``): metrics.json parses and weights.pt has the
 sha256 it records. A folder whose metrics.json or weights.pt fails that check is corrupt: the
@@ -41,6 +44,7 @@ from torch import nn
 from stir import atomic
 from stir.config.schema import TrainConfig
 from stir.provenance import file_sha256
+from stir.training.losses import loss_spec
 from stir.untrusted import UnsafeFileError, load_plain
 
 log = logging.getLogger(__name__)
@@ -86,13 +90,13 @@ def recipe_dir(cfg: TrainConfig) -> Path:
     loss = cfg.loss.name + (f"-{cfg.recipe_name}" if cfg.recipe_name != DEFAULT.recipe_name else "")
     if cfg.variant:
         loss += f"-{cfg.variant}"
-    if cfg.loss.name in ("trades", "mart") and cfg.loss.beta != DEFAULT.loss.beta:
+    uses = loss_spec(cfg.loss.name)  # only the settings the objective reads name its folder
+    if uses.beta and cfg.loss.beta != DEFAULT.loss.beta:
         loss += f"-b{_num(cfg.loss.beta)}"
-    if cfg.loss.name != "vanilla":
-        if cfg.attack.eps != DEFAULT.attack.eps:
-            loss += f"-eps{_num(cfg.attack.eps)}"
-        if cfg.attack.steps != DEFAULT.attack.steps:
-            loss += f"-it{cfg.attack.steps}"
+    if "eps" in uses.attack and cfg.attack.eps != DEFAULT.attack.eps:
+        loss += f"-eps{_num(cfg.attack.eps)}"
+    if "steps" in uses.attack and cfg.attack.steps != DEFAULT.attack.steps:
+        loss += f"-it{cfg.attack.steps}"
     if cfg.data.train_size is not None:
         loss += f"-n{cfg.data.train_size}"
     if cfg.init_from:

@@ -15,7 +15,7 @@ from stir.attacks import AttackNetwork, robust_accuracy
 from stir.config.schema import AttackConfig, EmaConfig, LossConfig, OptimConfig
 from stir.data import Augment, to_float
 from stir.training.ema import ema_decay, ema_update
-from stir.training.losses import get_loss
+from stir.training.losses import get_loss, loss_spec
 from stir.training.tta import tta_logits
 
 
@@ -25,7 +25,7 @@ def accuracy(logits: Tensor, labels: Tensor) -> Tensor:
 
 
 class RobustClassifier(L.LightningModule):
-    """System = network + objective (vanilla / AT / TRADES / MART) + SGD + robust evaluation.
+    """System = network + objective (a registered loss, ``stir.training.losses``) + SGD + robust evaluation.
 
     Attacks (training and evaluation) differentiate ``stir.attacks.AttackNetwork``'s copy of the
     network (its eval-mode function up to rounding: batch norm folded, channels-last; switched by
@@ -69,6 +69,7 @@ class RobustClassifier(L.LightningModule):
         self.network = network
         self.loss_cfg, self.attack_cfg, self.eval_attack, self.optim_cfg = loss, attack, eval_attack, optim
         self.objective = get_loss(loss.name)
+        self.adversarial = loss_spec(loss.name).adversarial  # it attacks: hand it the attacked copy
         self.augment = augment
         self.robust_val_every, self.robust_val_size, self.robust_test_size = robust_val_every, robust_val_size, robust_test_size
         self.channels_last, self.cpu_channels_last = channels_last, cpu_channels_last
@@ -115,10 +116,10 @@ class RobustClassifier(L.LightningModule):
     def training_step(self, batch, batch_idx: int) -> Tensor:
         images, labels = batch  # (b, 3, h, w) uint8, (b,)
         x = self._images(self.augment(images) if self.augment is not None else images)
-        # The attack (AT / TRADES / MART) sees the network's eval-mode function through the copy,
-        # re-read from the network's current weights and batch-norm statistics once per step; the
-        # training forward and backward below are the network's own.
-        attack_model = self._attack_net.get(self.network) if self.loss_cfg.name != "vanilla" else None
+        # The attack of an adversarial objective sees the network's eval-mode function through the
+        # copy, re-read from the network's current weights and batch-norm statistics once per step;
+        # the training forward and backward below are the network's own.
+        attack_model = self._attack_net.get(self.network) if self.adversarial else None
         out = self.objective(self.network, x, labels, self.loss_cfg, self.attack_cfg, attack_model=attack_model)
         b = len(labels)
         self.log("train/loss", out.loss, prog_bar=True, batch_size=b)

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import REPO, load_entry_point, refused
 from stir.config.argv import parse
+from stir.config.loss_specs import loss_names
 
 
 @pytest.mark.parametrize("script, args, message", [
@@ -18,7 +19,7 @@ from stir.config.argv import parse
     ("train", ["+trainer.max_epoch=1"], "unknown config key trainer.max_epoch (did you mean trainer.max_epochs?)"),
     ("train", ["sed=1"], "unknown config key sed (did you mean seed?)"),
     ("train", ["model=resnet99"], "model=resnet99 is not a choice of model: did you mean model=resnet34 or model=resnet18?"),
-    ("train", ["loss=fgsm"], "loss=fgsm is not a choice of loss: choose one of at, mart, trades, vanilla"),
+    ("train", ["loss=fgsm"], f"loss=fgsm is not a choice of loss: choose one of {', '.join(loss_names())}"),
     ("train", ["seed=abc"], "Error merging override seed=abc: Value 'abc' of type 'str' could not be converted to Integer"),
     ("evaluate", ["inversion.step=50"], "unknown config key inversion.step (did you mean inversion.steps or"),
     ("evaluate", ["inversion.stpes=50"], "unknown config key inversion.stpes (did you mean inversion.steps"),

@@ -15,7 +15,9 @@ from torch import nn
 from conftest import REPO, run_entry_point, tiny_run_test_logits, tiny_train_args
 from stir.config.schema import AttackConfig, LossConfig
 from stir.training.ema import ema_decay, ema_update
-from stir.training.losses import at_loss, trades_from_logits, vanilla_loss
+from stir.training.losses.at import at_loss
+from stir.training.losses.trades import trades_from_logits
+from stir.training.losses.vanilla import vanilla_loss
 from stir.training.runs import load_state_dict
 from stir.training.tta import shift, tta_logits, views
 
