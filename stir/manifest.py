@@ -13,7 +13,7 @@ accuracy is therefore never served; a result shipped on purpose is pinned by wri
 again (``python -m stir.zoo.manifest --write``; ``stir.zoo.ship`` and ``stir.zoo.ship_results`` do it
 themselves).
 
-The manifest itself is pinned: its sha256 is ``stir.manifest_pin.SHIPPED_MANIFEST_SHA256``, checked
+The manifest itself is pinned: its sha256 is ``SHIPPED_MANIFEST_SHA256`` below, checked
 each time the shipped zoo's manifest is read (an edited entry with an edited manifest line is refused);
 writing the shipped manifest rewrites that constant too.
 
@@ -32,7 +32,8 @@ MANIFEST = "MANIFEST.sha256"
 PARTS = ("fingerprints", "models", "store")  # the pinned subfolders of the zoo folder
 WRITE_COMMAND = "python -m stir.zoo.manifest --write"
 SHIPPED_ZOO = Path(__file__).resolve().parent.parent / "zoo"  # the zoo folder the package ships
-PIN_FILE = Path(__file__).resolve().parent / "manifest_pin.py"
+PIN_FILE = Path(__file__).resolve()  # this file: the writer rewrites the next line with the manifest
+SHIPPED_MANIFEST_SHA256 = "93e08f1f21fe5ba497f8ba96adde42e78735aa43bb0c1925488ee03173646225"  # sha256 of zoo/MANIFEST.sha256
 
 
 class ManifestError(ValueError):
@@ -95,7 +96,7 @@ def _shipped(folder: PathLike) -> bool:
 
 
 def pinned_sha256() -> str:
-    """The manifest hash in ``stir/manifest_pin.py`` as the file says now (a rewrite in this process included)."""
+    """The manifest hash in this file as it says now (a rewrite in this process included)."""
     source = PIN_FILE.read_text(encoding="utf-8")
     start = source.index('SHIPPED_MANIFEST_SHA256 = "') + len('SHIPPED_MANIFEST_SHA256 = "')
     return source[start:start + 64]
@@ -109,12 +110,10 @@ def read(folder: PathLike, check_pin: bool = True) -> Optional[Dict[str, str]]:
         return None
     data = path.read_bytes()
     if check_pin and _shipped(folder):
-        from stir.manifest_pin import SHIPPED_MANIFEST_SHA256
-
         digest = hashlib.sha256(data).hexdigest()
         if digest not in (SHIPPED_MANIFEST_SHA256, pinned_sha256()):
             raise ManifestError(f"{path} has sha256 {digest[:12]}..., not the {SHIPPED_MANIFEST_SHA256[:12]}... that "
-                                f"stir/manifest_pin.py pins: the manifest was edited and nothing shipped is served; "
+                                f"stir/manifest.py pins: the manifest was edited and nothing shipped is served; "
                                 f"restore it (git checkout -- zoo/{MANIFEST}) or, as a maintainer shipping on purpose, "
                                 f"{WRITE_COMMAND} (rewrites the manifest and the pin)")
     pins: Dict[str, str] = {}

@@ -1,5 +1,5 @@
 """Issue 67, item 4: the trust root is pinned. The shipped manifest's sha256 is a constant of the
-package (stir/manifest_pin.py), checked whenever the shipped manifest is read; a copy of a shipped
+package (stir/manifest.py), checked whenever the shipped manifest is read; a copy of a shipped
 entry in a results store is compared with the pinned entry each time it is served."""
 import hashlib
 import json
@@ -8,13 +8,13 @@ import pytest
 
 from conftest import REPO
 from stir import manifest
-from stir.manifest_pin import SHIPPED_MANIFEST_SHA256
+from stir.manifest import SHIPPED_MANIFEST_SHA256
 
 
 def test_the_pinned_constant_is_the_sha256_of_the_shipped_manifest():
     digest = hashlib.sha256((REPO / "zoo" / manifest.MANIFEST).read_bytes()).hexdigest()
     assert digest == SHIPPED_MANIFEST_SHA256, (
-        f"zoo/MANIFEST.sha256 changed: run {manifest.WRITE_COMMAND}, or set in stir/manifest_pin.py: "
+        f"zoo/MANIFEST.sha256 changed: run {manifest.WRITE_COMMAND}, or set in stir/manifest.py: "
         f'SHIPPED_MANIFEST_SHA256 = "{digest}"')
 
 
@@ -44,7 +44,7 @@ def test_an_edited_entry_with_an_edited_manifest_line_is_refused_in_one_line(res
         main([])
     err = capsys.readouterr().err.strip().splitlines()
     assert done.value.code == 2 and err[0].startswith(f"error: {path} has sha256"), err
-    assert "stir/manifest_pin.py pins" in err[0] and manifest.WRITE_COMMAND in err[0]
+    assert "stir/manifest.py pins" in err[0] and manifest.WRITE_COMMAND in err[0]
 
 
 def test_the_write_command_rewrites_the_manifest_and_the_pin(restored, capsys):
