@@ -62,27 +62,39 @@ def check_command_line(argv: Sequence[str], command: Command) -> None:
     """``--help`` from the schema; an unknown key, preset or value as one line and exit 2, before Hydra.
 
     Keys and group choices are checked against the schema (close matches, moved keys: ``stir.config.argv``);
-    then the overrides are composed once, so that a value of the wrong type is one line too. A sweep
-    (``-m``) is composed by Hydra itself; ``--config-name`` and the like skip the check.
+    then the whole configuration, Hydra's own node included, is composed as ``hydra.main`` will compose it
+    (each job of a sweep; ``--config-dir``, ``--config-name`` and ``hydra.searchpath`` too) and refused if it
+    names code or a file outside the run folder (``stir.config.composed``); a value of the wrong type is one
+    line too. ``--config-name`` and the like skip the schema check (another schema may be composed).
     """
     from stir.config import ConfigError
-    from stir.config.argv import parse, refuse_code
+    from stir.config.argv import check_overrides, parse, refuse_code
+    from stir.config.composed import check_composed
 
     line = parse(argv)
     with one_line_errors(ConfigError):
         refuse_code(line)  # before everything: whichever config is composed, no override names code
-    if line.other_config:
-        return
-    if line.wants_help:
+    if line.wants_help and not line.other_config:
         print(command.help(), end="")
         sys.exit(0)
+    if _hydra_prints_only(line):
+        return
     with one_line_errors(ConfigError):
-        check_line(line, command)
+        if not line.other_config:
+            check_overrides(line, command.tree(line), command.groups, command.moved, refused=command.refused)
+        check_composed(line, command.config_dir, command.config_name)  # the guard: what Hydra will run
+
+
+def _hydra_prints_only(line: Any) -> bool:
+    """--help (of another config), --hydra-help, --version, --shell-completion: Hydra prints, composes nothing it runs."""
+    return any(f.split("=", 1)[0] in {"--help", "-h", "--hydra-help", "--version", "--shell-completion", "-sc"}
+               for f in line.flags)
 
 
 def check_line(line: Any, command: Command) -> None:
     """The checks of ``check_command_line`` on a parsed line (``stir.config.argv.CommandLine``), raising
-    ``ConfigError`` (one line) instead of exiting: the library's ``open_evaluation`` uses them too."""
+    ``ConfigError`` (one line) instead of exiting: the library's ``open_evaluation`` uses them too (it
+    composes without Hydra's run, so the application's tree is what is composed here)."""
     from stir.config.argv import check_overrides, refuse_code
 
     refuse_code(line)  # the library's override strings too: no override names code
@@ -93,20 +105,13 @@ def check_line(line: Any, command: Command) -> None:
 
 def _trial_compose(command: Command, overrides: List[str]) -> None:
     """Compose the config as Hydra will; its error (a value of the wrong type ...) as one ConfigError."""
-    from stir.config import ConfigError
+    from stir.config.composed import composition_error
     from stir.config.store import compose
 
     try:
         compose(command.config_dir, command.config_name, overrides)
     except Exception as err:  # Hydra's and OmegaConf's composition errors, whatever their class
-        messages, e = [], err
-        while e is not None:
-            text = str(e).strip()
-            first = text.splitlines()[0].strip() if text else ""
-            if first and first not in messages:
-                messages.append(first)
-            e = e.__cause__ or (e.__context__ if not e.__suppress_context__ else None)
-        raise ConfigError(": ".join(messages) or type(err).__name__) from err
+        raise composition_error(err) from err
 
 
 def install_check(project: Callable[[], None] = lambda: None,

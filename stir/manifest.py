@@ -13,6 +13,10 @@ accuracy is therefore never served; a result shipped on purpose is pinned by wri
 again (``python -m stir.zoo.manifest --write``; ``stir.zoo.ship`` and ``stir.zoo.ship_results`` do it
 themselves).
 
+The manifest itself is pinned: its sha256 is ``SHIPPED_MANIFEST_SHA256`` below, checked
+each time the shipped zoo's manifest is read (an edited entry with an edited manifest line is refused);
+writing the shipped manifest rewrites that constant too.
+
 Cost: one read and one sha256 of each file of the part, once per process and part (about 28 MB and
 1,600 files for ``zoo/store``: ``bench/bench_manifest.py``).
 """
@@ -27,6 +31,9 @@ PathLike = Union[str, os.PathLike]
 MANIFEST = "MANIFEST.sha256"
 PARTS = ("fingerprints", "models", "store")  # the pinned subfolders of the zoo folder
 WRITE_COMMAND = "python -m stir.zoo.manifest --write"
+SHIPPED_ZOO = Path(__file__).resolve().parent.parent / "zoo"  # the zoo folder the package ships
+PIN_FILE = Path(__file__).resolve()  # this file: the writer rewrites the next line with the manifest
+SHIPPED_MANIFEST_SHA256 = "93e08f1f21fe5ba497f8ba96adde42e78735aa43bb0c1925488ee03173646225"  # sha256 of zoo/MANIFEST.sha256
 
 
 class ManifestError(ValueError):
@@ -54,7 +61,7 @@ def render(pins: Dict[str, str]) -> str:
 def write(folder: PathLike) -> Path:
     """Write ``folder/MANIFEST.sha256`` over every file of ``PARTS`` and of any other folder the manifest
     already pins (atomically: temp file + rename)."""
-    pinned = {name.split("/", 1)[0] for name in (read(folder) or {})}
+    pinned = {name.split("/", 1)[0] for name in (read(folder, check_pin=False) or {})}
     return _save(folder, digests(folder, sorted(set(PARTS) | pinned)))
 
 
@@ -74,17 +81,43 @@ def _save(folder: PathLike, pins: Dict[str, str]) -> Path:
     from stir.atomic import write_text
 
     path = Path(folder) / MANIFEST
-    write_text(path, render(pins))  # a temp file beside it, renamed: a reader never sees half a manifest
+    text = render(pins)
+    write_text(path, text)  # a temp file beside it, renamed: a reader never sees half a manifest
+    if _shipped(folder):  # the trust root moves with it: the package's pinned hash
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        source = PIN_FILE.read_text(encoding="utf-8")
+        start = source.index('SHIPPED_MANIFEST_SHA256 = "') + len('SHIPPED_MANIFEST_SHA256 = "')
+        write_text(PIN_FILE, source[:start] + digest + source[start + 64:])
     return path
 
 
-def read(folder: PathLike) -> Optional[Dict[str, str]]:
-    """{path: sha256} of ``folder/MANIFEST.sha256``; None when there is no manifest."""
+def _shipped(folder: PathLike) -> bool:
+    return Path(folder).resolve() == SHIPPED_ZOO
+
+
+def pinned_sha256() -> str:
+    """The manifest hash in this file as it says now (a rewrite in this process included)."""
+    source = PIN_FILE.read_text(encoding="utf-8")
+    start = source.index('SHIPPED_MANIFEST_SHA256 = "') + len('SHIPPED_MANIFEST_SHA256 = "')
+    return source[start:start + 64]
+
+
+def read(folder: PathLike, check_pin: bool = True) -> Optional[Dict[str, str]]:
+    """{path: sha256} of ``folder/MANIFEST.sha256``; None when there is no manifest. The shipped zoo's
+    manifest must hash to the package's pin (``check_pin``: only ``write`` reads it unchecked)."""
     path = Path(folder) / MANIFEST
     if not path.is_file():
         return None
+    data = path.read_bytes()
+    if check_pin and _shipped(folder):
+        digest = hashlib.sha256(data).hexdigest()
+        if digest not in (SHIPPED_MANIFEST_SHA256, pinned_sha256()):
+            raise ManifestError(f"{path} has sha256 {digest[:12]}..., not the {SHIPPED_MANIFEST_SHA256[:12]}... that "
+                                f"stir/manifest.py pins: the manifest was edited and nothing shipped is served; "
+                                f"restore it (git checkout -- zoo/{MANIFEST}) or, as a maintainer shipping on purpose, "
+                                f"{WRITE_COMMAND} (rewrites the manifest and the pin)")
     pins: Dict[str, str] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
         digest, sep, name = line.partition("  ")
         if not sep or len(digest) != 64:
             raise ManifestError(f"{path} line {number} is not '<sha256>  <path>'; write it again: "

@@ -30,6 +30,8 @@ only for the very measurement it holds; an unusable shipped entry is logged and 
 Before the first shipped entry is served, every file of the shipped store is checked against the
 manifest that pins it (``stir.manifest``: ``<shipped>/../MANIFEST.sha256``): an edited, unlisted or
 missing file refuses the evaluation (``ManifestError``, one line naming the file and the fix).
+A copy of a shipped entry in this store is compared with the pinned shipped entry each time it is
+served; one that differs (edited here) is moved aside and the shipped one served again.
 Without it (``zoo.shipped_results=false``) everything is computed here.
 """
 from __future__ import annotations
@@ -177,6 +179,8 @@ class ResultStore:
         """
         self._check_version()
         entry = self._load(self.path(kind, key), kind, key, validate)
+        if entry is not None and self.shipped is not None:
+            entry = self._unedited_copy(kind, key, entry, validate)
         if entry is None:
             entry = self._from_shipped(kind, key, validate)
         if entry is None:
@@ -265,18 +269,39 @@ class ResultStore:
                             STORE_VERSION)
             self.shipped = None
 
-    def _from_shipped(self, kind: str, key: str, validate) -> Optional[Dict[str, Any]]:
-        """The shipped store's entry of ``kind``/``key``, copied unchanged into this store; None if none."""
+    def _shipped_ready(self) -> bool:
+        """Whether shipped entries may be served: the shipped store's version (read once) and every
+        shipped file the pinned one (checked once, before the first is served)."""
         if self.shipped is None:
-            return None
-        if not self._shipped_checked:  # the shipped store's version, read once
+            return False
+        if not self._shipped_checked:
             self._shipped_checked = True
             self._check_shipped_version()
         if self.shipped is None:
-            return None
-        if not self._shipped_pinned:  # every shipped file is the pinned one, checked once, before the first is served
+            return False
+        if not self._shipped_pinned:
             manifest.verify(self.shipped.parent, self.shipped.name)
             self._shipped_pinned = True
+        return True
+
+    def _unedited_copy(self, kind: str, key: str, entry: Dict[str, Any], validate) -> Optional[Dict[str, Any]]:
+        """``entry`` (this store's), or None where it is a copy of a shipped entry that differs from the
+        pinned one (edited in this store after it was served): moved aside, the shipped one served again."""
+        path = self.shipped / kind / f"{key}.json" if self.shipped is not None else None
+        if path is None or not path.is_file() or not self._shipped_ready():
+            return entry
+        shipped = self._load(path, kind, key, validate, move_aside=False)
+        if shipped is None or json.dumps(shipped, sort_keys=True) == json.dumps(entry, sort_keys=True):  # NaN-safe
+            return entry
+        aside = set_aside(self.path(kind, key))
+        log.warning("result store entry %s differs from the shipped entry %s that %s pins; moved to %s, serving the "
+                    "shipped one", self.path(kind, key), path, self.shipped.parent / manifest.MANIFEST, aside.name)
+        return None
+
+    def _from_shipped(self, kind: str, key: str, validate) -> Optional[Dict[str, Any]]:
+        """The shipped store's entry of ``kind``/``key``, copied unchanged into this store; None if none."""
+        if not self._shipped_ready():
+            return None
         path = self.shipped / kind / f"{key}.json"
         entry = self._load(path, kind, key, validate, move_aside=False)
         if entry is None:

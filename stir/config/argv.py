@@ -193,7 +193,7 @@ def refuse_code(line: CommandLine) -> None:
                               "remove it (a model of your own code is ref=python:your_module:make_net)")
 
 
-def _flag_values(line: CommandLine, names: Sequence[str]) -> List[str]:
+def flag_values(line: CommandLine, names: Sequence[str]) -> List[str]:
     """The values given to the flags ``names`` (``--config-dir DIR`` or ``--config-dir=DIR``)."""
     values, flags = [], list(line.flags)
     for i, flag in enumerate(flags):
@@ -207,10 +207,10 @@ def _refuse_code_in_config_dirs(line: CommandLine) -> None:
     """Raise ``ConfigError`` where a flag would make Hydra run code from a file: ``--experimental-rerun``
     (it unpickles a file), or a YAML under ``--config-dir`` / ``--config-path`` naming a ``_target_`` or
     ``hydra.callbacks`` (Hydra calls them when the config is composed and the run starts)."""
-    if _flag_values(line, ("--experimental-rerun",)):
+    if flag_values(line, ("--experimental-rerun",)):
         raise ConfigError("--experimental-rerun unpickles a file, and a pickle can run any code; rerun with the "
                           "overrides of the earlier run's .hydra/overrides.yaml instead")
-    for folder in _flag_values(line, ("--config-dir", "-cd", "--config-path", "-cp")):
+    for folder in flag_values(line, ("--config-dir", "-cd", "--config-path", "-cp")):
         root = Path(folder).expanduser()
         files = sorted(root.rglob("*.yaml")) + sorted(root.rglob("*.yml")) if root.is_dir() else []
         for file in files:

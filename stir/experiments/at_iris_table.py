@@ -28,6 +28,10 @@ def check(cfg: Any) -> None:
     """The ``at_iris*`` settings of a kind's config: one line naming a bad one."""
     check_choice("experiment.at_iris", cfg.at_iris, CHOICES)
     check_positive("experiment.at_iris_level", cfg.at_iris_level)
+    if not cfg.at_iris_level < 1:  # r1 = ||m(x') - m(x)|| / ||m(x)||: at 1, the zero representation qualifies
+        raise ConfigError(f"experiment.at_iris_level={cfg.at_iris_level:g} is an r1 residual (the distance to the "
+                          "target over the target's norm): at 1 or above an X' no closer than the zero representation "
+                          "counts as an inverse; use a level in (0, 1), e.g. the default 0.02")
     if cfg.at_iris_steps < 1 or cfg.at_iris_draws < 1:
         raise ConfigError(f"experiment.at_iris_steps and experiment.at_iris_draws must be >= 1, got "
                           f"{cfg.at_iris_steps}, {cfg.at_iris_draws}")

@@ -46,6 +46,8 @@ def pick_device(name: str) -> torch.device:
         device = torch.device(name)
     except (RuntimeError, ValueError, TypeError):
         raise ConfigError(f"device={name!r} is not a device; use device=cpu, cuda, cuda:N or auto") from None
+    if device.type == "cpu" and device.index not in (None, 0):
+        raise ConfigError(f"device={name!r}: the CPU takes no index; use device=cpu")
     available = {"cpu": True, "cuda": torch.cuda.is_available(),
                  "mps": bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())}
     if not available.get(device.type, False):

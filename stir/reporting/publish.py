@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -45,8 +46,13 @@ def readable(table: Table) -> Tuple[List[Row], List[str]]:
     return out, notes
 
 
+# A shown value with no number but NaN ("nan", "nan [nan, nan]", "nan ± nan"); a name that begins
+# with "nan" (a model nano_vit) is a name.
+_ALL_NAN = re.compile(r"(?:\bnan\b|[\s\[\](),;:±+/=-])*\bnan\b(?:\bnan\b|[\s\[\](),;:±+/=-])*", re.IGNORECASE)
+
+
 def _undefined(value: Any) -> bool:
-    return (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and value.strip().lower().startswith("nan"))
+    return (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and bool(_ALL_NAN.fullmatch(value.strip())))
 
 
 README_ROWS = 40  # tables up to this many rows are shown in the report's README.md, longer ones linked
