@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 
 PROBE_N = 4  # synthetic images in the probe batch
 RUN_IMAGES = 2  # images of the run's own X added to it
-PROBE_CAP = 128  # the largest batch the probe is read at (the run's batch size, bounded: the probe's cost)
+PROBE_CAP = 32  # the largest batch the probe is read at (the run's batch size, bounded: the probe's cost, bench_probe)
 VJP = "vjp"  # the fingerprint's entry for the input gradient of the seeded vector-Jacobian product
 INDEX = "INDEX"  # <fingerprints>/INDEX: the static identities the folder holds fingerprints of, one a line
 TOLERANCE = 1e-3  # relative L2 difference per tap below which two fingerprints are the same behaviour
