@@ -11,8 +11,9 @@ models). A first run copies the shipped entries into the output folder's store; 
 after it is a local store hit. The runs alternate between the two arms:
 
 * ``after``: the code as it is: every ``evaluate_*`` call probes both models
-  (``stir.measure.call.behaviour_ids``: the probe batch at once and one image at a time, matched
-  against the fingerprints), its time summed by a wrapper;
+  (``stir.measure.call.behaviour_ids``: the four synthetic images and the first two of X read at once
+  with a seeded vector-Jacobian product, one image at a time and at the run's batch, the probe tiled
+  up to it; matched against the fingerprints), its time summed by a wrapper;
 * ``before``: ``behaviour_ids`` replaced by one that returns the static identities (what the store
   hit cost before issue 54).
 

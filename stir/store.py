@@ -49,7 +49,7 @@ from filelock import FileLock, Timeout
 
 from stir import manifest
 from stir.atomic import move_aside as set_aside, write_json, write_text as atomic_write_text
-from stir.models.behaviour import Fingerprints
+from stir.models.behaviour import INDEX, Fingerprints
 from stir.provenance import library_versions
 
 log = logging.getLogger(__name__)
@@ -125,6 +125,10 @@ class ResultStore:
         if old != str(STORE_VERSION):
             self.root.mkdir(parents=True, exist_ok=True)
             atomic_write_text(marker, f"{STORE_VERSION}\n")
+            index = self.root / FINGERPRINTS / INDEX  # from its first result on, a store's fingerprints are listed
+            if not index.is_file():
+                index.parent.mkdir(exist_ok=True)
+                atomic_write_text(index, "")
 
     def as_read_only(self) -> "ResultStore":
         """The same store (and shipped results) where a missing measurement raises ``NotStored``."""
@@ -153,8 +157,15 @@ class ResultStore:
                 if self.shipped is not None and (self.shipped.parent / FINGERPRINTS).is_dir():
                     manifest.verify(self.shipped.parent, FINGERPRINTS)
                     shipped = self.shipped.parent / FINGERPRINTS
-            self._fingerprints = Fingerprints(self.root / FINGERPRINTS, shipped)
+            self._fingerprints = Fingerprints(self.root / FINGERPRINTS, shipped, self.holds_results)
         return self._fingerprints
+
+    def holds_results(self) -> bool:
+        """Whether any result is stored here (``<root>/<kind>/*.json``): its fingerprints then matter."""
+        if not self.root.is_dir():
+            return False
+        return any(folder.is_dir() and folder.name != FINGERPRINTS and not folder.name.startswith(".")
+                   and next(folder.glob("*.json"), None) is not None for folder in self.root.iterdir())
 
     def path(self, kind: str, key: str) -> Path:
         """``<root>/<kind>/<key>.json``; ``UnsafeStoreFolder`` when ``<root>/<kind>`` is a symbolic link

@@ -27,7 +27,7 @@ from stir.measure import (
     DEFAULT_TAP, DirectionResult, Estimator, LayerwiseResult, PairResult, SimilarityResult, evaluate_direction,
     evaluate_layers, evaluate_pair, evaluate_similarity,
 )
-from stir.measure.call import behaviour_id
+from stir.measure.call import behaviour_id, run_batch
 from stir.measure.plan import Images
 from stir.models.taps import LOGITS
 from stir.store import ResultStore, UnsafeStoreFolder
@@ -103,7 +103,9 @@ class Context:
         """What the store keys ``model`` by in the kinds that key by it themselves (layer matching,
         stitching, grounding, G-EED): its identity while it computes what that identity computed when
         first probed, else its behaviour variant's (``stir.measure.call.behaviour_id``, one line says so)."""
-        return behaviour_id(model.module, model.label, model.identity, self.images(model), tap, self.store.fingerprints())
+        images = self.images(model)
+        batch = run_batch(self.run, images.shape[0] * self.estimator.k, images.shape[0])
+        return behaviour_id(model.module, model.label, model.identity, images, tap, self.store.fingerprints(), batch)
 
     def labelled_images(self, model: Model, split: Optional[str] = None, n: Optional[int] = None,
                         offset: int = 0) -> Tuple[Tensor, Tensor]:

@@ -13,7 +13,7 @@ import logging
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from torch import Tensor, nn
 
@@ -21,8 +21,9 @@ from stir.inversion import ExecutionConfig
 from stir.measure.plan import Estimator, Images, Plan, make_plan
 from stir.measure.observe import check_models
 from stir.measure.undefined import NonFiniteOnImagesError, nonfinite_models
-from stir.models.behaviour import (Fingerprint, Fingerprints, check_batch_independent, difference, fingerprint,
-                                   probe_batch, probe_key, probe_taps, remember_variant, variant_identity)
+from stir.models.behaviour import (PROBE_N, Fingerprint, Fingerprints, difference, fingerprint, fingerprint_vjp,
+                                   forward_part, probe_batch_size, probe_behaviour, probe_images, probe_key, probe_taps,
+                                   remember_variant, run_probe_key, tiled, variant_identity)
 from stir.models.identity import content_identity
 from stir.models.taps import LOGITS
 from stir.store import ResultStore
@@ -70,41 +71,68 @@ def open_call(m1: nn.Module, m2: nn.Module, images: Images, estimator: Optional[
 def behaviour_ids(plan: Plan, models: Tuple[nn.Module, nn.Module], names: Tuple[str, str], ids: Tuple[str, str],
                   taps: Tuple[str, str], store: Optional[ResultStore]) -> Tuple[str, str]:
     """The identities the store and the inversion cache key the two models by (``stir.models.behaviour``):
-    each model's fingerprint at its tap and the logits on the probe batch, read at once and one image
-    at a time (``BatchCoupledError`` when they differ), matched against the fingerprints its static
-    identity had before (the store's, after the shipped ones; the inversion cache folder's without a
-    store): the first keeps ``ids``, another gets its variant's identity and one line says why."""
+    each model's fingerprint at its tap and the logits on the probe (the synthetic batch and the first
+    images of X), read at once with its input gradient, one image at a time and at the run's batch size
+    (``BatchCoupledError`` when they differ), matched against the fingerprints its static identity had
+    before (the store's, after the shipped ones; the inversion cache folder's without a store): the
+    first keeps ``ids``, another gets its variant's identity and one line says why."""
     registry = store.fingerprints() if store is not None else Fingerprints(
         Path(plan.run.cache_dir) / "fingerprints" if plan.run.cache_dir else None)
-    return tuple(behaviour_id(model, name, static, plan.images, tap, registry)
+    batch = run_batch(plan.run, plan.n * plan.k, plan.n)
+    return tuple(behaviour_id(model, name, static, plan.images, tap, registry, batch)
                  for model, name, static, tap in zip(models, names, ids, taps))
 
 
-def behaviour_id(model: nn.Module, name: str, static: str, images: Tensor, tap: str, registry: Fingerprints) -> str:
+def run_batch(run: ExecutionConfig, rows: int, readings: int) -> int:
+    """The largest batch the run reads a model at, for the probe (``probe_batch_size``: bounded): an
+    inversion's (``execution.batch_size``; automatic: at most 128 rows of the n x k, in even chunks,
+    as on the CPU) or a reading pass's (``execution.eval_batch``, at most the n images)."""
+    inversion = run.batch_size if run.batch_size is not None else -(-rows // -(-rows // 128))
+    return probe_batch_size(max(inversion, min(run.eval_batch_size, readings)))
+
+
+def behaviour_id(model: nn.Module, name: str, static: str, images: Tensor, tap: str, registry: Fingerprints,
+                 batch: int = PROBE_N) -> str:
     """The identity ``model`` is keyed by: ``static`` while it computes what it computed when
-    ``static`` was first probed (``registry``), else its behaviour variant's (``behaviour_ids``)."""
-    probe_images = probe_batch(images.shape[1:], images.device, images.dtype)
+    ``static`` was first probed (``registry``) on the synthetic batch and on these ``images``' first
+    ones, else its behaviour variant's (``behaviour_ids``); ``batch``: the largest batch the run reads."""
+    probe = probe_images(images)  # (PROBE_N + RUN_IMAGES, c, h, w)
     read = probe_taps(model, [tap])
-    probe = probe_key(probe_images, read)
-    seen = _SEEN.get(model, {}).get((static, probe, registry.key))
-    if seen is not None:  # probed before in this process: one read of the batch, compared with what it gave then
-        again = fingerprint(model, probe_images, read, probe_images.shape[0])
-        if difference(again, seen[1]) is None:
-            return seen[0]
+    synthetic, whole = probe_key(probe, read), run_probe_key(images, read)
+    seen = _SEEN.get(model, {}).get((static, whole, registry.key))
+    if seen is not None and same_as_seen(model, probe, read, batch, seen[1]):
+        return seen[0]
     try:
-        found = check_batch_independent(model, name, probe_images, read)
+        found = probe_behaviour(model, name, probe, read, batch)
     except (RuntimeError, AssertionError, IndexError, TypeError):  # a model that cannot take these images, ...
         check_models(images, [(name, model, tap)])  # ... said in one line as a measurement would say it
         raise
-    j, why = registry.variant(static, probe, found)
+    # the synthetic images' forward sketch (what the shipped fingerprints hold), then the whole probe
+    j0, why0 = registry.variant(static, synthetic, forward_part(found, PROBE_N))
+    j1, why1 = registry.variant(static, whole, found)
+    why = why0 or why1
     if why is not None:
-        log.warning("model %r computes otherwise than when its identity %s... was first measured (%s on the probe "
-                    "batch: a module global, an environment variable, a hook or bytecode changed what it computes): "
-                    "its results are measured again, as behaviour variant %d", name, static[:12], why, j)
-    remember_variant(model, content_identity(model) if j else None, f"{probe}|{j}" if j else None)
-    identity = static if j == 0 else variant_identity(static, probe, j)
-    _SEEN.setdefault(model, {})[(static, probe, registry.key)] = (identity, found)
+        where = "on the probe batch" if why0 else "on the run's images or in its input gradient"
+        log.warning("model %r computes otherwise than when its identity %s... was first measured (%s %s: a module "
+                    "global, an environment variable, a hook, a custom backward or bytecode changed what it "
+                    "computes): its results are measured again, as behaviour variant %d.%d", name, static[:12], why,
+                    where, j0, j1)
+    variant = None if (j0, j1) == (0, 0) else f"{whole}|{j0}.{j1}"
+    remember_variant(model, content_identity(model) if variant else None, variant)
+    identity = static if variant is None else variant_identity(static, whole, f"{j0}.{j1}")
+    _SEEN.setdefault(model, {})[(static, whole, registry.key)] = (identity, found)
     return identity
+
+
+def same_as_seen(model: nn.Module, probe: Tensor, read: List[str], batch: int, seen: Fingerprint) -> bool:
+    """A module probed before in this process: one read of the probe with its gradient, and one at the
+    run's batch (the probe tiled) when larger, give what the full probe gave then (not: probed again)."""
+    if difference(fingerprint_vjp(model, probe, read), seen) is not None:
+        return False
+    if batch <= probe.shape[0]:
+        return True
+    wide = fingerprint(model, tiled(probe, batch), read, batch)
+    return difference(wide, {tap: tiled(value, batch) for tap, value in forward_part(seen).items()}) is None
 
 
 # What each module's last full probe found, per (static identity, probe, fingerprint folders): a later

@@ -1,27 +1,40 @@
-"""A model's identity by what it computes: its outputs on a fixed probe batch, checked on every use.
+"""A model's identity by what it computes: its outputs and input gradients on a probe, checked on every use.
 
 The static identity (``stir.models.identity``: weights, buffers, the code of its classes) cannot see
-everything a forward reads: a module global of a helper module (``ACT = "tanh"``), a non-persistent
-buffer set from an environment variable, bytecode without source, hooks and monkeypatches, a batch
-that couples its images. What the model computes can: ``fingerprint`` reads it at its taps on a
-fixed probe batch (``probe_batch``: two images of seeded uniform noise and two of seeded smooth
-blocks, the shape of the images measured), in eval mode without gradient, TF32 off; each tap's
-(4, ...) output becomes a small sketch (per image, ``_CHUNKS`` chunk means of the flattened output
-and of the output times seeded random signs: the exact values for outputs of up to ``_CHUNKS``
-entries, such as logits).
+everything a forward or a backward reads: a module global of a helper module (``ACT = "tanh"``), a
+non-persistent buffer set from an environment variable, bytecode without source, a hook's closure,
+a custom autograd backward, a batch that couples its images. What the model computes can. The probe
+(``probe_images``) is the fixed synthetic batch (``probe_batch``: two images of seeded uniform noise
+and two of seeded smooth blocks) followed by the first ``RUN_IMAGES`` images of the run's own X (a
+model that computes honestly only on unnatural images is read on natural ones too). It is read in
+eval mode, TF32 off:
 
-``Fingerprints`` keeps, per static identity and probe (image shape and taps), the fingerprints seen
-so far: its *variants*. The first is the one the stored results were measured with; a model whose
-probe matches variant j within ``TOLERANCE`` (relative L2 per tap: float rounding across threads
-and devices passes, a changed activation does not) has identity variant j: variant 0 keeps the static
-identity (existing store keys unchanged), variant j > 0 is ``variant_identity(static, probe, j)``. A
-model that matches none is a new variant, said in one line: its results are measured again, never
-served from another variant's entries. The shipped models' fingerprints are committed beside their
-results (``zoo/fingerprints``, pinned by ``zoo/MANIFEST.sha256``) and are read before the local ones.
+* at once, with a seeded vector-Jacobian product (``fingerprint_vjp``: a fixed seeded cotangent at
+  each tap, backpropagated to the input): what an inversion descends on, hooks and custom backwards
+  included;
+* one image at a time and at the run's batch size (``probe_behaviour``: the set tiled up to it, at
+  most ``PROBE_CAP``): a model whose output for an image depends on its row or on the other images
+  of its batch is refused (``BatchCoupledError``: STIR batches its inversions and readings, so its
+  number would depend on ``execution.batch_size``).
 
-``check_batch_independent`` refuses a model whose output for an image depends on the other images
-of its batch (batch-coupled: STIR batches its inversions and readings, so its number would depend
-on ``execution.batch_size``): the probe batch read at once and one image at a time must agree.
+Each tap's (m, ...) output (and the (m, c, h, w) input gradient, ``VJP``) becomes a small sketch
+(per image, ``_CHUNKS`` chunk means of the flattened output and of the output times seeded random
+signs: the exact values for outputs of up to ``_CHUNKS`` entries, such as logits).
+
+``Fingerprints`` keeps, per static identity and probe key, the fingerprints seen so far: its
+*variants*. Two keys per model: the synthetic images' forward sketch (``probe_key``: image shape and
+taps, what the shipped ``zoo/fingerprints`` were read on, unchanged) and the whole probe with its
+input gradient (``run_probe_key``: that key and the digest of the run's images). The first variant
+of a key is the behaviour the stored results were measured with; a model whose sketch matches
+variant j within ``TOLERANCE`` (relative L2 per tap: float rounding across threads and devices
+passes, a changed activation does not) is variant j there. A model that is variant 0 at both keys
+keeps its static identity (store keys unchanged); any other is ``variant_identity``: its results
+are measured again, never served from another variant's entries. The shipped models' fingerprints
+are read before the local ones (``zoo/fingerprints``, pinned by ``zoo/MANIFEST.sha256``).
+
+A local fingerprint folder is part of the results beside it: it lists the identities it holds
+(``INDEX``). A folder of results whose fingerprints are missing, unlisted or damaged is not a fresh
+start: ``UncheckedResults`` refuses it in one line naming the folder.
 """
 from __future__ import annotations
 
@@ -30,26 +43,35 @@ import logging
 import weakref
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
 
+from stir.models.modes import frozen
 from stir.models.probe import check_deterministic
-from stir.models.taps import LOGITS, collect, split_reduction, tap_point
+from stir.models.taps import LOGITS, collect, read_taps, split_reduction, tap_point
 
 log = logging.getLogger(__name__)
 
-PROBE_N = 4  # images in the probe batch
+PROBE_N = 4  # synthetic images in the probe batch
+RUN_IMAGES = 2  # images of the run's own X added to it
+PROBE_CAP = 32  # the largest batch the probe is read at (the run's batch size, bounded: the probe's cost, bench_probe)
+VJP = "vjp"  # the fingerprint's entry for the input gradient of the seeded vector-Jacobian product
+INDEX = "INDEX"  # <fingerprints>/INDEX: the static identities the folder holds fingerprints of, one a line
 TOLERANCE = 1e-3  # relative L2 difference per tap below which two fingerprints are the same behaviour
 _CHUNKS = 128
 _SEED = 54
 
-Fingerprint = Dict[str, Tensor]  # {tap: (PROBE_N, 2 * chunks) float64 sketch}
+Fingerprint = Dict[str, Tensor]  # {tap or VJP: (images, 2 * chunks) float64 sketch}
 
 
 class BatchCoupledError(ValueError):
     """A model whose outputs for an image depend on the other images of its batch."""
+
+
+class UncheckedResults(ValueError):
+    """A folder holds results but the fingerprints of the models that made them are missing or damaged."""
 
 
 def probe_batch(shape: Sequence[int], device: torch.device, dtype: torch.dtype = torch.float32) -> Tensor:
@@ -61,6 +83,18 @@ def probe_batch(shape: Sequence[int], device: torch.device, dtype: torch.dtype =
     blocks = torch.nn.functional.interpolate(torch.rand(2, c, 4, 4, generator=g), size=(h, w), mode="bilinear",
                                              align_corners=False)
     return torch.cat([noise, blocks]).to(device=device, dtype=dtype)
+
+
+def probe_images(images: Tensor) -> Tensor:
+    """(PROBE_N + RUN_IMAGES, c, h, w): the synthetic probe batch, then the first images of the run's X
+    ``images`` (n, c, h, w) (fewer when n is smaller), on their device and dtype."""
+    synthetic = probe_batch(images.shape[1:], images.device, images.dtype)
+    return torch.cat([synthetic, images[:RUN_IMAGES].detach()])
+
+
+def probe_batch_size(batch: Optional[int]) -> int:
+    """The largest batch the probe is read at: the run's (``batch``), at most ``PROBE_CAP``."""
+    return max(1, min(batch or PROBE_N + RUN_IMAGES, PROBE_CAP))
 
 
 @contextmanager
@@ -130,29 +164,71 @@ def difference(a: Fingerprint, b: Fingerprint) -> Optional[str]:
     return None
 
 
-def check_batch_independent(model: nn.Module, name: str, images: Tensor, taps: Sequence[str],
-                            batched: Optional[Fingerprint] = None) -> Fingerprint:
-    """The fingerprint of the batch read at once, after checking that a second read gives the same
-    (``UnmeasurableModel``: not deterministic) and one image at a time too (``BatchCoupledError``
-    naming the model and the tap otherwise). The global random state is restored after."""
+def _cotangent(value: Tensor, i: int) -> Tensor:
+    """A fixed seeded (b, ...) cotangent for the i-th tap read (the same for every run and device)."""
+    g = torch.Generator().manual_seed(_SEED + 1 + i)
+    return torch.randn(value.shape, generator=g, dtype=torch.float32).to(value)
+
+
+def fingerprint_vjp(model: nn.Module, images: Tensor, taps: Sequence[str]) -> Fingerprint:
+    """``fingerprint`` of ``images`` read at once, and ``VJP``: the sketch of the input gradient of
+    sum_t <tap t's output, its seeded cotangent> (one backward; eval mode, weights frozen, TF32 off).
+    A backward hook, its closure or a custom autograd backward changes it; a forward probe cannot."""
+    with _exact(), frozen(model), torch.enable_grad():
+        x = images.detach().clone().requires_grad_(True)
+        read = read_taps(model, x, list(taps))
+        total = sum((value * _cotangent(value, i)).sum() for i, (_, value) in enumerate(sorted(read.items())))
+        grad = None
+        if isinstance(total, Tensor) and total.requires_grad:  # a forward that cuts autograd: the gradient probe says so
+            (grad,) = torch.autograd.grad(total, x, allow_unused=True)
+    out = {tap: sketch(value) for tap, value in read.items()}
+    out[VJP] = sketch(grad if grad is not None else torch.zeros_like(x))
+    return out
+
+
+def forward_part(found: Fingerprint, rows: Optional[int] = None) -> Fingerprint:
+    """The forward sketches of ``found`` (no ``VJP``), of its first ``rows`` images when given."""
+    return {tap: value[:rows] if rows is not None else value for tap, value in found.items() if tap != VJP}
+
+
+def tiled(images: Tensor, rows: int) -> Tensor:
+    """``images`` (m, ...) repeated to ``rows`` rows (image i at rows i, i + m, ...)."""
+    return images.repeat(-(-rows // images.shape[0]), *[1] * (images.dim() - 1))[:rows]
+
+
+def probe_behaviour(model: nn.Module, name: str, images: Tensor, taps: Sequence[str], batch: int) -> Fingerprint:
+    """The fingerprint of the probe ``images`` (m, c, h, w) read at once with its input gradient
+    (``fingerprint_vjp``), after checking that it computes the same one image at a time and at
+    ``batch`` images at a time (the set tiled up to ``batch`` rows): ``BatchCoupledError`` naming the
+    model, the tap and the batch otherwise, or ``UnmeasurableModel`` when a second read differs too
+    (not deterministic). The global random state is restored after."""
+    m = images.shape[0]
     with torch.random.fork_rng(devices=[images.device] if images.device.type == "cuda" else []):
-        batched = batched if batched is not None else fingerprint(model, images, taps, images.shape[0])
+        found = fingerprint_vjp(model, images, taps)
         single = fingerprint(model, images, taps, 1)
-        why = difference(single, batched)
-        if why is not None:  # random, or coupled? a second read of the batch tells
-            again = fingerprint(model, images, taps, images.shape[0])
-            for tap in batched:
-                check_deterministic(batched[tap], again[tap], name, images.shape[0])
-    if why is not None:
-        raise BatchCoupledError(
-            f"model {name!r} computes another output for an image when it is read with other images ({why}, one "
-            f"image at a time against a batch of {images.shape[0]}): a batch-coupled model (batch statistics, a "
-            "forced dropout, a cross-image operation) has no STIR independent of execution.batch_size; put it in "
-            "eval mode or remove the coupling")
-    return batched
+        reads = [(m, images, forward_part(found), lambda: fingerprint(model, images, taps, m))]
+        if batch != m:
+            rows = max(batch, m)
+            wide = tiled(images, rows)
+            reads.append((batch, wide, None, lambda: fingerprint(model, wide, taps, batch)))
+        for size, x, read, again in reads:
+            read = read if read is not None else again()
+            expect = {tap: tiled(value, x.shape[0]) for tap, value in single.items()}
+            why = difference(expect, read)
+            if why is None:
+                continue
+            second = again()  # random, or coupled? a second read at the same batch tells
+            for tap in read:
+                check_deterministic(read[tap], second[tap], name, size)
+            raise BatchCoupledError(
+                f"model {name!r} computes another output for an image when it is read with other images ({why}, one "
+                f"image at a time against a batch of {size}): a batch-coupled model (batch statistics, a forced "
+                "dropout, a cross-image operation, a row-dependent forward) has no STIR independent of "
+                "execution.batch_size; put it in eval mode or remove the coupling")
+    return found
 
 
-def variant_identity(static: str, probe: str, j: int) -> str:
+def variant_identity(static: str, probe: str, j: object) -> str:
     """The identity of behaviour variant ``j`` > 0 of a model whose static identity is ``static``."""
     return hashlib.sha256(f"stir-behaviour-variant-v1\n{static}\n{probe}\n{j}".encode()).hexdigest()
 
@@ -160,6 +236,14 @@ def variant_identity(static: str, probe: str, j: int) -> str:
 def probe_key(images: Tensor, taps: Sequence[str]) -> str:
     """What a fingerprint was read on: the image shape and the taps ("3x32x32|logits,penultimate")."""
     return f"{'x'.join(str(s) for s in images.shape[1:])}|{','.join(taps)}"
+
+
+def run_probe_key(images: Tensor, taps: Sequence[str]) -> str:
+    """The key of the whole probe on the run's X ``images``: ``probe_key``, the run images' digest
+    (sha256 of their float32 bytes) and ``vjp`` ("3x32x32|logits|run:1f0c...|vjp")."""
+    run = images[:RUN_IMAGES].detach().to("cpu", torch.float32).contiguous()
+    digest = hashlib.sha256(f"{tuple(run.shape)}".encode() + run.numpy().tobytes()).hexdigest()[:24]
+    return f"{probe_key(images, taps)}|run:{digest}|{VJP}"
 
 
 # Modules whose behaviour is a variant j > 0 of their static identity, for the inversion cache's key
@@ -190,12 +274,16 @@ def effective_identity(model: nn.Module) -> str:
 
 class Fingerprints:
     """The behaviour variants of each static identity: ``<folder>/<identity>.pt`` files (one dict
-    {probe key: [fingerprint, ...]} each, read without code: ``stir.untrusted.load_plain``), after the
-    read-only ``shipped`` folder's (the committed fingerprints of the shipped models)."""
+    {probe key: [fingerprint, ...]} each, read without code: ``stir.untrusted.load_plain``) and the
+    folder's ``INDEX`` of them, after the read-only ``shipped`` folder's (the committed fingerprints of
+    the shipped models). ``holds_results()`` says whether the folder's owner (a results store, an
+    inversion cache) holds results: then a missing, unlisted or damaged fingerprint is refused."""
 
-    def __init__(self, folder: Optional[Path], shipped: Optional[Path] = None):
+    def __init__(self, folder: Optional[Path], shipped: Optional[Path] = None,
+                 holds_results: Optional[Callable[[], bool]] = None):
         self.folder = Path(folder) if folder is not None else None
         self.shipped = Path(shipped) if shipped is not None else None
+        self.holds_results = holds_results or (lambda: False)
 
     @property
     def key(self) -> str:
@@ -213,9 +301,33 @@ class Fingerprints:
             if not isinstance(data, dict):
                 raise ValueError("not a dict")
             return data
-        except Exception as err:  # noqa: BLE001 - a damaged file: its variants are measured again
-            log.warning("fingerprint file %s is unusable (%s: %s); ignoring it", path, type(err).__name__, err)
-            return {}
+        except Exception as err:  # noqa: BLE001 - said in one line: shipped ones are pinned, local ones refused
+            if folder == self.shipped:
+                log.warning("fingerprint file %s is unusable (%s: %s); ignoring it", path, type(err).__name__, err)
+                return {}
+            self._refuse(f"its fingerprint file {path.name} is damaged ({type(err).__name__}: {err})")
+
+    def _refuse(self, what: str) -> None:
+        root = self.folder.parent
+        raise UncheckedResults(
+            f"{root} holds results but {what}: what the models that made them computed cannot be checked, so none "
+            f"is served to a model; restore {self.folder} as it was, or move {root} aside to measure again")
+
+    def _indexed(self) -> List[str]:
+        path = self.folder / INDEX
+        return path.read_text().split() if path.is_file() else []
+
+    def _check_local(self, static: str) -> None:
+        """``UncheckedResults`` when the folder's owner holds results and ``static``'s fingerprints may
+        have been lost: no ``INDEX`` (the folder deleted, or written before it was kept), or ``static``
+        listed there and its file missing. A damaged file is refused when read."""
+        if (self.folder / f"{static}.pt").is_file() or not self.holds_results():
+            return
+        if not (self.folder / INDEX).is_file():
+            self._refuse(f"its fingerprint folder {self.folder.name}/ (or its {INDEX}) is missing")
+        if static in self._indexed():
+            self._refuse(f"the fingerprints of model identity {static[:12]}..., listed in {self.folder.name}/"
+                         f"{INDEX}, are missing")
 
     def variant(self, static: str, probe: str, found: Fingerprint) -> Tuple[int, Optional[str]]:
         """(j, why it is new or None): the variant of ``static`` whose fingerprint at ``probe`` matches
@@ -228,11 +340,12 @@ class Fingerprints:
             return (0, None) if not shipped else (len(shipped), difference(found, shipped[0]))
         from filelock import FileLock
 
-        from stir.atomic import torch_save
+        from stir.atomic import torch_save, write_text
 
-        self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{static}.pt"
-        with FileLock(str(path) + ".lock"):
+        with FileLock(str(self.folder) + ".lock"):  # beside the folder: its deletion is seen under the lock
+            self._check_local(static)
+            self.folder.mkdir(parents=True, exist_ok=True)
             local = self._read(self.folder, static)
             variants = local.get(probe, [])
             for j, known in enumerate(variants):
@@ -241,5 +354,8 @@ class Fingerprints:
             first = (shipped or variants or [None])[0]
             why = difference(found, first) if first is not None else None
             local[probe] = [*variants, found]
-            torch_save(local, path)
+            torch_save(local, path)  # the file first, then its line: a crash between leaves it unlisted, not lost
+            listed = self._indexed()
+            if static not in listed or not (self.folder / INDEX).is_file():
+                write_text(self.folder / INDEX, "".join(f"{s}\n" for s in sorted({*listed, static})))
         return len(shipped) + len(variants), why
