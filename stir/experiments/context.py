@@ -175,8 +175,15 @@ class Context:
         return {"config": self.config, "models": {m.label: m.record for m in models}, "images": images}
 
 
+# What a run on profile=tiny's zoo says first: its numbers are a smoke test of the code path.
+TINY_NOTE = ("profile=tiny: the zoo models are tiny (width 4, 120 training images, 3 SGD steps) and the inversion "
+             "short: this run tries the code path end to end; its numbers are not results")
+
+
 def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) -> Context:
     """The context of one evaluate.py run (nothing is loaded yet: models and images come on demand)."""
+    if cfg.zoo.profile == "tiny":
+        log.warning("%s", TINY_NOTE)
     zoo_file = Path(cfg.zoo.file)
     source = zoo_source(cfg)
     # data.source is the copy of data.name's data set; zoo.sources names those of the others (CIFAR-100)
