@@ -348,7 +348,7 @@ def test_an_unknown_part_to_skip_is_refused_with_the_parts():
     from stir.config.validate import ConfigError
     from stir.experiments.paper import _check
     from stir.experiments.paper.parts import PARTS
-    from stir.experiments.schema import PaperConfig
+    from stir.experiments.paper_config import PaperConfig
 
     with pytest.raises(ConfigError, match=r"experiment.skip='tables' is not a valid choice; choose one of \['seeds'"):
         _check(PaperConfig(name="paper", kind="paper", skip=["tables"]))
@@ -386,7 +386,7 @@ def test_claim_11_pools_its_difference_over_the_architectures_training_seed_posi
     the interval past either one's."""
     from stir.experiments.paper.architectures import architecture_contrast
     from stir.experiments.paper.parts import architecture_positions
-    from stir.experiments.schema import PaperConfig
+    from stir.experiments.paper_config import PaperConfig
 
     cfg = PaperConfig(name="paper", kind="paper",
                       architectures={"vanilla": {"residual": ["r18", "r34"], "vgg": ["v16", "v19"]},
@@ -421,7 +421,7 @@ def test_the_methods_of_claim_12_name_as_many_training_seeds_each():
     from stir.config.validate import ConfigError
     from stir.experiments.paper import _check
     from stir.experiments.paper.parts import method_pairs
-    from stir.experiments.schema import PaperConfig
+    from stir.experiments.paper_config import PaperConfig
 
     uneven = {"r18": {"at": ["at", "at_s1"], "trades": ["trades", "trades_s1"], "mart": ["mart"]}}
     with pytest.raises(ConfigError, match=r"experiment.methods.r18: .* as many of each .* got \{'at': 2, 'trades': 2, 'mart': 1\}"):
@@ -439,7 +439,7 @@ def test_claim_8_says_which_chain_is_left_out_or_cut_short():
 
     from stir.experiments.incremental import IncrementalConfig
     from stir.experiments.paper.figure1 import figure1
-    from stir.experiments.schema import PaperConfig
+    from stir.experiments.paper_config import PaperConfig
 
     sizes = {f"v{n}": n for n in (5, 10, 15, 20)}
     ctx = NS(model=lambda name: NS(data=NS(train_size=sizes[name])))
@@ -469,7 +469,7 @@ def test_claim_8_is_judged_on_each_link_s_chance_corrected_stir_where_every_link
 
     from stir.experiments.incremental import IncrementalConfig
     from stir.experiments.paper.figure1 import figure1
-    from stir.experiments.schema import PaperConfig
+    from stir.experiments.paper_config import PaperConfig
 
     sizes = {f"v{n}": n for n in (5, 10, 15)}
     raw = {"v10": 0.40, "v15": 0.60}  # STIR(m_t|m_t-1), rising

@@ -15,7 +15,7 @@ from stir.experiments.incremental import IncrementalConfig
 from stir.experiments.matrix import MatrixConfig
 from stir.experiments.pairs import PairsConfig
 from stir.experiments.paper.table2 import graded_parts
-from stir.experiments.schema import PaperConfig
+from stir.experiments.paper_config import PaperConfig
 from stir.inversion.config import ADVERSARIAL_OBJECTIVES
 from stir.zoo import MissingModelError
 
