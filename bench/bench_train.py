@@ -29,7 +29,7 @@ and one removed at a time from the fast recipe, at one width; median images/s ov
 (``bench_levers`` in ``bench/results/bench_train_levers_*.json|md``), and the 2-thread / 1-thread
 step-time ratio of the paper's and the fast recipe's vanilla step.
 
-curve, plot: time to accuracy (``bench/bench_train_curve.py``).
+curve, plot: time to accuracy (``bench/train_curve.py``).
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ from stir.training.system import RobustClassifier
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # `python bench/bench_train.py` puts bench/ first on sys.path, not the repository
     sys.path.insert(0, str(REPO))
-from bench.bench_train_curve import curve_main, plot_main  # noqa: E402  (curve, plot: time to accuracy)
+from bench.train_curve import curve_main, plot_main  # noqa: E402  (curve, plot: time to accuracy)
 
 WARMUP = 2
 CONFIGS = REPO / "configs"

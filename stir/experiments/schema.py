@@ -154,7 +154,7 @@ def once(names: Any) -> List[str]:
 
 @dataclass
 class ExperimentConfig:
-    """What every experiment kind's config has; each kind adds its own fields (``stir.experiments.<kind>_config``)."""
+    """What every experiment kind's config has; each kind adds its own fields (``stir.experiments.<module>_config``)."""
 
     name: str = "pair"
     kind: str = "pair"  # a registered kind: KIND_CONFIGS below (stir.experiments.kinds() lists them)
