@@ -28,7 +28,7 @@ KIND = {
     "stir/experiments/scratch_kind.py": '''
         """Experiment kind ``scratch_kind``: a throwaway (tests/test_adding_things.py); reports its models."""
         from stir.experiments.registry import Kind, register
-        from stir.experiments.schema import ScratchKindConfig
+        from stir.experiments.scratch_kind_config import ScratchKindConfig
         from stir.reporting import Report
 
 
@@ -42,8 +42,15 @@ KIND = {
 
         register(Kind("scratch_kind", ScratchKindConfig, run, units))
         ''',
-    # its config: a dataclass declared for the kind in the schema (torch-free: the command line reads it)
-    "stir/experiments/schema.py": '''
+    # its config beside it: a dataclass declared for the kind (torch-free: the command line reads it)
+    "stir/experiments/scratch_kind_config.py": '''
+        """The config of experiment kind ``scratch_kind`` (``stir.experiments.scratch_kind``), torch-free."""
+        from __future__ import annotations
+
+        from dataclasses import dataclass, field
+        from typing import Any, List
+
+        from stir.experiments.schema import ExperimentConfig, kind_config, once
 
 
         @kind_config("scratch_kind")
@@ -54,7 +61,7 @@ KIND = {
             models: List[str] = field(default_factory=list)
 
             def model_names(self, common: Any = None) -> List[str]:
-                return _once(self.models)
+                return once(self.models)
         ''',
     "configs/evaluate/experiment/scratch_kind.yaml": '''
         # @package _global_
@@ -82,6 +89,14 @@ KIND = {
             assert kind.models(experiment, common) == ["at"] and kind.run(None, experiment).notes == ["at"]
         ''',
 }
+
+
+def test_a_new_kind_edits_no_existing_file():
+    """The kind's 4 files are all new: its config sits beside its module (stir/experiments/<module>_config.py),
+    so stir/experiments/schema.py, a list or another kind's file is never edited to add one."""
+    assert len(KIND) <= 4
+    assert not [rel for rel in KIND if (REPO / rel).exists()]
+    assert "stir/experiments/schema.py" not in KIND
 
 # -------------------------------------------------------------------------------- the throwaway source
 SOURCE = {

@@ -1,7 +1,7 @@
 """MkDocs hook: the tables of the registries, read from the declarations when the site is built.
 
 ``<!-- kinds-table -->`` becomes every experiment kind (its config dataclass, declared with
-``@kind_config(name)`` in stir/experiments/schema.py; the module that registers it; its presets),
+``@kind_config(name)`` in stir/experiments/<module>_config.py; the module that registers it; its presets),
 ``<!-- sources-table -->`` every model source (``@SOURCES.register(prefix)`` in
 stir/models/sources/), ``<!-- measures-table -->`` every similarity measure with its flags
 (``@measure(...)`` / ``declare(...)`` in stir/similarity/) and the timings of the committed
@@ -203,15 +203,16 @@ def sources_table() -> str:
 
 
 def kinds() -> List[Dict[str, Any]]:
-    """Every experiment kind: name, config class, its docstring's first line, the registering module, presets."""
-    schema = ast.parse((STIR / "experiments" / "schema.py").read_text())
+    """Every experiment kind: name, config class, its docstring's first line, its module, the registering
+    module, presets."""
     configs = {}
-    for node in schema.body:
-        if isinstance(node, ast.ClassDef):
-            for d in node.decorator_list:
-                if isinstance(d, ast.Call) and ast.unparse(d.func) == "kind_config":
-                    doc = (ast.get_docstring(node) or "").strip().splitlines()
-                    configs[value(d.args[0], {})] = (node.name, doc[0] if doc else "")
+    for path in sorted((STIR / "experiments").glob("*_config.py")):  # each kind's config, beside its code
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                for d in node.decorator_list:
+                    if isinstance(d, ast.Call) and ast.unparse(d.func) == "kind_config":
+                        doc = (ast.get_docstring(node) or "").strip().splitlines()
+                        configs[value(d.args[0], {})] = (node.name, doc[0] if doc else "", path.stem)
     modules: Dict[str, str] = {}
     for path in sorted((STIR / "experiments").rglob("*.py")):  # a kind's module may sit in a subpackage
         for node in ast.walk(ast.parse(path.read_text())):
@@ -223,15 +224,15 @@ def kinds() -> List[Dict[str, Any]]:
     for path in sorted(PRESETS.glob("*.yaml")):
         kind = ((yaml.safe_load(path.read_text()) or {}).get("experiment") or {}).get("kind")
         presets.setdefault(kind, []).append(path.stem)
-    return [{"name": k, "config": configs[k][0], "doc": configs[k][1], "module": modules.get(k, "-"),
-             "presets": presets.get(k, [])} for k in sorted(configs)]
+    return [{"name": k, "config": configs[k][0], "doc": configs[k][1], "config_module": configs[k][2],
+             "module": modules.get(k, "-"), "presets": presets.get(k, [])} for k in sorted(configs)]
 
 
 def kinds_table() -> str:
-    rows = ["| kind | config (`stir.experiments.schema`) | module | presets |", "|---|---|---|---|"]
+    rows = ["| kind | config (`stir.experiments.<module>_config`, torch-free) | module | presets |", "|---|---|---|---|"]
     for e in kinds():
         presets = ", ".join(f"`{p}`" for p in e["presets"]) or "-"
-        rows.append(f"| `{e['name']}` | `{e['config']}`: {e['doc'].replace('|', chr(92) + '|')} | "
+        rows.append(f"| `{e['name']}` | `{e['config_module']}.{e['config']}`: {e['doc'].replace('|', chr(92) + '|')} | "
                     f"`stir.experiments.{e['module']}` | {presets} |")
     return "\n".join(rows) + "\n"
 

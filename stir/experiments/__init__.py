@@ -2,8 +2,9 @@
 
 One module per experiment kind, each with a runner that returns a ``Report`` (tables, figures as
 data, summary keys) and its units of work, registered by name (``kinds()`` lists them; the table
-of docs/presets.md is built from the declarations), and what they share: ``schema`` (every kind's
-config dataclass and the common one, no torch), ``config`` (the checks), ``context`` (models,
+of docs/presets.md is built from the declarations), each with its config dataclass beside it in
+``<module>_config`` (no torch), and what they share: ``schema`` (the common config, what every kind's
+has, ``KIND_CONFIGS``; no torch), ``config`` (the checks), ``context`` (models,
 images, store, estimator), ``rows`` (typed results -> rows, notes, summary keys), ``examples`` (the
 X' a measurement made), ``judging`` (taps and representations for the judging kinds), ``registry``.
 Conventions: m1 = reference (the model whose IRIs are made), m2 = target; in a matrix, row i is the

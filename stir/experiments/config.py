@@ -6,8 +6,8 @@ them first) and re-exported here. ``EvaluateConfig`` holds what every experiment
 (``n``, ``split``, ``image_seed``, ``resample_images``), the estimator (``measure``, ``k``, ``iri``,
 ``inversion``, ``difficulty``, ``min_fraction_iri``, ``calibration``, ``layers``), how it runs
 (``execution``, ``device``, shards) and the output (``out_dir``, ``logger``). ``experiment`` is the
-kind's own config: each kind's dataclass (``ExperimentConfig`` and its fields) is in
-``stir.experiments.schema.KIND_CONFIGS``; ``evaluate_config`` checks the common part and the kind's.
+kind's own config: each kind's dataclass (``ExperimentConfig`` and its fields), declared beside the
+kind in ``stir/experiments/<module>_config.py``, is in ``stir.experiments.schema.KIND_CONFIGS``; ``evaluate_config`` checks the common part and the kind's.
 Every default that depends on another setting (the inversion's steps, the walk's following them) is
 filled in by ``evaluate_config``, once (``stir.inversion.config.resolved_budgets``); nothing writes into
 a config once it is checked, the run's one ``Estimator`` carries it whole to the descent loop, and a

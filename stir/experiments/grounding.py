@@ -25,8 +25,8 @@ import torch
 
 from stir.attacks.pgd import pgd_l2
 from stir.config.validate import ConfigError, check_choice
-from stir.experiments.schema import GroundingConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
+from stir.experiments.grounding_config import GroundingConfig  # noqa: F401  (the kind's config, torch-free)
 from stir.experiments.judging import digest, flat_representations, taps_of
 from stir.experiments.registry import Kind, Unit, register
 from stir.judging.grounding import GroundingTest, Point, depth_test, dissimilarity, pc_deletion_test

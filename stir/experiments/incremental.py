@@ -15,8 +15,8 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from stir.config.validate import ConfigError, check_choice
 from stir.experiments import at_iris_table, rows
-from stir.experiments.schema import IncrementalConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
+from stir.experiments.incremental_config import IncrementalConfig  # noqa: F401  (the kind's config, torch-free)
 from stir.experiments.registry import Kind, Unit, register
 from stir.reporting import Figure, Report, Table, plot_incremental
 from stir.reporting.plots import interval_errors

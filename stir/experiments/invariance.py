@@ -18,8 +18,8 @@ from functools import partial
 from typing import Any, Callable, Dict, List
 
 from stir.config.validate import ConfigError
-from stir.experiments.schema import InvarianceConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
+from stir.experiments.invariance_config import InvarianceConfig  # noqa: F401  (the kind's config, torch-free)
 from stir.experiments.judging import RANDOM_INIT, digest, random_init, taps_of
 from stir.experiments.registry import Kind, Unit, register
 from stir.invariance import GEEDResult, get_transforms, measure_geed, pool

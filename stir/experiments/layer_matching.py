@@ -16,9 +16,9 @@ from typing import Any, Callable, Dict, List, Tuple
 import numpy as np
 from torch import Tensor
 
-from stir.experiments.schema import LayerMatchingConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.judging import digest, flat_representations, taps_of
+from stir.experiments.layer_matching_config import LayerMatchingConfig  # noqa: F401  (the kind's config, torch-free)
 from stir.experiments.registry import Kind, Unit, register
 from stir.judging.layer_matching import (
     KORNBLITH_TABLE2, MAX_ASSIGNMENT_DIM, LayerMatchingResult, check_measures, check_seed_models, layer_matching,

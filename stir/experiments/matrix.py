@@ -17,9 +17,9 @@ import numpy as np
 
 from stir.config.validate import ConfigError
 from stir.experiments import at_iris_table, rows
-from stir.experiments.schema import MatrixConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.examples import iri_examples
+from stir.experiments.matrix_config import MatrixConfig  # noqa: F401  (the kind's config, torch-free)
 from stir.experiments.registry import Kind, Unit, register
 from stir.measure import DirectionResult, SimilarityResult
 from stir.reporting import Figure, Report, Table, plot_matrix_pair

@@ -10,9 +10,9 @@ from typing import Callable, List, Tuple
 from stir.config.validate import ConfigError
 from stir.experiments import at_iris_table, rows
 from stir.experiments.config import ExperimentConfig
-from stir.experiments.schema import PairConfig, PairsConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.examples import iri_examples
+from stir.experiments.pairs_config import PairConfig, PairsConfig  # noqa: F401  (the kind's config, torch-free)
 from stir.experiments.registry import Kind, Unit, register
 from stir.measure import DIRECTIONS, LayerwiseResult, PairResult
 from stir.reporting import Figure, Report, Table, plot_convergence, plot_layerwise

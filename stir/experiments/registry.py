@@ -5,10 +5,14 @@ report as data; ``units(ctx, cfg) -> [callable]`` lists the experiment's indepen
 in a fixed order, so that ``shard=I shards=N`` processes can each compute every N-th one into the
 shared store; ``check(cfg)`` refuses a bad kind config before any work; ``report_name`` and
 ``nonfinite`` say how its report is named and whether it can report a model that is not finite; ``models(cfg)``
-lists the models an experiment names (its config's ``model_names``). A new kind is one module in this package that
-calls ``register`` (every module of the package is imported on first use), its config dataclass declared with
-``@kind_config(name)`` in ``schema`` (torch-free: ``KIND_CONFIGS`` is collected from those declarations), a
-YAML preset whose ``compute`` follows ``schema.COMPUTE_CONVENTION``, and its test.
+lists the models an experiment names (its config's ``model_names``).
+
+A new kind is four new files and no edit of an existing one: its module (or package) in
+stir/experiments that calls ``register`` (every module of the package is imported on first use);
+beside it, ``stir/experiments/<module>_config.py`` with its config dataclass declared
+``@kind_config(name)`` (torch-free: the command line is checked against ``schema.KIND_CONFIGS``, which
+imports those modules only, before the application is imported); a YAML preset whose ``compute``
+follows ``schema.COMPUTE_CONVENTION``; and its test (docs/architecture.md#adding-things).
 """
 from __future__ import annotations
 
@@ -48,7 +52,7 @@ class Kind:
     """Everything the application needs to know about one experiment kind, declared by its module."""
 
     name: str
-    config: type  # the kind's dataclass (a subclass of stir.experiments.schema.ExperimentConfig)
+    config: type  # the kind's dataclass (a subclass of stir.experiments.schema.ExperimentConfig, in <module>_config.py)
     run: Runner
     units: Units
     check: Callable[[Any], None] = _no_check
@@ -74,11 +78,12 @@ KINDS: Registry[Kind] = Registry("experiment kind", package="stir.experiments")
 
 def register(kind: Kind) -> None:
     """Register ``kind``; its config must be the dataclass declared for its name (``@kind_config(name)``
-    in stir.experiments.schema, what the command line is checked against)."""
+    in the kind's ``<module>_config.py``, what the command line is checked against)."""
     declared = getattr(kind.config, "kind_name", None)
     if declared != kind.name:
         raise ValueError(f"experiment kind {kind.name!r}: its config {kind.config.__name__} is declared for "
-                         f"{declared!r}; declare it with @kind_config({kind.name!r}) in stir/experiments/schema.py")
+                         f"{declared!r}; declare it with @kind_config({kind.name!r}) in the torch-free module beside the "
+                         f"kind's code, stir/experiments/<module>_config.py")
     known = KINDS.peek(kind.name)
     if known is not None and known.run is not kind.run:
         raise ValueError(f"experiment kind {kind.name!r} is registered twice")

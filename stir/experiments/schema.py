@@ -1,17 +1,22 @@
 """The typed schema of ``python evaluate.py`` as plain dataclasses: the common settings
-(``EvaluateConfig``) and every experiment kind's config (``KIND_CONFIGS``).
+(``EvaluateConfig``), what every experiment kind's config has (``ExperimentConfig``, ``AtIRIsFields``)
+and the registry of the kinds' configs (``kind_config``, ``KIND_CONFIGS``).
 
-Nothing here imports torch or Lightning: the command line is checked, and ``--help`` answered,
+Each kind's config dataclass lives beside the kind's code, in ``stir/experiments/<module>_config.py``
+(``matrix_config.py`` beside ``matrix.py``, ``paper_config.py`` beside ``paper/``), declared there with
+``@kind_config(name)``; ``KIND_CONFIGS`` imports those modules, and only those, on first use. Nothing
+here or in them imports torch or Lightning: the command line is checked, and ``--help`` answered,
 against these classes before the application is imported (``stir.experiments.commands``).
 ``stir.experiments.config`` checks a composed config against them; each kind's module
-(``stir.experiments.<kind>``) registers its runner with the config class named here.
+(``stir.experiments.<kind>``) registers its runner with its config class.
 """
 from __future__ import annotations
 
 import dataclasses
+import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -19,9 +24,6 @@ from stir.config.schema import ImagesConfig, LoggerConfig
 from stir.inversion.config import ControversialConfig, ExecutionConfig, InversionConfig
 from stir.measure.settings import CalibrationConfig
 from stir.registry import Registry
-
-if TYPE_CHECKING:
-    from stir.stitching import StitchSettings
 
 
 @dataclass
@@ -106,9 +108,16 @@ class RobustBenchConfig:
     model_dir: str = "models"  # weights at <model_dir>/<dataset>/<threat_model>/<name>.pt (RobustBench's layout)
 
 
+# A kind's config module: stir/experiments/<module>_config.py, beside the kind's module (or package).
+CONFIG_MODULE_SUFFIX = "_config"
+_MODULES = [m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])]
+
 # The experiment kinds' config dataclasses, each declared with its kind's name where it is defined
-# (@kind_config("matrix") above its class; torch-free, so the command line is checked against them first).
-KIND_CONFIG: Registry[type] = Registry("experiment kind config")
+# (@kind_config("matrix") above its class in matrix_config.py). Collected on first use by importing every
+# config module of stir.experiments and nothing else: the kinds' own modules import torch, and the
+# command line is checked against these classes first.
+KIND_CONFIG: Registry[type] = Registry("experiment kind config", package="stir.experiments",
+                                       skip=[m for m in _MODULES if not m.endswith(CONFIG_MODULE_SUFFIX)])
 
 
 def kind_config(name: str) -> Callable[[type], type]:
@@ -138,14 +147,14 @@ def compute_problem(compute: str, profile: str = "full") -> Optional[str]:
     return None
 
 
-def _once(names: Any) -> List[str]:
-    """``names`` as strings, in order, each once."""
+def once(names: Any) -> List[str]:
+    """``names`` as strings, in order, each once (what a kind config's ``model_names`` returns)."""
     return list(dict.fromkeys(str(n) for n in names))
 
 
 @dataclass
 class ExperimentConfig:
-    """What every experiment kind's config has; each kind adds its own fields (``stir.experiments.<kind>``)."""
+    """What every experiment kind's config has; each kind adds its own fields (``stir.experiments.<module>_config``)."""
 
     name: str = "pair"
     kind: str = "pair"  # a registered kind: KIND_CONFIGS below (stir.experiments.kinds() lists them)
@@ -260,211 +269,22 @@ class AtIRIsFields:
     at_iris_draws: int = 1
 
 
-@kind_config("pair")
-@dataclass
-class PairConfig(ExperimentConfig, AtIRIsFields):
-    """experiment=pair: ref (m1) vs target (m2), the top-level ``ref`` and ``target``."""
+class _KindConfigs(Mapping[str, type]):
+    """Each kind's config dataclass by kind name, read from the @kind_config declarations (their modules
+    imported on first use; the registry's ``Kind.config`` must be the one declared for its name:
+    stir.experiments.registry checks it)."""
 
-    def model_names(self, common: Any = None) -> List[str]:
-        return [] if common is None else _once([common.ref, common.target])  # the top-level ref and target
+    def __getitem__(self, name: str) -> type:
+        return KIND_CONFIG.collect().view()[name]
 
+    def __iter__(self) -> Iterator[str]:
+        return iter(KIND_CONFIG.collect().view())
 
-@kind_config("pairs")
-@dataclass
-class PairsConfig(ExperimentConfig, AtIRIsFields):
-    """experiment kind ``pairs``: each [ref, target] of ``pairs``."""
-
-    pairs: List[List[str]] = field(default_factory=list)
-
-    def model_names(self, common: Any = None) -> List[str]:
-        return _once(m for pair in self.pairs for m in pair)
+    def __len__(self) -> int:
+        return len(KIND_CONFIG.collect().view())
 
 
-@kind_config("matrix")
-@dataclass
-class MatrixConfig(ExperimentConfig, AtIRIsFields):
-    """experiment kind ``matrix``: every ordered pair of ``models``."""
-
-    models: List[str] = field(default_factory=list)
-    # {model: its seed twin}; the diagonal compares a model with its twin, not with itself
-    seed_twins: Dict[str, str] = field(default_factory=dict)
-
-    def model_names(self, common: Any = None) -> List[str]:
-        return _once([*self.models, *self.seed_twins.values()])
-
-
-@kind_config("incremental")
-@dataclass
-class IncrementalConfig(ExperimentConfig, AtIRIsFields):
-    """experiment kind ``incremental``: {label: [m_1, m_2, ...]} chains ordered by training-set size."""
-
-    chains: Dict[str, List[str]] = field(default_factory=dict)
-    update: str = "scratch"  # scratch (each m_t from scratch, as the paper) | warm (m_t warm-started: <name>_warm)
-
-    def model_names(self, common: Any = None) -> List[str]:
-        return _once(m for chain in self.chains.values() for m in chain)
-
-
-@kind_config("stitching")
-@dataclass
-class StitchingConfig(ExperimentConfig):
-    """experiment kind ``stitching``: how stitching layers are fitted and tested (``stir.stitching``)."""
-
-    pairs: List[List[str]] = field(default_factory=list)  # [[A, B], ...]: both directions of each
-    kinds: List[str] = field(default_factory=lambda: ["identity", "linear", "g_relu"])  # identity | linear | g_relu | orthogonal
-    seeds: List[int] = field(default_factory=lambda: [0, 1])  # stitching seeds (training subset, batch order)
-    epochs: int = 3  # passes of Adam over the training images
-    batch_size: int = 128  # training batches of S
-    eval_batch_size: int = 500  # statistics and test accuracy (no effect on the numbers)
-    lr: float = 0.01
-    train_images: Optional[int] = None  # per seed, drawn from the back model's training split (None: all)
-    test_images: Optional[int] = None  # the first N of the fixed-order test split (None: all)
-    init: str = "match"  # match (least squares / Hungarian / Procrustes) | identity
-
-    def model_names(self, common: Any = None) -> List[str]:
-        return _once(m for pair in self.pairs for m in pair)
-
-    def settings(self) -> "StitchSettings":
-        from stir.stitching import StitchSettings  # torch: not needed to check a command line
-
-        return StitchSettings(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
-                              train_images=self.train_images, init=self.init)
-
-
-@kind_config("layer_matching")
-@dataclass
-class LayerMatchingConfig(ExperimentConfig):
-    """experiment kind ``layer_matching``: seed models in ``models``, taps in ``layers``."""
-
-    models: List[str] = field(default_factory=list)
-    measures: List[str] = field(default_factory=list)  # [] = every registered measure (+ rbf_cka_0.8)
-    stir: bool = True  # STIR grids too: arbitrary IRIs of every tap of every model (measure, k, inversion)
-
-    def model_names(self, common: Any = None) -> List[str]:
-        return _once(self.models)
-
-
-@kind_config("grounding")
-@dataclass
-class GroundingConfig(ExperimentConfig):
-    """experiment kind ``grounding`` (Ding et al. 2021): seed models in ``models``, taps in ``layers``."""
-
-    models: List[str] = field(default_factory=list)
-    measures: List[str] = field(default_factory=list)  # [] = every registered measure (+ rbf_cka_0.8)
-    n_probe: int = 1000  # held-out images: linear probes (half train, half score) and the measures
-    pc_ks: List[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])  # k PCs deleted
-    pc_order: str = "top"  # top (largest variance first) | bottom (smallest nonzero variance first)
-    robustness_models: List[str] = field(default_factory=list)  # the OOD axis: every pair of these ([] = skip)
-    stir: bool = True  # STIR (both directions) for the depth pairs of two models and the robustness pairs
-    n_boot: int = 1000  # bootstrap resamples of the rank correlation
-
-    def model_names(self, common: Any = None) -> List[str]:
-        return _once([*self.models, *self.robustness_models])
-
-
-@kind_config("invariance")
-@dataclass
-class InvarianceConfig(ExperimentConfig):
-    """experiment kind ``invariance`` (G-EED, Kvinge et al. 2022): models in ``models``, taps in ``layers``."""
-
-    models: List[str] = field(default_factory=list)
-    transforms: List[str] = field(default_factory=lambda: [
-        "hflip", "shift1", "shift2", "shift3", "shift4", "rot90", "rot180", "rot270", "brightness", "grayscale"])
-    distances: List[str] = field(default_factory=lambda: ["euclidean", "cosine"])
-    noise: List[float] = field(default_factory=lambda: [0.0, 0.05, 0.1])  # Gaussian input noise levels
-    random_init: bool = True  # add an untrained network of the first model's architecture
-
-    def model_names(self, common: Any = None) -> List[str]:
-        return _once(self.models)
-
-
-@kind_config("suite")
-@dataclass
-class SuiteConfig(ExperimentConfig):
-    """experiment kind ``suite``: {part name: {kind: ..., <that kind's fields>, layers: {...}, iri: ...}}."""
-
-    parts: Dict[str, Any] = field(default_factory=dict)
-
-    def model_names(self, common: Any = None) -> List[str]:
-        from stir.experiments.suite import part_configs  # each part checked by its own kind (torch)
-
-        return _once(m for part, _ in part_configs(self).values() for m in part.model_names(common))
-
-
-@kind_config("paper")
-@dataclass
-class PaperConfig(ExperimentConfig, AtIRIsFields):
-    """experiment kind ``paper``: the models each claim's preset needs, named by zoo name. Its ``at_iris*``
-    fields (``AtIRIsFields``) ask Table 1 and Table 2 again at IRIs (``stir.experiments.paper.at_iris``):
-    each direction of their pairs read where its X' are IRIs, from the seeds part's images and seeds, and
-    claims 1-3 and 7 judged again on it."""
-
-    # Table 1 (claims 1-6): a recipe's training seeds; seed pairs are every two of them, and AT vs
-    # vanilla pairs are (at_i, vanilla_i) by position (independent pairs: no model shared).
-    recipes: Dict[str, List[str]] = field(default_factory=lambda: {"vanilla": [], "at": []})
-    seeds_iri: str = "both"  # Table 1 has STIR_adv (claim 4)
-    # Table 1's STIR_adv row under more adversarial objectives than the evaluation's own
-    # (inversion.adversarial_objective, constrained by default): each one is a part of its own,
-    # seeds_<objective>, on the same pairs with adversarial IRIs only. The published 0.05-0.10 came from
-    # the original code, whose objective is `original` (r1 - 0.1 r2, no bound): claim 4 is judged on
-    # that reading where it is measured, the constrained one beside it.
-    stir_adv_objectives: List[str] = field(default_factory=lambda: ["original"])
-    # Table 2 (claim 7): models ordered from the most robust to the least.
-    robustness: List[str] = field(default_factory=list)
-    # Claim 7 asked of the graded-robustness family (issue 52): per seed position [vanilla_si, at_e025_si,
-    # at_si], least robust first; judged by stir.paper.rules.GRADED (committed before its models exist).
-    graded_robustness: List[List[str]] = field(default_factory=list)
-    # Figure 1 (claim 8): {family: [m_1, m_2, ...]} ordered by training-set size.
-    chains: Dict[str, List[str]] = field(default_factory=dict)
-    # Figures 2, 3, 6, 7 (claims 9, 10): {"<dataset> <architecture>": {vanilla: [a, b], at: [c, d]}}
-    layer_settings: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    # Figures 4, 8 (claim 11): {family: {residual: [...], vgg: [...]}}, the first training seed of each
-    # architecture, and {model: [its later training seeds]}: seed position i replaces every model of a
-    # family by its i-th later seed, and claim 11's difference is pooled over the positions (as claim
-    # 12's). The first later seed is the model's twin on the matrix's diagonal. Seeds of a model the
-    # architectures do not name are unused (an override of `architectures` keeps the preset's seeds).
-    architectures: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    architecture_seeds: Dict[str, List[str]] = field(default_factory=dict)
-    # Figures 5, 9 (claim 12): {setting: {at: [its training seeds], trades: [...], mart: [...]}}, as
-    # many seeds of each; seed position i is (at_i, trades_i, mart_i), its three pairs measured, and
-    # claim 12's differences are pooled over the positions (independent: they share no model).
-    methods: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    # Where the layer-wise parts read the models (figures 2-3, 6-7: the original code's taps; 5, 9: all).
-    layers: LayersConfig = field(default_factory=lambda: LayersConfig(taps="original"))
-    methods_layers: LayersConfig = field(default_factory=lambda: LayersConfig(taps="all"))
-    # The recipe question (issue 31; part recipe_ablation, no claim of its own): {arm: [its training
-    # seeds]}, the first arm the baseline, and {arm: the lever it moves, in words} for the table. Every
-    # two seeds of an arm are a seed pair, measured as Table 1's pairs are (seeds_iri); each arm is read
-    # against the baseline with Welch's interval and an equivalence test at ablation_margin
-    # (stir.experiments.paper.ablation).
-    ablation: Dict[str, List[str]] = field(default_factory=dict)
-    ablation_levers: Dict[str, str] = field(default_factory=dict)
-    ablation_margin: float = 0.05
-    # Parts left out of this report (seeds, relative_robustness, incremental, layers, architectures,
-    # at_methods, recipe_ablation): their claims read "not measured in this report" (never held or failed), so that a
-    # report of the parts measured so far can be written while the others are still to be computed.
-    skip: List[str] = field(default_factory=list)
-    # Measure nothing: the report of what the results store (and the shipped results, zoo/store) holds.
-    # A pair not stored is left out of its part (the part's claims then rest on fewer seed pairs, and
-    # say so); a part with nothing stored, or a matrix / chain with a cell missing, is left out like a
-    # skipped one ("not measured in this report").
-    stored_only: bool = False
-
-    def model_names(self, common: Any = None) -> List[str]:
-        return _once([*(m for seeds in self.recipes.values() for m in seeds), *self.robustness,
-                      *(m for row in self.graded_robustness for m in row),
-                      *(m for chain in self.chains.values() for m in chain),
-                      *(m for arms in self.layer_settings.values() for ms in arms.values() for m in ms),
-                      *(m for fam in self.architectures.values() for ms in fam.values() for m in ms),
-                      *(m for later in self.architecture_seeds.values() for m in later),
-                      *(m for setting in self.methods.values() for ms in setting.values() for m in ms),
-                      *(m for seeds in self.ablation.values() for m in seeds)])
-
-
-# Each kind's config dataclass by kind name, collected from the @kind_config declarations (a live view:
-# a config declared below it is in it too; the registry's ``Kind.config`` must be the one declared for
-# its name: stir.experiments.registry checks it).
-KIND_CONFIGS: Mapping[str, type] = KIND_CONFIG.view()
+KIND_CONFIGS: Mapping[str, type] = _KindConfigs()
 
 
 def register_evaluate_configs() -> None:

@@ -26,10 +26,10 @@ from typing import Any, Dict, List, Tuple
 
 from stir.config.validate import ConfigError
 from stir.data import StirDataModule
-from stir.experiments.schema import StitchingConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.registry import Kind, Unit, register
 from stir.experiments.rows import calibration_cell, interval, normalised_cell
+from stir.experiments.stitching_config import StitchingConfig  # noqa: F401  (the kind's config, torch-free)
 from stir.measure import DirectionResult, Stat
 from stir.models.depth import layer_pairs
 from stir.reporting import Figure, Report, Table, mean_std, plot_layerwise

@@ -9,36 +9,25 @@ under the part's name (``<part>/<table>``). A part is also the unit of work a sh
 from __future__ import annotations
 
 import dataclasses
-from functools import partial
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from omegaconf import OmegaConf
 
 from stir.config.store import to_dataclass
 from stir.config.validate import ConfigError
 from stir.experiments.config import LayersConfig
-from stir.experiments.schema import SuiteConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
 from stir.experiments.registry import Kind, Unit, get, register
+from stir.experiments.suite_config import SuiteConfig, typed_parts
 from stir.measure.plan import check_iri
 from stir.reporting import Report
-
-OWN = ("layers", "iri")  # settings a part may set for itself
 
 
 def part_configs(cfg: SuiteConfig) -> Dict[str, Tuple[Any, Dict[str, Any]]]:
     """{part: (its kind's checked config, its own settings: layers / iri)}."""
     out = {}
-    for name, given in cfg.parts.items():
-        given = dict(given)
-        kind_name = given.get("kind")
-        if kind_name in (None, "suite"):
-            raise ConfigError(f"experiment.parts.{name}: give the kind of the part (any kind but suite)")
-        kind = get(kind_name)
-        own = {key: given.pop(key) for key in OWN if key in given}
-        node = OmegaConf.merge(OmegaConf.structured(kind.config), {"name": name, **given})
-        part = to_dataclass(node, kind.config, prefix=f"experiment.parts.{name}.")
-        kind.check(part)
+    for name, (part, own) in typed_parts(cfg).items():
+        get(part.kind).check(part)
         if "iri" in own:
             try:
                 check_iri(own["iri"], f"experiment.parts.{name}.iri")

@@ -1,10 +1,11 @@
-"""bench/bench_train.py: the accuracy curve leaves the run it measures unchanged; the plot and its table."""
+"""bench/bench_train.py curve and plot (bench/train_curve.py): the accuracy curve leaves the run it
+measures unchanged; the plot and its table."""
 import json
 
 import pytest
 import torch
 
-from bench.bench_train import CONFIGS, common_target_line, curve_main, plot_main, time_to
+from bench.train_curve import CONFIGS, common_target_line, curve_main, plot_main, time_to
 from stir.config.store import compose_train
 from stir.data import synthetic
 from stir.training.pipeline import train

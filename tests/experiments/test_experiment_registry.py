@@ -26,6 +26,7 @@ def test_each_kind_is_registered_with_the_config_declared_for_it(name):
     assert callable(kind.run) and callable(kind.units) and callable(kind.check) and callable(kind.report_name)
     assert issubclass(kind.config, ExperimentConfig)  # name, kind, description, compute, then its own fields
     assert KIND_CONFIGS[name] is kind.config and kind.config.kind_name == name  # what the command line checks
+    assert kind.config.__module__ == f"{kind.run.__module__}_config"  # beside the kind's code (torch-free)
     assert kind.models(kind.config(name="x", kind=name)) == []  # an empty config names no model
 
 
@@ -98,4 +99,5 @@ def test_the_docs_kinds_table_reads_every_registered_kind():
     for name in kinds():
         kind = registry.get(name)
         assert read[name]["config"] == KIND_CONFIGS[name].__name__
+        assert f"stir.experiments.{read[name]['config_module']}" == KIND_CONFIGS[name].__module__, name
         assert f"stir.experiments.{read[name]['module']}" == kind.run.__module__, name

@@ -34,7 +34,7 @@ def test_an_unknown_at_iris_mode_is_refused_with_the_choices():
 
     from stir.config.validate import ConfigError
     from stir.experiments.paper import _check
-    from stir.experiments.schema import PaperConfig
+    from stir.experiments.paper_config import PaperConfig
 
     with pytest.raises(ConfigError, match="stored"):
         _check(PaperConfig(at_iris="true"))
@@ -45,7 +45,7 @@ def test_claim_7_is_judged_again_on_table_2s_differences_at_iris_beside_its_publ
     from types import SimpleNamespace
 
     from stir.experiments.paper.table2 import _iris_difference
-    from stir.experiments.schema import PaperConfig
+    from stir.experiments.paper_config import PaperConfig
     from stir.paper import verdicts as v
 
     ctx = SimpleNamespace(estimator=SimpleNamespace(calibration=SimpleNamespace(confidence=0.95)))

@@ -118,7 +118,7 @@ def test_matrix_diagonal_label_says_which_cells_hold_a_seed_twin():
     """A matrix whose twins are only partly shipped (the paper preset on the laptop zoo) must not call
     every diagonal cell a seed-twin comparison."""
     from stir.experiments.matrix import _diagonal_label
-    from stir.experiments.schema import MatrixConfig
+    from stir.experiments.matrix_config import MatrixConfig
 
     models = ["vanilla", "resnet34", "vgg16"]
     partial = MatrixConfig(name="m", kind="matrix", models=models, seed_twins={"vanilla": "vanilla_s1"})

@@ -46,8 +46,8 @@ from stir.experiments.paper.methods import figures5_9
 from stir.experiments.paper.parts import PARTS, Availability, extra_objectives
 from stir.experiments.paper.readings import DISJOINT, NAN, NOT_STORED, ONE_PAIR, SHARED, Evidence, confidence_z
 from stir.experiments.paper.stored import stored_parts
-from stir.experiments.schema import PaperConfig  # noqa: F401  (the kind's config: stir.experiments.schema)
 from stir.experiments.context import Context
+from stir.experiments.paper_config import PaperConfig  # noqa: F401  (the kind's config, torch-free)
 from stir.experiments.registry import Kind, Unit, get, register
 from stir.inversion.config import ADVERSARIAL_OBJECTIVES
 from stir.paper import CLAIMS, HOLDS, NOT_RUN, NOT_TESTABLE, Verdict

@@ -22,7 +22,7 @@ from stir.experiments.context import Context
 from stir.experiments.intervals import num as _num, se as _se
 from stir.experiments.paper.parts import Availability, ablation_pairs
 from stir.experiments.paper.readings import NAN, arm_estimate, direction_reading
-from stir.experiments.schema import PaperConfig
+from stir.experiments.paper_config import PaperConfig
 from stir.measure.seeds import SeedEstimate, difference, z_value as _z
 from stir.paper import Interval
 

@@ -11,7 +11,7 @@ from stir.experiments.matrix import MatrixConfig
 from stir.experiments.paper.parts import Availability, architecture_positions, matrix_models
 from stir.experiments.paper.readings import (Evidence, calibrated, cell_text, confidence_z, difference_of,
                                              direction_reading, mean_of, over_seed_pairs, positions_held)
-from stir.experiments.schema import PaperConfig
+from stir.experiments.paper_config import PaperConfig
 from stir.paper import Interval, levels
 from stir.paper import verdicts as v
 

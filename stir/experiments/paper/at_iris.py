@@ -22,7 +22,7 @@ from stir.experiments.context import Context
 from stir.experiments.intervals import from_se, num
 from stir.experiments.paper.parts import Availability, table1_pairs
 from stir.experiments.paper.readings import NAN, cell_text, confidence_z, difference_of, direction_reading, over_seed_pairs
-from stir.experiments.schema import PaperConfig
+from stir.experiments.paper_config import PaperConfig
 from stir.measure.at_iris import AtIRIsResult, stir_at_iris
 from stir.measure.plan import DEFAULT_TAP  # Table 1's tap (the paper's penultimate layer)
 from stir.paper import Interval, claim

@@ -9,7 +9,7 @@ from stir.experiments.incremental import IncrementalConfig, links
 from stir.experiments.intervals import num as _num
 from stir.experiments.paper.parts import Availability
 from stir.experiments.paper.readings import NAN, Evidence, calibrated, cell_text, direction_reading
-from stir.experiments.schema import PaperConfig
+from stir.experiments.paper_config import PaperConfig
 from stir.paper import Interval, levels
 from stir.paper import verdicts as v
 

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from stir.experiments.context import Context
 from stir.experiments.paper.parts import PARTS, Availability, matrix_models, method_positions, table1_pairs
 from stir.experiments.paper.readings import Evidence
-from stir.experiments.schema import PaperConfig
+from stir.experiments.paper_config import PaperConfig
 from stir.paper import CLAIMS, HOLDS, NOT_RUN, NOT_TESTABLE, Verdict
 from stir.paper import verdicts as v
 

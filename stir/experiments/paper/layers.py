@@ -17,7 +17,7 @@ from stir.experiments.intervals import from_se as _from_se, num as _num
 from stir.experiments.pairs import PairsConfig
 from stir.experiments.paper.parts import Availability
 from stir.experiments.paper.readings import NAN, NOT_STORED, Evidence, cell_text, confidence_z, direction_reading
-from stir.experiments.schema import PaperConfig
+from stir.experiments.paper_config import PaperConfig
 from stir.measure.results import DIRECTIONS
 from stir.measure.seeds import standard_error
 from stir.paper import Interval, claim, levels

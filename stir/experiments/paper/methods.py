@@ -12,7 +12,7 @@ from stir.experiments.paper.parts import METHOD_LABELS, METHOD_PAIRS, Availabili
 from stir.experiments.paper.readings import (NAN, NOT_STORED, Evidence, cell_text, confidence_z, difference_of,
                                              direction_reading, mean_of, over_seed_pairs, positions_held)
 from stir.experiments.paper.table2 import robustness_gap
-from stir.experiments.schema import PaperConfig
+from stir.experiments.paper_config import PaperConfig
 from stir.measure.results import DIRECTIONS
 from stir.paper import Interval, levels
 from stir.paper import verdicts as v

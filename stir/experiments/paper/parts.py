@@ -14,8 +14,7 @@ from stir.experiments.context import Context
 from stir.experiments.incremental import IncrementalConfig
 from stir.experiments.matrix import MatrixConfig
 from stir.experiments.pairs import PairsConfig
-from stir.experiments.paper.table2 import graded_parts
-from stir.experiments.schema import PaperConfig
+from stir.experiments.paper_config import PaperConfig
 from stir.inversion.config import ADVERSARIAL_OBJECTIVES
 from stir.zoo import MissingModelError
 
@@ -118,6 +117,15 @@ def architecture_positions(cfg: PaperConfig, ok: Callable[[str], bool]) -> Dict[
             positions.append({g: [cfg.architecture_seeds[n][i] for n in names] for g, names in first.items()})
         out[family] = positions
     return out
+
+
+def graded_parts(cfg: PaperConfig, ok: Availability, with_iri: Callable[[str], Context]) -> Dict[str, Tuple[Any, Context]]:
+    """Part ``graded_<i>`` per seed position whose three models are here: a matrix of (at_si,
+    at_e025_si, vanilla_si), most robust first, as Table 2's ``relative_robustness`` is (claim 7's
+    graded family, judged by ``stir.experiments.paper.table2.graded_from_parts``)."""
+    return {f"graded_{i}": (MatrixConfig(name=f"graded_{i}", kind="matrix", models=list(reversed(names)),
+                                         description=f"claim 7's graded family, seed position {i}"), with_iri("arbitrary"))
+            for i, names in enumerate(cfg.graded_robustness) if len(names) == 3 and ok.all(list(names))}
 
 
 def parts(ctx: Context, cfg: PaperConfig, ok: Availability) -> Dict[str, Tuple[Any, Context]]:

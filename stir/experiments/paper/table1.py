@@ -12,7 +12,7 @@ from stir.experiments.intervals import from_se as _from_se, num as _num, se as _
 from stir.experiments.paper.parts import Availability, extra_objectives, table1_pairs
 from stir.experiments.paper.readings import (NAN, Evidence, cell_text, confidence_z, difference_of, direction_reading,
                                              over_seed_pairs, reading)
-from stir.experiments.schema import PaperConfig
+from stir.experiments.paper_config import PaperConfig
 from stir.measure.calibration import Calibration
 from stir.measure.results import DIRECTIONS, PairResult
 from stir.paper import Interval, claim, levels

@@ -123,14 +123,6 @@ def graded_verdict_words(verdict: Optional[Verdict]) -> str:
     return rules.word(7, verdict) if verdict is not None else rules.NOT_MEASURED_W
 
 
-def graded_parts(cfg, ok, with_iri) -> Dict[str, Tuple[Any, Any]]:
-    """Part ``graded_<i>`` per seed position whose three models are here: a matrix of (at_si,
-    at_e025_si, vanilla_si), most robust first, as Table 2's ``relative_robustness`` is."""
-    return {f"graded_{i}": (MatrixConfig(name=f"graded_{i}", kind="matrix", models=list(reversed(names)),
-                                         description=f"claim 7's graded family, seed position {i}"), with_iri("arbitrary"))
-            for i, names in enumerate(cfg.graded_robustness) if len(names) == 3 and ok.all(list(names))}
-
-
 def graded_from_parts(ctx, cfg, chosen, ok) -> Tuple[List[Dict[str, Any]], Optional[Verdict], str]:
     """(the graded family's rows, its verdict by ``rules.GRADED`` or None, why it is not measured)
     from the ``graded_<i>`` parts that ran."""
