@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from stir import atomic
 from stir.config.schema import LoggerConfig
 from stir.provenance import library_versions
+from stir.reporting import reading
 from stir.reporting.report import Report, Row, Table, unique_slugs
 from stir.reporting.tables import format_table, to_markdown, write_csv, write_markdown
 from stir.reporting.wandb_log import complete_runs, log_report
@@ -49,6 +50,11 @@ def _undefined(value: Any) -> bool:
     return (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and value.strip().lower().startswith("nan"))
 
 
+def _after(table: Table) -> str:
+    """The sentences shown under a table (``Table.after``), a paragraph each."""
+    return "".join(f"{sentence}\n\n" for sentence in table.after)
+
+
 README_ROWS = 40  # tables up to this many rows are shown in the report's README.md, longer ones linked
 
 
@@ -65,7 +71,13 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
     to ``README_ROWS`` rows shown, longer ones linked), then the figures. Each table's ``<name>.csv``
     and ``<name>.md`` hold all its columns, headline or not."""
     out.mkdir(parents=True, exist_ok=True)
-    sections = [f"# {report.title}\n"] + [f"> {note}\n" for note in report.notes]
+    sections = [f"# {report.title}\n"]
+    if report.opening:  # plain words first, then the notes grouped (stir.reporting.reading), then the tables
+        sections += [f"{paragraph}\n" for paragraph in report.opening]
+        if report.notes:
+            sections.append("\n".join(reading.markdown(report.notes)) + "\n")
+    else:
+        sections += [f"> {note}\n" for note in report.notes]
     for note in report.notes:
         log.warning("%s", note)
     headlines, others = [], []
@@ -90,13 +102,13 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
                 write_markdown(brief, out / f"{name}_headline.md", title=f"{report.title}: {name} (headline)",
                                footer="\n".join(f"[{i}] {note}  " for i, note in enumerate(brief_notes, 1)))
                 shown_brief = f"{len(brief)} rows: [`{name}_headline.md`]({name}_headline.md)\n"
-            headlines.append(f"## {name}\n\n{shown_brief}\n{every}\n")
+            headlines.append(f"## {table.title or name}\n\n{shown_brief}\n{_after(table)}{every}\n")
             continue
         log.info("%s\n%s%s", name, format_table(shown), "".join(f"\n[{i}] {note}" for i, note in enumerate(notes, 1)))
         if len(shown) <= README_ROWS:  # the report itself shows the numbers, not only where they are
-            others.append(f"## {name}\n\n{to_markdown(shown)}\n{_footer(notes)}\n\n{files}\n")
+            others.append(f"## {table.title or name}\n\n{to_markdown(shown)}\n{_footer(notes)}\n\n{_after(table)}{files}\n")
         else:
-            others.append(f"## {name}\n\n{len(shown)} rows: {files}\n")
+            others.append(f"## {table.title or name}\n\n{len(shown)} rows: {files}\n\n{_after(table)}")
     sections += headlines + others
     figures = {}
     stems = unique_slugs(report.figures)
