@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 # Hydra and OmegaConf; the application is imported once the command line is known to be good.
 from stir.cli import EXPECTED_ERRORS, check_command_line, one_line_errors
 from stir.config import ConfigError
+from stir.experiments.before_imports import check_command
 from stir.experiments.commands import evaluate_command
 from stir.experiments.schema import register_evaluate_configs
 
@@ -25,7 +26,9 @@ register_evaluate_configs()
 
 
 def main() -> None:
-    check_command_line(sys.argv[1:], evaluate_command(REPO / "configs" / "evaluate"))  # --help; typos: one line
+    command = evaluate_command(REPO / "configs" / "evaluate")
+    check_command_line(sys.argv[1:], command)  # --help; typos: one line
+    check_command(sys.argv[1:], command, REPO)  # a misspelt model, a missing data file or weights: one line, before torch
     run()
 
 
@@ -38,6 +41,7 @@ def run(cfg: DictConfig) -> None:
     with one_line_errors(ConfigError, RecipeMismatchError, UnknownModelError, MissingModelError, SourceError,
                          *EXPECTED_ERRORS, memory_hint="lower execution.batch_size (images per inversion batch) or n"):
         evaluate(cfg)
+
 
 
 def evaluate(cfg: DictConfig) -> None:

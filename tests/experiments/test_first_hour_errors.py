@@ -153,3 +153,75 @@ def test_9_the_default_budget_is_recorded_as_1000_steps_not_null(tmp_path):
     cfg, experiment = compose_evaluate(REPO / "configs/evaluate", [f"out_dir={tmp_path}"])
     settings = report_settings(open_context(cfg, experiment, repo=REPO).config)
     assert settings["inversion.steps"] == 1000
+
+
+# Issue 69: a misspelt model, a missing data file or absent real-network weights are refused before torch,
+# the data and the models are loaded: one line, exit 2, none of the heavy modules imported.
+_REFUSED_BEFORE_IMPORTS = """
+import runpy, sys
+sys.argv = {argv!r}
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as stop:
+    code = stop.code
+heavy = sorted(m for m in ("torch", "lightning", "torchvision", "numpy", "stir.zoo", "stir.data") if m in sys.modules)
+print("HEAVY", code, heavy)
+"""
+
+
+def refused_before_imports(tmp_path: Path, *args: str, env: dict = None) -> str:
+    """Run evaluate.py with ``args`` in a fresh interpreter; assert it stops with exit status 2 and one
+    message line before any heavy import; return the message (without ``error: ``)."""
+    import os
+    import subprocess
+
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), **(env or {})}
+    environment.pop("HYDRA_FULL_ERROR", None)
+    argv = [str(REPO / "evaluate.py"), *args, f"out_dir={tmp_path / 'results'}"]
+    done = subprocess.run([sys.executable, "-c", _REFUSED_BEFORE_IMPORTS.format(argv=argv)], cwd=tmp_path,
+                          env=environment, capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "HEAVY 2 []", (done.stdout[-2000:], done.stderr[-2000:])
+    err = done.stderr.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith("error: "), err  # the message, then how to see the traceback
+    return err[0][len("error: "):]
+
+
+def test_69_a_misspelt_model_name_is_refused_before_torch(tmp_path):
+    message = refused_before_imports(tmp_path, "ref=vanila", "target=vanilla_s1", "profile=laptop")
+    assert message.startswith("unknown model 'vanila': not a zoo name of") and "did you mean 'vanilla'" in message
+    message = refused_before_imports(tmp_path, "experiment=seeds", "experiment.pairs=[[vanilla,at_s9]]")
+    assert message.startswith("unknown model 'at_s9'")  # a kind's own model list too
+
+
+def test_69_an_unknown_model_source_is_refused_before_torch(tmp_path):
+    message = refused_before_imports(tmp_path, "ref=torchvison:resnet18", "target=vanilla")
+    assert message.startswith("unknown model source 'torchvison' in 'torchvison:resnet18'; sources: ['zoo', ")
+    assert "'torchvision'" in message
+
+
+def test_69_a_missing_data_file_is_refused_before_torch(tmp_path):
+    message = refused_before_imports(tmp_path, "ref=vanilla", "target=vanilla_s1", "data.source=/nope.tar.gz")
+    assert message.startswith("data.source=/nope.tar.gz does not exist") and "CIFAR-10 copy" in message
+
+
+@pytest.mark.parametrize("name", ["realnet:resnet20-akamaster", "r20"])  # a source string, a zoo entry naming one
+def test_69_absent_real_network_weights_are_refused_before_torch_saying_how_to_get_them(tmp_path, name):
+    empty = tmp_path / "realnets"
+    empty.mkdir()
+    message = refused_before_imports(tmp_path, f"ref={name}", "target=vanilla", env={"STIR_REALNETS": str(empty)})
+    assert message.startswith(f"realnet:resnet20-akamaster: no file {empty / 'resnet20-akamaster.pt'} ($STIR_REALNETS)")
+    assert "how to get them: docs/models.md#getting-the-weights" in message
+    assert "### Getting the weights" in (REPO / "docs" / "models.md").read_text()
+
+
+def test_69_the_source_prefixes_read_without_torch_are_the_registry_s():
+    """stir.config.model_names reads the prefixes from the sources' registrations without importing them."""
+    import subprocess
+
+    from stir.config.model_names import source_prefixes
+    from stir.models import sources
+
+    assert list(source_prefixes()) == sources.names()
+    code = "import sys; from stir.config.model_names import source_prefixes; assert source_prefixes(); " \
+           "assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
