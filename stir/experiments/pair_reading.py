@@ -158,7 +158,8 @@ def opening(pair: PairResult, at_rows: Sequence[Row], interval_reading: str) -> 
              f"{first.n} images and which {first.k} inversion seeds were drawn: made this way, it covers the value "
              f"over all test images and seeds about {confidence} of the time (measured coverage: "
              f"docs/benchmarks/calibration.md); it does not cover another training seed of either model.")
-    more = (f"Then the other direction and STIR at IRIs in the table below; the similarity "
+    then = "the other direction and STIR at IRIs" if any(map(_read_at_iris, at_rows)) else "the other direction"
+    more = (f"Then {then} in the table below; the similarity "
             f"({_measure(s.measure)} {s.value:.3f}) has no direction. More: the *Reading a STIR* tutorial "
             f"({TUTORIAL}) and the estimator ({ESTIMATOR}).")
     return [what, f"{read} {holds}", more]

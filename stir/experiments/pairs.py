@@ -105,7 +105,7 @@ def in_words(report: Report, pair: PairResult, interval_reading: str) -> None:
     table = report.tables["pairs"]
     table.headline = pair_reading.headline(pair, at_rows)
     table.title = "STIR both ways"
-    table.after = pair_reading.disagreements(pair, at_rows) + [pair_reading.LEGEND]
+    table.after, table.legend = pair_reading.disagreements(pair, at_rows), pair_reading.LEGEND
     convergence = report.tables["convergence"]
     convergence.display = pair_reading.convergence_display(convergence.rows)
     convergence.title = "STIR along the inversion budget (convergence)"

@@ -51,8 +51,8 @@ def _undefined(value: Any) -> bool:
 
 
 def _after(table: Table) -> str:
-    """The sentences shown under a table (``Table.after``), a paragraph each."""
-    return "".join(f"{sentence}\n\n" for sentence in table.after)
+    """The sentences shown under a table (``Table.after``, then its ``legend``), a paragraph each."""
+    return "".join(f"{sentence}\n\n" for sentence in [*table.after, table.legend] if sentence)
 
 
 README_ROWS = 40  # tables up to this many rows are shown in the report's README.md, longer ones linked
@@ -78,8 +78,12 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
             sections.append("\n".join(reading.markdown(report.notes)) + "\n")
     else:
         sections += [f"> {note}\n" for note in report.notes]
+    # The terminal gets a summary (issue 69): the headline rows, how many notes, where the report is; every
+    # table, note and figure is in README.md (and at DEBUG: logging.level=DEBUG or hydra.verbose=true).
     for note in report.notes:
-        log.warning("%s", note)
+        log.debug("note: %s", note)
+    if report.notes:
+        log.info("%d note(s) on how it was measured, the models and the data: in %s", len(report.notes), out / "README.md")
     headlines, others = [], []
     stems = unique_slugs(report.tables)  # two labels that slug alike never write one file
     for name, table in report.tables.items():
@@ -92,8 +96,11 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
         if table.headline is not None:
             brief, brief_notes = readable(table.headline)
             columns = len(shown[0]) if shown else 0
-            log.info("%s\n%s%s\nevery column: %s", name, format_table(brief),
-                     "".join(f"\n[{i}] {note}" for i, note in enumerate(brief_notes, 1)), out / f"{name}.md")
+            log.info("%s\n%s\n(its notes [1]-[%d]: README.md; every column: %s)", table.title or name, format_table(brief),
+                     len(brief_notes), out / f"{name}.md")
+            log.debug("%s", "\n".join(f"[{i}] {note}" for i, note in enumerate(brief_notes, 1)))
+            for sentence in table.after:  # a direction that reverses, a reading that disagrees: said here too
+                log.info("%s", sentence)
             log.debug("%s, every column\n%s", name, format_table(shown))
             every = (f"Every column ({columns} of them): [`{name}.md`]({name}.md); the numbers at full precision: "
                      f"[`{name}.csv`]({name}.csv).")
@@ -104,7 +111,7 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
                 shown_brief = f"{len(brief)} rows: [`{name}_headline.md`]({name}_headline.md)\n"
             headlines.append(f"## {table.title or name}\n\n{shown_brief}\n{_after(table)}{every}\n")
             continue
-        log.info("%s\n%s%s", name, format_table(shown), "".join(f"\n[{i}] {note}" for i, note in enumerate(notes, 1)))
+        log.debug("%s\n%s%s", name, format_table(shown), "".join(f"\n[{i}] {note}" for i, note in enumerate(notes, 1)))
         if len(shown) <= README_ROWS:  # the report itself shows the numbers, not only where they are
             others.append(f"## {table.title or name}\n\n{to_markdown(shown)}\n{_footer(notes)}\n\n{_after(table)}{files}\n")
         else:
@@ -116,7 +123,7 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
         path = figure.render(out / f"{stems[name]}.png")
         figures[name] = path
         sections.append(f"![{name}]({path.name})\n")
-        log.info("figure %s: %s", name, path)
+        log.debug("figure %s: %s", name, path)
     atomic.write_text(out / "README.md", "\n".join(sections))
     atomic.write_json(out / "record.json", {"config": config, "versions": library_versions(), "summary": report.summary,
                                              "notes": report.notes, "models": report.models})
@@ -127,7 +134,7 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
         entity=logger.wandb.entity, tags=tags, job_type="evaluate",
     )
     if run is not None:
-        log.info("W&B run: %s (upload with `wandb sync %s`; dashboards: docs/evaluation.md#dashboard)", run, run)
+        log.debug("W&B run: %s", run)  # the entry point says where it is and how to upload it, once
     return figures
 
 

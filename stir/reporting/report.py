@@ -30,7 +30,8 @@ class Table:
     notes: Optional[List[List[str]]] = None  # notes[i]: the notes of display row i
     headline: Optional["Table"] = None  # the few main columns, shown first in README.md
     title: Optional[str] = None  # the README's heading of the table in words (None: its file name)
-    after: List[str] = field(default_factory=list)  # sentences the README shows under the table (headline or not)
+    after: List[str] = field(default_factory=list)  # sentences under the table (README and terminal): a disagreement ...
+    legend: str = ""  # what the columns mean, under the table in README.md
 
     @property
     def shown(self) -> List[Row]:

@@ -225,3 +225,59 @@ def test_69_the_source_prefixes_read_without_torch_are_the_registry_s():
     code = "import sys; from stir.config.model_names import source_prefixes; assert source_prefixes(); " \
            "assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_69_ctrl_c_says_what_was_kept_and_how_to_resume_exit_130(tmp_path, monkeypatch):
+    """A real SIGINT while a pair is being measured: one line (the results store kept, the same command
+    resumes), exit status 130, no traceback."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    source = tmp_path / "images"
+    synthetic.write_image_folder(source, n_train=100, n_test=20, seed=0)
+    run_entry_point("train", [*TINY_ZOO, f"data.source={source}", f"runs_dir={tmp_path / 'runs'}"], monkeypatch)
+    args = [a for a in zoo_args(tmp_path, "ref=vanilla", "target=vanilla", f"data.source={source}")
+            if not a.startswith("inversion.steps")] + ["inversion.steps=100000"]  # long enough to be interrupted
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    env.pop("HYDRA_FULL_ERROR", None)
+    with subprocess.Popen([sys.executable, str(REPO / "evaluate.py"), *args], cwd=tmp_path, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        said = []
+        deadline = time.monotonic() + 300
+        for line in proc.stdout:  # until the pair is being measured
+            said.append(line)
+            if line.startswith("pair vanilla (m1) vs vanilla (m2)") or time.monotonic() > deadline:
+                break
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=120)
+    said += rest.splitlines(keepends=True)
+    text = "".join(said)
+    assert proc.returncode == 130, text[-3000:]
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text[-3000:]
+    last = text.strip().splitlines()[-1]
+    assert last.startswith(f"interrupted: the measurements finished so far are kept in the results store "
+                           f"{tmp_path / 'results' / 'store'}; run the same command again to resume"), last
+
+
+def test_69_the_command_prints_a_summary_the_wandb_line_once_and_where_the_results_are_last(tmp_path, monkeypatch):
+    import os
+    import subprocess
+
+    source = tmp_path / "images"
+    synthetic.write_image_folder(source, n_train=100, n_test=20, seed=0)
+    run_entry_point("train", [*TINY_ZOO, f"data.source={source}", f"runs_dir={tmp_path / 'runs'}"], monkeypatch)
+    args = [a for a in zoo_args(tmp_path, "ref=vanilla", "target=vanilla", f"data.source={source}")
+            if not a.startswith("logger.wandb.mode")] + ["logger.wandb.mode=offline"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "WANDB_SILENT": "true"}
+    done = subprocess.run([sys.executable, str(REPO / "evaluate.py"), *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 0, lines[-30:]
+    assert lines[-1].startswith(f"results in {tmp_path / 'results'}") and "/README.md" in lines[-1]
+    assert sum("wandb sync" in line for line in lines) == 1, [line for line in lines if "wandb" in line.lower()]
+    assert any(line.startswith("STIR both ways") for line in lines)  # the headline, in words
+    assert not any("tap_ref" in line or line.startswith("[1] ") for line in lines)  # not the whole report
+    assert any("note(s) on how it was measured, the models and the data: in " in line for line in lines)
