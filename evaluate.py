@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 # Hydra and OmegaConf; the application is imported once the command line is known to be good.
 from stir.cli import EXPECTED_ERRORS, check_command_line, one_line_errors
 from stir.config import ConfigError
+from stir.experiments.before_imports import check_command
 from stir.experiments.commands import evaluate_command
 from stir.experiments.schema import register_evaluate_configs
 
@@ -25,7 +26,9 @@ register_evaluate_configs()
 
 
 def main() -> None:
-    check_command_line(sys.argv[1:], evaluate_command(REPO / "configs" / "evaluate"))  # --help; typos: one line
+    command = evaluate_command(REPO / "configs" / "evaluate")
+    check_command_line(sys.argv[1:], command)  # --help; typos: one line
+    check_command(sys.argv[1:], command, REPO)  # a misspelt model, a missing data file or weights: one line, before torch
     run()
 
 
@@ -35,9 +38,20 @@ def run(cfg: DictConfig) -> None:
     from stir.training.runs import RecipeMismatchError
     from stir.zoo import MissingModelError, UnknownModelError
 
-    with one_line_errors(ConfigError, RecipeMismatchError, UnknownModelError, MissingModelError, SourceError,
-                         *EXPECTED_ERRORS, memory_hint="lower execution.batch_size (images per inversion batch) or n"):
-        evaluate(cfg)
+    try:
+        with one_line_errors(ConfigError, RecipeMismatchError, UnknownModelError, MissingModelError, SourceError,
+                             *EXPECTED_ERRORS, memory_hint="lower execution.batch_size (images per inversion batch) or n"):
+            evaluate(cfg)
+    except KeyboardInterrupt:  # Ctrl-C: what was kept and how to go on, not a traceback
+        interrupted(Path(cfg.out_dir) / "store")
+
+
+def interrupted(store: Path) -> None:
+    """One line after Ctrl-C, exit status 130 (128 + SIGINT): every measurement finished before it is in the
+    results store (one atomic file each), and the same command serves them from there and measures the rest."""
+    print(f"\ninterrupted: the measurements finished so far are kept in the results store {store}; run the same "
+          "command again to resume (it serves them from there and measures the rest)", file=sys.stderr)
+    sys.exit(130)
 
 
 def evaluate(cfg: DictConfig) -> None:
@@ -57,10 +71,10 @@ def evaluate(cfg: DictConfig) -> None:
     report = experiments.run(ctx, experiment)
     published = experiments.publication(ctx, experiment)
     out = publish_evaluation(report, Path(config.out_dir), logger=config.logger, **published)
+    log.info("%s", offline_run_line(out, config.logger.wandb.mode))  # W&B's one line; where the results are, last
     log.info("results in %s (the latest of its name and profile: %s/README.md; on exactly these models: %s; "
              "all: %s)", out, Path(config.out_dir) / published["latest"],
              Path(config.out_dir) / (published["exact"] or published["latest"]), Path(config.out_dir) / "index.md")
-    log.info("%s", offline_run_line(out, config.logger.wandb.mode))
 
 
 if __name__ == "__main__":

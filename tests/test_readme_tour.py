@@ -126,7 +126,7 @@ def test_train_your_own_reaches_a_report_that_flags_its_models(tmp_path):
             done = subprocess.run(command, shell=True, cwd=work, env=env, capture_output=True, text=True, timeout=60)
             assert done.returncode == 0, f"{command}: {done.stderr}"
             readme = done.stdout
-            assert "## pairs" in readme and "## models" in readme and "| floor | ceiling |" in readme
+            assert "## STIR both ways" in readme and "## models" in readme and "| floor / ceiling |" in readme
     report = work / "results" / latest(own_commands()[2])
     models = {m["model"]: m for m in json.loads((report / "record.json").read_text())["models"]}
     assert set(models) == {"vanilla", "vanilla_s1"}
@@ -149,7 +149,12 @@ def test_the_zoo_tour_is_served_and_the_library_prints_its_numbers(tmp_path):
     readme = subprocess.run(tour_commands()[2], shell=True, cwd=work, capture_output=True, text=True).stdout
     assert "## models" in readme and "shipped (zoo/weights/vanilla-laptop-" in readme and "barely trained" not in readme
     # STIR at IRIs beside the published value, served from zoo/store too (issue 53)
-    assert "## at_iris" in readme and "at_iris: 2 of 2 directions read at IRIs (r1 <= 0.02)" in readme
+    assert "(at_iris)\n" in readme and "at_iris: 2 of 2 directions read at IRIs (r1 <= 0.02)" in readme
+    # issue 69: it reads top-down: what STIR is, the value to read first and what its interval holds, first
+    first = "\n".join(readme.splitlines()[:15])
+    assert "STIR (Similarity Through Inverted Representations" in first and "Read first: STIR(vanilla_s1|vanilla) = " in first
+    assert "does not cover another training seed" in first and "docs/tutorials/stir_of_two_models.ipynb" in first
+    assert len([line for line in readme.split("\n|", 1)[0].splitlines() if line.startswith(("- ", "> "))]) <= 5
     code = library_example().replace("PATH", str(DATA_COPY))
     code += ("\nimport json\nfrom stir.experiments.rows import pair_row\n"
              "print('ROW', json.dumps({k: v for k, v in pair_row(r).items() if isinstance(v, float)}))\n")

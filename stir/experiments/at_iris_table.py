@@ -17,7 +17,7 @@ from stir.config.validate import ConfigError, check_choice, check_positive
 from stir.experiments.context import Context
 from stir.inversion.iri import IRIConfig
 from stir.measure import DirectionResult, PairResult
-from stir.measure.at_iris import stir_at_iris
+from stir.measure.at_iris import AtIRIsResult, stir_at_iris
 from stir.store import NotStored, ResultStore
 from stir.zoo import Model
 
@@ -70,12 +70,49 @@ def row(ctx: Context, ref: Model, target: Model, published: Optional[DirectionRe
         out.update({"at_iris": math.nan, "at_iris_low": math.nan, "at_iris_high": math.nan, "level": cfg.at_iris_level,
                     "fraction_reached": math.nan, "at_iris_median_residual": math.nan, "evaluations_per_image": math.nan})
         return out, []
+    return reading_row(out["direction"], published, r), r.notes
+
+
+def reading_row(direction: str, published: Optional[DirectionResult], r: AtIRIsResult) -> Dict[str, Any]:
+    """The row of ``direction`` ("STIR(target|ref)", the report's labels) from the published reading and
+    the reading at IRIs ``r``."""
+    quality = published.quality.get("arbitrary", {}) if published is not None else {}
     low, high = r.interval
-    out.update({"at_iris": r.value, "at_iris_low": low, "at_iris_high": high, "level": r.level,
-                "fraction_reached": r.fraction_reached,
-                "at_iris_median_residual": sum(r.median_residual) / len(r.median_residual),
-                "evaluations_per_image": sum(r.evaluations) / len(r.evaluations) / r.n})
-    return out, r.notes
+    return {"direction": direction,
+            "published": published.stir.mean if published is not None and published.stir else math.nan,
+            "published_median_residual": quality.get("median_residual", math.nan),
+            "published_fraction_iri": quality.get("fraction_iri", math.nan),
+            "at_iris": r.value, "at_iris_low": low, "at_iris_high": high, "level": r.level,
+            "fraction_reached": r.fraction_reached,
+            "at_iris_median_residual": sum(r.median_residual) / len(r.median_residual),
+            "evaluations_per_image": sum(r.evaluations) / len(r.evaluations) / r.n}
+
+
+RAW = ("direction", "published", "published_median_residual", "published_fraction_iri", "at_iris", "at_iris_low",
+       "at_iris_high", "level", "fraction_reached", "at_iris_median_residual", "evaluations_per_image")  # row()'s columns
+
+
+def _cell(value: float, fmt: str = ".3f") -> str:
+    return format(value, fmt) if math.isfinite(value) else "-"
+
+
+def worded(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The table's rows for people (README.md, ``at_iris.md``): column names in words, STIR at IRIs with
+    its interval in one cell, fractions as percentages; the CSV keeps the raw columns."""
+    out = []
+    for r in rows:
+        read = math.isfinite(r["at_iris"])
+        out.append({
+            **{k: v for k, v in r.items() if k not in RAW},  # the kind's own cells first (a chain's train_size ...)
+            "direction": r["direction"], "published STIR": _cell(r["published"]),
+            "its median residual r1": _cell(r["published_median_residual"]),
+            "its X' within the tolerance": _cell(r["published_fraction_iri"], ".0%"),
+            "STIR at IRIs [95% interval]": (f"{r['at_iris']:.3f} [{r['at_iris_low']:.3f}, {r['at_iris_high']:.3f}]"
+                                            if read else "not in the results store"),
+            "level (r1 ≤)": f"{r['level']:g}", "X' that reached it": _cell(r["fraction_reached"], ".0%"),
+            "their median r1": _cell(r["at_iris_median_residual"]),
+            "model evaluations per image": _cell(r["evaluations_per_image"], ".0f")})
+    return out
 
 
 def note(rows: List[Dict[str, Any]]) -> Optional[str]:

@@ -75,6 +75,7 @@ def run(ctx: Context, cfg: IncrementalConfig) -> Report:
             errors[name] = interval_errors(values, [c.low if c else math.nan for _, c in points],
                                            [c.high if c else math.nan for _, c in points])
     if "at_iris" in report.tables:
+        report.tables["at_iris"].display = at_iris_table.worded(report.tables["at_iris"].rows)
         report.notes.append(at_iris_table.note(report.tables["at_iris"].rows))
     report.tables["incremental"] = Table(numeric, display=display, notes=notes,
                                          headline=rows.headline_table(measured, extra))

@@ -105,7 +105,7 @@ def run(ctx: Context, cfg: MatrixConfig) -> Report:
             r, at_notes = at_iris_table.row(ctx, models[i], models[j], measured[i * m + j], ctx.images(models[0]), cfg)
             at_rows.append(r)
             report.notes += at_notes
-        report.tables["at_iris"] = Table(at_rows)
+        report.tables["at_iris"] = Table(at_rows, display=at_iris_table.worded(at_rows))
         report.notes.append(at_iris_table.note(at_rows))
     report.tables["convergence"] = Table(convergence)
     for name, values in (("stir", stir), ("stir_normalised", normalised), ("stir_adv", stir_adv), (ctx.estimator.measure, sim)):

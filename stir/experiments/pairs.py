@@ -8,7 +8,7 @@ from functools import partial
 from typing import Callable, List, Tuple
 
 from stir.config.validate import ConfigError
-from stir.experiments import at_iris_table, rows
+from stir.experiments import at_iris_table, pair_reading, rows
 from stir.experiments.config import ExperimentConfig
 from stir.experiments.context import Context
 from stir.experiments.examples import iri_examples
@@ -79,15 +79,38 @@ def run(ctx: Context, cfg: ExperimentConfig) -> Report:
                 report.tables.setdefault("at_iris", Table([])).rows.extend(at_rows)
                 report.notes += at_notes
     if "at_iris" in report.tables:
-        report.notes.append(at_iris_table.note(report.tables["at_iris"].rows))
+        at = report.tables["at_iris"]
+        at.display = at_iris_table.worded(at.rows)
+        report.notes.append(at_iris_table.note(at.rows))
     report.tables["pairs"] = Table(numeric, display=display, notes=notes, headline=rows.headline_table(measured, extra))
     report.tables["convergence"] = Table(convergence)
+    if not isinstance(cfg, PairsConfig) and not _layerwise(ctx):  # one pair at one tap: in plain words (issue 69;
+        # the layer-wise headline keeps a row per tap, and the paper's pairs parts keep their rendering)
+        in_words(report, measured[0], ctx.estimator.calibration.interval)
     m1, m2 = pairs[0]
     figure, example_notes = iri_examples(ctx, m1, m2, ctx.images(m1))
     if figure is not None:
         report.figures["iri_examples"] = figure
     report.notes += example_notes
     return report
+
+
+def in_words(report: Report, pair: PairResult, interval_reading: str) -> None:
+    """A pair's report opens in plain words (``stir.experiments.pair_reading``): what was measured and
+    how to read it, the worded headline with a sentence for each disagreement, the tables titled, and
+    the convergence rows of one set of X' shown once. ``report`` holds the tables ``pairs`` and
+    ``convergence`` (and ``at_iris`` where read); ``interval_reading`` is calibration.interval."""
+    at_rows = report.tables["at_iris"].rows if "at_iris" in report.tables else []
+    report.opening = pair_reading.opening(pair, at_rows, interval_reading)
+    table = report.tables["pairs"]
+    table.headline = pair_reading.headline(pair, at_rows)
+    table.title = "STIR both ways"
+    table.after, table.legend = pair_reading.disagreements(pair, at_rows), pair_reading.LEGEND
+    convergence = report.tables["convergence"]
+    convergence.display = pair_reading.convergence_display(convergence.rows)
+    convergence.title = "STIR along the inversion budget (convergence)"
+    if "at_iris" in report.tables:
+        report.tables["at_iris"].title = "STIR at IRIs beside the published reading (at_iris)"
 
 
 def convergence_figure(ctx: Context, pair: PairResult) -> Figure:

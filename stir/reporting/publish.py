@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from stir import atomic
 from stir.config.schema import LoggerConfig
 from stir.provenance import library_versions
+from stir.reporting import reading
 from stir.reporting.report import Report, Row, Table, unique_slugs
 from stir.reporting.tables import format_table, to_markdown, write_csv, write_markdown
 from stir.reporting.wandb_log import complete_runs, log_report
@@ -55,6 +56,11 @@ def _undefined(value: Any) -> bool:
     return (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and bool(_ALL_NAN.fullmatch(value.strip())))
 
 
+def _after(table: Table) -> str:
+    """The sentences shown under a table (``Table.after``, then its ``legend``), a paragraph each."""
+    return "".join(f"{sentence}\n\n" for sentence in [*table.after, table.legend] if sentence)
+
+
 README_ROWS = 40  # tables up to this many rows are shown in the report's README.md, longer ones linked
 
 
@@ -71,9 +77,19 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
     to ``README_ROWS`` rows shown, longer ones linked), then the figures. Each table's ``<name>.csv``
     and ``<name>.md`` hold all its columns, headline or not."""
     out.mkdir(parents=True, exist_ok=True)
-    sections = [f"# {report.title}\n"] + [f"> {note}\n" for note in report.notes]
+    sections = [f"# {report.title}\n"]
+    if report.opening:  # plain words first, then the notes grouped (stir.reporting.reading), then the tables
+        sections += [f"{paragraph}\n" for paragraph in report.opening]
+        if report.notes:
+            sections.append("\n".join(reading.markdown(report.notes)) + "\n")
+    else:
+        sections += [f"> {note}\n" for note in report.notes]
+    # The terminal gets a summary (issue 69): the headline rows, how many notes, where the report is; every
+    # table, note and figure is in README.md (and at DEBUG: logging.level=DEBUG or hydra.verbose=true).
     for note in report.notes:
-        log.warning("%s", note)
+        log.debug("note: %s", note)
+    if report.notes:
+        log.info("%d note(s) on how it was measured, the models and the data: in %s", len(report.notes), out / "README.md")
     headlines, others = [], []
     stems = unique_slugs(report.tables)  # two labels that slug alike never write one file
     for name, table in report.tables.items():
@@ -86,8 +102,11 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
         if table.headline is not None:
             brief, brief_notes = readable(table.headline)
             columns = len(shown[0]) if shown else 0
-            log.info("%s\n%s%s\nevery column: %s", name, format_table(brief),
-                     "".join(f"\n[{i}] {note}" for i, note in enumerate(brief_notes, 1)), out / f"{name}.md")
+            log.info("%s\n%s\n(its notes [1]-[%d]: README.md; every column: %s)", table.title or name, format_table(brief),
+                     len(brief_notes), out / f"{name}.md")
+            log.debug("%s", "\n".join(f"[{i}] {note}" for i, note in enumerate(brief_notes, 1)))
+            for sentence in table.after:  # a direction that reverses, a reading that disagrees: said here too
+                log.info("%s", sentence)
             log.debug("%s, every column\n%s", name, format_table(shown))
             every = (f"Every column ({columns} of them): [`{name}.md`]({name}.md); the numbers at full precision: "
                      f"[`{name}.csv`]({name}.csv).")
@@ -96,13 +115,13 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
                 write_markdown(brief, out / f"{name}_headline.md", title=f"{report.title}: {name} (headline)",
                                footer="\n".join(f"[{i}] {note}  " for i, note in enumerate(brief_notes, 1)))
                 shown_brief = f"{len(brief)} rows: [`{name}_headline.md`]({name}_headline.md)\n"
-            headlines.append(f"## {name}\n\n{shown_brief}\n{every}\n")
+            headlines.append(f"## {table.title or name}\n\n{shown_brief}\n{_after(table)}{every}\n")
             continue
-        log.info("%s\n%s%s", name, format_table(shown), "".join(f"\n[{i}] {note}" for i, note in enumerate(notes, 1)))
+        log.debug("%s\n%s%s", name, format_table(shown), "".join(f"\n[{i}] {note}" for i, note in enumerate(notes, 1)))
         if len(shown) <= README_ROWS:  # the report itself shows the numbers, not only where they are
-            others.append(f"## {name}\n\n{to_markdown(shown)}\n{_footer(notes)}\n\n{files}\n")
+            others.append(f"## {table.title or name}\n\n{to_markdown(shown)}\n{_footer(notes)}\n\n{_after(table)}{files}\n")
         else:
-            others.append(f"## {name}\n\n{len(shown)} rows: {files}\n")
+            others.append(f"## {table.title or name}\n\n{len(shown)} rows: {files}\n\n{_after(table)}")
     sections += headlines + others
     figures = {}
     stems = unique_slugs(report.figures)
@@ -110,7 +129,7 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
         path = figure.render(out / f"{stems[name]}.png")
         figures[name] = path
         sections.append(f"![{name}]({path.name})\n")
-        log.info("figure %s: %s", name, path)
+        log.debug("figure %s: %s", name, path)
     atomic.write_text(out / "README.md", "\n".join(sections))
     atomic.write_json(out / "record.json", {"config": config, "versions": library_versions(), "summary": report.summary,
                                              "notes": report.notes, "models": report.models})
@@ -121,7 +140,7 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
         entity=logger.wandb.entity, tags=tags, job_type="evaluate",
     )
     if run is not None:
-        log.info("W&B run: %s (upload with `wandb sync %s`; dashboards: docs/evaluation.md#dashboard)", run, run)
+        log.debug("W&B run: %s", run)  # the entry point says where it is and how to upload it, once
     return figures
 
 

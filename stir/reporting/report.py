@@ -29,6 +29,9 @@ class Table:
     display: Optional[List[Row]] = None
     notes: Optional[List[List[str]]] = None  # notes[i]: the notes of display row i
     headline: Optional["Table"] = None  # the few main columns, shown first in README.md
+    title: Optional[str] = None  # the README's heading of the table in words (None: its file name)
+    after: List[str] = field(default_factory=list)  # sentences under the table (README and terminal): a disagreement ...
+    legend: str = ""  # what the columns mean, under the table in README.md
 
     @property
     def shown(self) -> List[Row]:
@@ -56,6 +59,10 @@ class Report:
     summary: Dict[str, float] = field(default_factory=dict)  # stable keys (W&B summary, record.json)
     notes: List[str] = field(default_factory=list)  # said once, above the tables (e.g. which estimator)
     models: List[Row] = field(default_factory=list)  # what each model is (stir.reporting.models), in record.json
+    # Paragraphs README.md opens with, in plain words: what was measured and how to read it (a pair's:
+    # stir.experiments.pair_reading). A report with an opening shows its notes grouped and deduplicated
+    # (stir.reporting.reading) and its tables under their titles; one without (the paper's) as before.
+    opening: List[str] = field(default_factory=list)
 
 
 SLUG_LIMIT = 120  # characters of a file or folder name made from labels; a name may have 255 bytes

@@ -128,7 +128,7 @@ def log_report(*, project: str, run_name: str, directory: PathLike, mode: str,
         raise FileNotFoundError(f"images to log do not exist: {missing}")
     table_data = {key: _table_data(key, spec) for key, spec in tables.items()}
     if mode == "disabled":
-        log.info("W&B disabled: report %r not logged", run_name)
+        log.debug("W&B disabled: report %r not logged", run_name)
         return None
 
     import wandb
@@ -167,6 +167,6 @@ def log_report(*, project: str, run_name: str, directory: PathLike, mode: str,
             wandb.teardown()  # stops the service, unregisters its atexit hook, clears the env var
             sys.exit, sys.excepthook = saved_exit, saved_excepthook
     write_json(directory / "wandb" / COMPLETE, [*complete_runs(directory), run_dir.name])  # only once finished
-    log.info("W&B %s run %r written to %s (%d tables, %d images, %d summary values)",
-             mode, run_name, run_dir, len(table_data), len(image_paths), len(summary))
+    log.debug("W&B %s run %r written to %s (%d tables, %d images, %d summary values)",
+              mode, run_name, run_dir, len(table_data), len(image_paths), len(summary))
     return run_dir

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from omegaconf import OmegaConf
 
+from stir.config.model_names import close_matches  # noqa: F401  (stir.zoo.resolve's too)
 from stir.config.schema import TrainConfig
 from stir.config.store import compose_train
 from stir.training.runs import CORRUPT, FINISHED, RecipeMismatchError, RunFolder, read_run_config, recipe_dir
@@ -253,13 +254,3 @@ def _trained_source(folder: RunFolder) -> Optional[str]:
         return None
     source = (config.get("data") or {}).get("source")
     return None if source is None else str(source)
-
-
-def close_matches(name: str, choices) -> str:
-    """"; did you mean A or B?" for the nearest of ``choices`` (difflib), or a count of them."""
-    import difflib
-
-    near = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.6)
-    if near:
-        return "; did you mean " + " or ".join(repr(n) for n in near) + "?"
-    return f" ({len(list(choices))} names in the zoo file)"

@@ -32,6 +32,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 import torch
 
+from stir.config.model_names import unknown_model_message, unknown_source_message
 from stir.config.schema import ImagesConfig
 from stir.config.validate import ConfigError
 from stir.models import build, channel_stats, sources
@@ -42,7 +43,7 @@ from stir.models.weights import load_state
 from stir.training.runs import FINISHED, UNFINISHED, RunFolder, resolve_weights_file
 from stir.zoo import checkpoints
 from stir.zoo.model import Model
-from stir.zoo.recipes import MissingModelError, Recipes, UnknownModelError, close_matches
+from stir.zoo.recipes import MissingModelError, Recipes, UnknownModelError
 from stir.zoo.shipped import ShippedZoo, relative
 
 log = logging.getLogger(__name__)
@@ -145,8 +146,7 @@ class Zoo:
             return self._sourced(name, _given(tap, weights), label=None)
         zoo_name = name[len(ZOO_PREFIX):] if name.startswith(ZOO_PREFIX) else name
         if prefix and prefix != sources.ZOO and zoo_name not in self.recipes.recipes and not Path(name).exists():
-            raise SourceError(f"unknown model source {prefix!r} in {name!r}; sources: {sources.names()} "
-                              f"(zoo:NAME or a bare zoo name for this project's models)")
+            raise SourceError(unknown_source_message(prefix, name))
         if tap is not None or weights is not None:
             given = ", ".join(k for k, v in (("tap", tap), ("weights", weights)) if v is not None)
             raise ConfigError(
@@ -275,18 +275,6 @@ class Zoo:
                 candidate = f"{label}-{suffix}"
         self._labels[candidate] = request
         return candidate
-
-
-def unknown_model_message(name: str, zoo_name: str, names, zoo_file: Path) -> str:
-    """One line for a name that is neither a zoo name nor an existing path: the close zoo names, or, for
-    something that looks like a path, where it was looked for (never the whole list of names)."""
-    path = Path(name)
-    if "/" in name or path.suffix in (".pt", ".pth", ".ckpt", ".th", ".tar"):
-        found = next((p for p in path.resolve().parents if p.exists()), None)  # the deepest folder that exists
-        where = f" ({found} exists, {path.resolve().relative_to(found)} in it does not)" if found else ""
-        return f"no run folder or checkpoint at {path.resolve()}{where}; give an existing run folder or weights file"
-    return (f"unknown model {name!r}: not a zoo name of {zoo_file}{close_matches(zoo_name, names)} (nor a run folder or "
-            f"checkpoint here, nor a source such as realnet:NAME)")
 
 
 def _given(tap: Optional[str], weights: Optional[str]) -> Dict[str, Any]:

@@ -53,9 +53,11 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
     assert "STIR(m2|m1)" in table.replace("\\|", "|") and "at" in table and "vanilla" in table
     readme = (out / "README.md").read_text()  # issue 34: the headline first, every column a link away
     header = next(line for line in readme.splitlines() if line.startswith("|"))
-    assert [c.strip() for c in header.strip("|").split("|")] == ["m1 (ref)", "m2 (target)", "direction", "STIR",
-                                                                "floor", "ceiling", "normalised", "linear_cka", "IRIs",
-                                                                "STIR_adv", "notes"]
+    from stir.experiments import pair_reading
+
+    assert [c.strip() for c in header.strip("|").split("|")] == [  # issue 69: worded columns
+        pair_reading.DIRECTION, pair_reading.PUBLISHED, pair_reading.NORMALISED, pair_reading.FLOOR_CEILING,
+        pair_reading.INVERTED, pair_reading.AT_IRIS, "linear CKA (no direction)", "notes"]
     assert "floor(m2" not in readme and "[`pairs.md`](pairs.md)" in readme
     (wandb_file,) = out.glob("wandb/offline-run-*/run-*.wandb")
     assert b"pairs" in wandb_file.read_bytes()
@@ -87,7 +89,7 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
     assert 0 <= models["at"]["clean_accuracy"] < 0.6 and models["at"]["dtype"] == "float32"
     assert all(m["flag"] == "barely trained: read with care" for m in models.values())
     assert "## models" in readme and readme.count("barely trained: read with care") >= 4  # table rows and notes
-    assert readme.index("## pairs") < readme.index("## models") < readme.index("## convergence")
+    assert readme.index("## STIR both ways") < readme.index("## models") < readme.index("(convergence)")
     entry = json.loads(next((workspace / "results/store/direction").glob("*.json")).read_text())
     assert entry["record"]["models"]["at"]["sha256"] and entry["record"]["config"]["k"] == 2
     assert entry["result"]["stir"]["values"] and len(entry["result"]["stir"]["values"]) == 2

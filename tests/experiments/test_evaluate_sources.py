@@ -113,7 +113,7 @@ def test_zoo_entries_of_other_sources_share_a_matrix_with_zoo_models(workspace, 
 @pytest.mark.parametrize(
     "extra, error, message",
     [
-        (["ref=keras:resnet50"], SourceError, r"unknown model source 'keras'.*sources: \['zoo', .*'robustbench'.*\]"),
+        (["ref=keras:resnet50"], ValueError, r"unknown model source 'keras'.*sources: \['zoo', .*'robustbench'.*\]"),  # refused before torch (issue 69): ConfigError
         (["ref=at", "tap_ref=fc:input"], ValueError, r"tap given for 'at', a model of this project.*layers.taps="),
         (["ref=python:source_nets:feature_maps"], SourceError, r"must return \(n, classes\) logits"),
         ([f"ref={FACTORY}", "tap_ref=nosuch"], ValueError, r"unknown tap 'nosuch'.*valid taps: \[.*'head'"),

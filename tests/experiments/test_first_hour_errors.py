@@ -153,3 +153,131 @@ def test_9_the_default_budget_is_recorded_as_1000_steps_not_null(tmp_path):
     cfg, experiment = compose_evaluate(REPO / "configs/evaluate", [f"out_dir={tmp_path}"])
     settings = report_settings(open_context(cfg, experiment, repo=REPO).config)
     assert settings["inversion.steps"] == 1000
+
+
+# Issue 69: a misspelt model, a missing data file or absent real-network weights are refused before torch,
+# the data and the models are loaded: one line, exit 2, none of the heavy modules imported.
+_REFUSED_BEFORE_IMPORTS = """
+import runpy, sys
+sys.argv = {argv!r}
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as stop:
+    code = stop.code
+heavy = sorted(m for m in ("torch", "lightning", "torchvision", "numpy", "stir.zoo", "stir.data") if m in sys.modules)
+print("HEAVY", code, heavy)
+"""
+
+
+def refused_before_imports(tmp_path: Path, *args: str, env: dict = None) -> str:
+    """Run evaluate.py with ``args`` in a fresh interpreter; assert it stops with exit status 2 and one
+    message line before any heavy import; return the message (without ``error: ``)."""
+    import os
+    import subprocess
+
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), **(env or {})}
+    environment.pop("HYDRA_FULL_ERROR", None)
+    argv = [str(REPO / "evaluate.py"), *args, f"out_dir={tmp_path / 'results'}"]
+    done = subprocess.run([sys.executable, "-c", _REFUSED_BEFORE_IMPORTS.format(argv=argv)], cwd=tmp_path,
+                          env=environment, capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "HEAVY 2 []", (done.stdout[-2000:], done.stderr[-2000:])
+    err = done.stderr.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith("error: "), err  # the message, then how to see the traceback
+    return err[0][len("error: "):]
+
+
+def test_69_a_misspelt_model_name_is_refused_before_torch(tmp_path):
+    message = refused_before_imports(tmp_path, "ref=vanila", "target=vanilla_s1", "profile=laptop")
+    assert message.startswith("unknown model 'vanila': not a zoo name of") and "did you mean 'vanilla'" in message
+    message = refused_before_imports(tmp_path, "experiment=seeds", "experiment.pairs=[[vanilla,at_s9]]")
+    assert message.startswith("unknown model 'at_s9'")  # a kind's own model list too
+
+
+def test_69_an_unknown_model_source_is_refused_before_torch(tmp_path):
+    message = refused_before_imports(tmp_path, "ref=torchvison:resnet18", "target=vanilla")
+    assert message.startswith("unknown model source 'torchvison' in 'torchvison:resnet18'; sources: ['zoo', ")
+    assert "'torchvision'" in message
+
+
+def test_69_a_missing_data_file_is_refused_before_torch(tmp_path):
+    message = refused_before_imports(tmp_path, "ref=vanilla", "target=vanilla_s1", "data.source=/nope.tar.gz")
+    assert message.startswith("data.source=/nope.tar.gz does not exist") and "CIFAR-10 copy" in message
+
+
+@pytest.mark.parametrize("name", ["realnet:resnet20-akamaster", "r20"])  # a source string, a zoo entry naming one
+def test_69_absent_real_network_weights_are_refused_before_torch_saying_how_to_get_them(tmp_path, name):
+    empty = tmp_path / "realnets"
+    empty.mkdir()
+    message = refused_before_imports(tmp_path, f"ref={name}", "target=vanilla", env={"STIR_REALNETS": str(empty)})
+    assert message.startswith(f"realnet:resnet20-akamaster: no file {empty / 'resnet20-akamaster.pt'} ($STIR_REALNETS)")
+    assert "how to get them: docs/models.md#getting-the-weights" in message
+    assert "### Getting the weights" in (REPO / "docs" / "models.md").read_text()
+
+
+def test_69_the_source_prefixes_read_without_torch_are_the_registry_s():
+    """stir.config.model_names reads the prefixes from the sources' registrations without importing them."""
+    import subprocess
+
+    from stir.config.model_names import source_prefixes
+    from stir.models import sources
+
+    assert list(source_prefixes()) == sources.names()
+    code = "import sys; from stir.config.model_names import source_prefixes; assert source_prefixes(); " \
+           "assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_69_ctrl_c_says_what_was_kept_and_how_to_resume_exit_130(tmp_path, monkeypatch):
+    """A real SIGINT while a pair is being measured: one line (the results store kept, the same command
+    resumes), exit status 130, no traceback."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    source = tmp_path / "images"
+    synthetic.write_image_folder(source, n_train=100, n_test=20, seed=0)
+    run_entry_point("train", [*TINY_ZOO, f"data.source={source}", f"runs_dir={tmp_path / 'runs'}"], monkeypatch)
+    args = [a for a in zoo_args(tmp_path, "ref=vanilla", "target=vanilla", f"data.source={source}")
+            if not a.startswith("inversion.steps")] + ["inversion.steps=100000"]  # long enough to be interrupted
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    env.pop("HYDRA_FULL_ERROR", None)
+    with subprocess.Popen([sys.executable, str(REPO / "evaluate.py"), *args], cwd=tmp_path, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        said = []
+        deadline = time.monotonic() + 300
+        for line in proc.stdout:  # until the pair is being measured
+            said.append(line)
+            if line.startswith("pair vanilla (m1) vs vanilla (m2)") or time.monotonic() > deadline:
+                break
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=120)
+    said += rest.splitlines(keepends=True)
+    text = "".join(said)
+    assert proc.returncode == 130, text[-3000:]
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text[-3000:]
+    last = text.strip().splitlines()[-1]
+    assert last.startswith(f"interrupted: the measurements finished so far are kept in the results store "
+                           f"{tmp_path / 'results' / 'store'}; run the same command again to resume"), last
+
+
+def test_69_the_command_prints_a_summary_the_wandb_line_once_and_where_the_results_are_last(tmp_path, monkeypatch):
+    import os
+    import subprocess
+
+    source = tmp_path / "images"
+    synthetic.write_image_folder(source, n_train=100, n_test=20, seed=0)
+    run_entry_point("train", [*TINY_ZOO, f"data.source={source}", f"runs_dir={tmp_path / 'runs'}"], monkeypatch)
+    args = [a for a in zoo_args(tmp_path, "ref=vanilla", "target=vanilla", f"data.source={source}")
+            if not a.startswith("logger.wandb.mode")] + ["logger.wandb.mode=offline"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "WANDB_SILENT": "true"}
+    done = subprocess.run([sys.executable, str(REPO / "evaluate.py"), *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 0, lines[-30:]
+    assert lines[-1].startswith(f"results in {tmp_path / 'results'}") and "/README.md" in lines[-1]
+    assert sum("wandb sync" in line for line in lines) == 1, [line for line in lines if "wandb" in line.lower()]
+    assert any(line.startswith("STIR both ways") for line in lines)  # the headline, in words
+    assert not any("tap_ref" in line or line.startswith("[1] ") for line in lines)  # not the whole report
+    assert any("note(s) on how it was measured, the models and the data: in " in line for line in lines)
