@@ -333,16 +333,18 @@ def test_catalogue_hashes_are_those_of_sha256sums():
 
 
 @pytest.fixture(scope="module")
-def jpeg_test_images(request):
+def jpeg_test_images(request, tmp_path_factory):
     """The first 100 test images of every class of the JPEG copy (1,000), via stir.data, decoded once
-    into pytest's cache folder."""
+    into pytest's cache folder (a temporary one with -p no:cacheprovider)."""
     from stir.config.schema import DataConfig
     from stir.data import load_dataset, to_float
 
     source = realnets.REPO.parent / "shared" / "data" / "cifar10-jpg.tar.gz"
     if not source.is_file():
         pytest.skip(f"{source} absent")
-    data = load_dataset(DataConfig(source=str(source), root=str(request.config.cache.mkdir("stir-data")), download=False))
+    cache = getattr(request.config, "cache", None)
+    root = cache.mkdir("stir-data") if cache is not None else tmp_path_factory.mktemp("stir-data")
+    data = load_dataset(DataConfig(source=str(source), root=str(root), download=False))
     idx = torch.cat([torch.nonzero(data.test_labels == c).flatten()[:100] for c in range(10)])  # files 0000-0099
     return to_float(data.test_images[idx]), data.test_labels[idx]
 
