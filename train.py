@@ -37,7 +37,22 @@ def run(cfg: DictConfig) -> None:
         config = train_config(cfg)  # typed and validated before any work
         run_dir = train(config)
     log.info("run folder: %s", run_dir)
+    said = barely_trained(run_dir, config.data.name)
+    if said:
+        log.warning("%s", said)
     log.info("%s", offline_run_line(run_dir, config.logger.wandb.mode))
+
+
+def barely_trained(run_dir: Path, data: str):
+    """The line saying the run's model is barely trained (from its metrics.json), or None."""
+    import json
+
+    from stir.reporting.models import barely_trained_line
+
+    metrics = Path(run_dir) / "metrics.json"
+    if not metrics.is_file():  # another process of a DDP run, or nothing finished
+        return None
+    return barely_trained_line(data, float(json.loads(metrics.read_text()).get("test/acc", float("nan"))))
 
 
 if __name__ == "__main__":

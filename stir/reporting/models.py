@@ -116,3 +116,13 @@ def flagged(models: Iterable[Any]) -> List[str]:
                          f"{BARELY_TRAINED[row['data']]} on {row['data']}: {FLAG} (STIR between barely trained networks "
                          "is not a statement about trained ones; the shipped zoo's models are trained: README.md)")
     return notes
+
+
+def barely_trained_line(data: str, test_acc: float) -> Optional[str]:
+    """A training's last line when its model is barely trained (clean test accuracy under the level at
+    which every report flags it, ``BARELY_TRAINED``); None for a trained one or an unflagged data set."""
+    level = BARELY_TRAINED.get(data)
+    if level is None or not test_acc < level:
+        return None
+    return (f"this model is barely trained (test accuracy {test_acc:.2f} < {level} on {data}): fine for trying a "
+            f"change end to end, not for results; profile=laptop trains models of real accuracy (docs/training.md)")

@@ -5,7 +5,7 @@ import dataclasses
 import logging
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional, Sequence
+from typing import Any, Dict, Iterator, Sequence
 
 import lightning as L
 from lightning.pytorch.loggers import WandbLogger
@@ -165,27 +165,12 @@ def _fit(cfg: TrainConfig, run: RunFolder, network: nn.Module, data: StirDataMod
         }
         run.finish(system.eval_network, cfg, {k: float(v) for k, v in test_metrics.items()}, record)
         log.info("finished %s: %s", run.path, {k: round(float(v), 4) for k, v in test_metrics.items()})
-        said = trained_enough(cfg.data.name, float(test_metrics.get("test/acc", float("nan"))))
-        if said:
-            log.warning("%s", said)
         if cfg.logger.wandb.log_model:
             _log_model_artifact(loggers, run, recipe, {k: float(v) for k, v in test_metrics.items()})
     for logger in loggers:
         logger.finalize("success")
     _finish_wandb()
     return run.path
-
-
-def trained_enough(data: str, test_acc: float) -> Optional[str]:
-    """A run's last line when its model is barely trained (clean test accuracy under the level at which
-    every report flags it, ``stir.reporting.models.BARELY_TRAINED``); None for a trained one."""
-    from stir.reporting.models import BARELY_TRAINED
-
-    level = BARELY_TRAINED.get(data)
-    if level is None or not test_acc < level:
-        return None
-    return (f"this model is barely trained (test accuracy {test_acc:.2f} < {level} on {data}): fine for trying a "
-            f"change end to end, not for results; profile=laptop trains models of real accuracy (docs/training.md)")
 
 
 def build_system(cfg: TrainConfig, network: nn.Module) -> RobustClassifier:

@@ -230,8 +230,9 @@ def test_each_profile_size_is_read_from_the_config_by_the_help_and_the_docs_stat
         assert stated in evaluate_help, (name, stated)
         zoo = compose_train(REPO / "configs", [f"profile={cfg.zoo.profile}"])
         page = docs[name]
+        epochs = f"{zoo.trainer.max_epochs} epoch{'s' if zoo.trainer.max_epochs != 1 else ''}"
         for fact in (f"n = {cfg.n}", f"k = {cfg.k}", f"{steps} faithful steps", f"width {zoo.model.width}",
-                     f"{zoo.trainer.max_epochs} epochs" if name != "laptop" else f"for {zoo.trainer.max_epochs} epochs"):
+                     epochs if name != "laptop" else f"for {epochs}"):
             assert fact in page, (name, fact)
         if steps != 1000:  # a shorter inversion than the published: the walk's steps said
             assert f"walks of {walk} steps" in page, (name, walk)
@@ -284,7 +285,7 @@ def test_the_laptop_profile_names_the_shipped_results_interval_reading_and_its_r
         readings[name] = (cfg.calibration.interval, any(n.startswith("intervals: calibration.interval=half_sampling")
                                                         for n in notes))
     assert readings == {"cpu": ("jackknife_corrected", False), "full": ("jackknife_corrected", False),
-                        "laptop": ("half_sampling", True)}
+                        "laptop": ("half_sampling", True), "tiny": ("jackknife_corrected", False)}
     shipped = {json.loads(f.read_text())["record"]["config"]["calibration"]["interval"]
                for kind in ("direction", "similarity") for f in (REPO / "zoo" / "store" / kind).glob("*.json")}
     assert shipped == {"half_sampling"}  # what the laptop profile names, so the shipped zoo is served
