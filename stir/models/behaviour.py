@@ -28,8 +28,10 @@ signs: the exact values for outputs of up to ``_CHUNKS`` entries, such as logits
 
 ``Fingerprints`` keeps, per static identity and probe key, the fingerprints seen so far: its
 *variants*. Two keys per model: the synthetic images' forward sketch (``probe_key``: image shape and
-taps, what the shipped ``zoo/fingerprints`` were read on, unchanged) and the whole probe with its
-input gradient (``run_probe_key``: that key and the digest of the run's images). The first variant
+taps) and the whole probe with its input gradient (``run_probe_key``: that key and the digest of the
+run's images). The shipped ``zoo/fingerprints`` hold both, the second for the X of the shipped presets
+(``python -m stir.zoo.ship_results`` ships a store's): a shipped model is checked on the run's images
+before its shipped results are served, not trusted on first use. The first variant
 of a key is the behaviour the stored results were measured with; a model whose sketch matches
 variant j within ``TOLERANCE`` (relative L2 per tap: float rounding across threads and devices
 passes, a changed activation does not) is variant j there. A model that is variant 0 at both keys
