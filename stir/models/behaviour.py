@@ -365,19 +365,20 @@ class Fingerprints:
         have been lost: no ``INDEX`` (the folder deleted; with fingerprint files, written before it was
         kept: ``python -m stir.store reindex`` lists them), or ``static`` listed there and its file
         missing. A damaged file is refused when read."""
+        if (self.folder / INDEX).is_file():
+            if (self.folder / f"{static}.pt").is_file() or static not in self._indexed() or not self.holds_results():
+                return
+            self._refuse(f"the fingerprints of model identity {static[:12]}..., listed in {self.folder.name}/"
+                         f"{INDEX}, are missing")
         if not self.holds_results():
             return
-        if not (self.folder / INDEX).is_file() and any(self.folder.glob("*.pt")):
+        if any(self.folder.glob("*.pt")):
             root = self.folder.parent
             raise UncheckedResults(
                 f"{root} holds results but its {self.folder.name}/{INDEX} is missing (a store written before it was "
                 f"kept): list its fingerprint files with python -m stir.store reindex {root} (it checks that each "
                 f"file is intact and that every model of the results has one), then run again")
-        if not (self.folder / INDEX).is_file():
-            self._refuse(f"its fingerprint folder {self.folder.name}/ (or its {INDEX}) is missing")
-        if not (self.folder / f"{static}.pt").is_file() and static in self._indexed():
-            self._refuse(f"the fingerprints of model identity {static[:12]}..., listed in {self.folder.name}/"
-                         f"{INDEX}, are missing")
+        self._refuse(f"its fingerprint folder {self.folder.name}/ (or its {INDEX}) is missing")
 
     def variant(self, static: str, probe: str, found: Fingerprint) -> Tuple[int, Optional[str]]:
         """(j, why it is new or None): the variant of ``static`` whose fingerprint at ``probe`` matches
