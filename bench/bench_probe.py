@@ -11,20 +11,22 @@ models). A first run copies the shipped entries into the output folder's store; 
 after it is a local store hit. The runs alternate between the two arms:
 
 * ``after``: the code as it is: every ``evaluate_*`` call probes both models
-  (``stir.measure.call.behaviour_ids``: the four synthetic images and the first two of X read at once
-  with a seeded vector-Jacobian product, one image at a time and at the run's batch, the probe tiled
-  up to it; matched against the fingerprints), its time summed by a wrapper;
+  (``stir.measure.call.behaviour_ids``: the four synthetic images and the first two of X tiled to the
+  run's batch, at most ``PROBE_CAP`` rows, read at once with a seeded vector-Jacobian product, and
+  three of them one at a time; matched against the fingerprints), its time summed by a wrapper;
 * ``before``: ``behaviour_ids`` replaced by one that returns the static identities (what the store
   hit cost before issue 54).
 
 Reported: the median wall time of ``main()`` per arm, the probe's own seconds per run, and the
-probe's share of the served pair (target: under 5%). Written to ``bench/out/bench_probe.json``.
+probe's share of the served pair (target: under 5%), with the date and the machine's load average
+(a CPU shared with other work slows both arms). Written to ``bench/out/bench_probe.json``.
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -56,8 +58,10 @@ def main(argv=None) -> Dict[str, object]:
     import torch
 
     import stir.measure.call as call
+    from stir.models.behaviour import PROBE_CAP
 
     torch.set_num_threads(1)
+    load_before = os.getloadavg()[0]  # a CPU shared with other work: said beside the figures
     real = call.behaviour_ids
     spent: List[float] = []
 
@@ -101,7 +105,8 @@ def main(argv=None) -> Dict[str, object]:
               "wall_before_s": round(before, 3), "wall_after_s": round(after, 3), "probe_s": round(probe, 4),
               "probe_share": round(probe / after, 4), "wall_ratio": round(after / before, 4),
               "walls": walls, "probes": probes, "entries_in_store": len(measured), "threads": 1,
-              "torch": torch.__version__}
+              "probe_cap": PROBE_CAP, "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
+              "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)], "torch": torch.__version__}
     out_dir = REPO / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
     from stir.atomic import write_json

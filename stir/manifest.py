@@ -33,7 +33,7 @@ PARTS = ("fingerprints", "models", "store")  # the pinned subfolders of the zoo 
 WRITE_COMMAND = "python -m stir.zoo.manifest --write"
 SHIPPED_ZOO = Path(__file__).resolve().parent.parent / "zoo"  # the zoo folder the package ships
 PIN_FILE = Path(__file__).resolve()  # this file: the writer rewrites the next line with the manifest
-SHIPPED_MANIFEST_SHA256 = "93e08f1f21fe5ba497f8ba96adde42e78735aa43bb0c1925488ee03173646225"  # sha256 of zoo/MANIFEST.sha256
+SHIPPED_MANIFEST_SHA256 = "d82bd322119e1691a5311df3eefb5958abc4a873f9bb39398edad1018286e052"  # sha256 of zoo/MANIFEST.sha256
 
 
 class ManifestError(ValueError):
@@ -41,17 +41,40 @@ class ManifestError(ValueError):
 
 
 def digests(folder: PathLike, parts: Iterable[str] = PARTS) -> Dict[str, str]:
-    """{path relative to ``folder`` (posix): sha256 hex} of every regular file under ``folder/<part>``."""
+    """{path relative to ``folder`` (posix): sha256 hex} of every regular file under ``folder/<part>``.
+    A symbolically linked folder there is read through when it resolves inside the repository that
+    holds ``folder`` (its parent); one that resolves outside is refused (``ManifestError``)."""
     root = Path(folder)
     out: Dict[str, str] = {}
     for part in parts:
         base = root / part
         if not base.is_dir():
             continue
-        for path in sorted(base.rglob("*")):
-            if path.is_file():
-                out[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(_files(base, root)):
+            out[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
+
+
+def _files(base: Path, root: Path) -> Iterable[Path]:
+    """The regular files under ``base`` (named through ``base``), following linked folders inside the
+    repository (``root``'s parent) once each."""
+    repo = root.resolve().parent
+    seen = set()
+    stack = [base]
+    while stack:
+        folder = stack.pop()
+        if folder.is_symlink() and not folder.resolve().is_relative_to(repo):
+            raise ManifestError(f"{folder} is a symbolic link to {folder.resolve()}, outside the repository {repo}: "
+                                f"shipped files are read only from inside it; replace the link by the folder itself "
+                                f"(rm {folder} && git checkout -- {folder.relative_to(root.parent)})")
+        if folder.resolve() in seen:
+            continue
+        seen.add(folder.resolve())
+        for path in sorted(folder.iterdir()):
+            if path.is_dir():
+                stack.append(path)
+            elif path.is_file():
+                yield path
 
 
 def render(pins: Dict[str, str]) -> str:

@@ -33,12 +33,18 @@ missing file refuses the evaluation (``ManifestError``, one line naming the file
 A copy of a shipped entry in this store is compared with the pinned shipped entry each time it is
 served; one that differs (edited here) is moved aside and the shipped one served again.
 Without it (``zoo.shipped_results=false``) everything is computed here.
+
+**A store written before its fingerprints were listed** (no ``fingerprints/INDEX``) is refused until it
+is migrated: ``python -m stir.store reindex OUT_DIR`` writes the INDEX from the fingerprint files
+there, only when every file is intact and every model identity its results name is accounted for (a
+fingerprint file of its own, or a behaviour variant of one; the shipped fingerprints count).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+import argparse
 import os
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -49,7 +55,7 @@ from filelock import FileLock, Timeout
 
 from stir import manifest
 from stir.atomic import move_aside as set_aside, write_json, write_text as atomic_write_text
-from stir.models.behaviour import INDEX, Fingerprints
+from stir.models.behaviour import INDEX, Fingerprints, variant_identities
 from stir.provenance import library_versions
 
 log = logging.getLogger(__name__)
@@ -350,3 +356,74 @@ class ResultStore:
                         path, type(err).__name__, err, aside.name)
             return None
         return entry
+
+
+def reindex(root: Union[str, os.PathLike]) -> List[str]:
+    """Write ``<store>/fingerprints/INDEX`` for a store written before it was kept (``root``: the store or
+    the out_dir holding it): the static identities of the fingerprint files there, sorted. ``ValueError``
+    (one line, nothing written) when the store already has one, a file is damaged, or a result names a
+    model identity that no fingerprint file, here or shipped, accounts for (its file was lost)."""
+    from stir.untrusted import load_plain
+
+    store = Path(root) / "store" if (Path(root) / "store" / FINGERPRINTS).is_dir() else Path(root)
+    folder, aside = store / FINGERPRINTS, f"move {store} aside to measure again"
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is missing: there are no fingerprints to list; {aside}")
+    if (folder / INDEX).is_file():
+        raise ValueError(f"{folder / INDEX} exists: the store needs no reindex (a file it lists and that is missing "
+                         f"was lost: restore it, or {aside})")
+    shipped = manifest.SHIPPED_ZOO / FINGERPRINTS
+
+    def held(path: Path) -> Dict[str, list]:
+        try:
+            data = load_plain(path)
+            if not (isinstance(data, dict) and all(isinstance(v, list) and all(isinstance(f, dict) for f in v)
+                                                   for v in data.values())):
+                raise ValueError("not {probe key: [fingerprint, ...]}")
+            return data
+        except Exception as err:  # noqa: BLE001 - any damage refuses, in one line
+            raise ValueError(f"fingerprint file {path} is damaged ({type(err).__name__}: {err}); INDEX is not "
+                             f"written: {aside}") from None
+
+    if shipped.is_dir():
+        manifest.verify(shipped.parent, FINGERPRINTS)
+    local = {p.stem: held(p) for p in sorted(folder.glob("*.pt"))}
+    theirs = {p.stem: held(p) for p in sorted(shipped.glob("*.pt"))} if shipped.is_dir() else {}
+    known = set()
+    for static in set(local) | set(theirs):
+        merged = {k: [*theirs.get(static, {}).get(k, []), *local.get(static, {}).get(k, [])]
+                  for k in set(theirs.get(static, {})) | set(local.get(static, {}))}
+        known |= variant_identities(static, merged)
+    for path in sorted(store.glob("*/*.json")):
+        if path.parent.name.startswith(".") or (manifest.SHIPPED_ZOO / "store" / path.parent.name / path.name).is_file():
+            continue  # a copy of a shipped entry: its models are the shipped ones
+        try:
+            result = json.loads(path.read_text(encoding="utf-8")).get("result", {})
+        except (OSError, ValueError, AttributeError):
+            continue  # an unusable entry is moved aside when it is read
+        for identity in (result.get("ref_id"), result.get("target_id")) if isinstance(result, dict) else ():
+            if isinstance(identity, str) and identity not in known:
+                raise ValueError(f"{path} holds a result of model identity {identity[:12]}... whose fingerprints are "
+                                 f"in no file of {folder} nor of the shipped ones: a file was lost and INDEX is not "
+                                 f"written; {aside}")
+    atomic_write_text(folder / INDEX, "".join(f"{s}\n" for s in sorted(local)))
+    return sorted(local)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """``python -m stir.store reindex OUT_DIR``: ``reindex``, one line either way (exit status 2 refused)."""
+    from stir.cli import EXPECTED_ERRORS, one_line_errors
+
+    parser = argparse.ArgumentParser(prog="python -m stir.store", description="Migrate a results store.")
+    parser.add_argument("command", choices=["reindex"], help="reindex: write fingerprints/INDEX of a store "
+                        "written before it was kept")
+    parser.add_argument("out_dir", type=Path, help="an evaluation's out_dir (or its store folder)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    with one_line_errors(*EXPECTED_ERRORS):
+        listed = reindex(args.out_dir)
+        log.info("%s: INDEX lists %d fingerprint file(s); the store is served again", args.out_dir, len(listed))
+
+
+if __name__ == "__main__":
+    main()

@@ -71,15 +71,36 @@ def check_composed(line: Any, config_dir: Path, config_name: str) -> None:
 
 
 def composition_error(err: BaseException) -> ConfigError:
-    """Hydra's chain of exceptions as one line: the first line of each, joined."""
+    """Hydra's chain of exceptions as one line: the first line of each, joined (an override its lexer
+    refuses for a character outside ASCII: ``unquoted``)."""
     messages, e = [], err
     while e is not None:
+        said = unquoted(str(e))
+        if said is not None:
+            return ConfigError(said)
         text = str(e).strip()
         first = text.splitlines()[0].strip() if text else ""
         if first and first not in messages:
             messages.append(first)
         e = e.__cause__ or (e.__context__ if not e.__suppress_context__ else None)
     return ConfigError(": ".join(messages) or type(err).__name__)
+
+
+def unquoted(message: str) -> Optional[str]:
+    """For Hydra's lexer refusing an override with characters outside ASCII (``out_dir=/tmp/résultats``:
+    "LexerNoViableAltException: out_dir=/tmp/résultats"), the one line that says to quote the value; else None."""
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    prefix = "LexerNoViableAltException: "
+    if not first.startswith(prefix):
+        return None
+    override = first[len(prefix):]
+    odd = "".join(sorted({c for c in override if ord(c) > 127}))
+    if not odd:
+        return None
+    key, _, value = override.partition("=")
+    return (f"override {override} has characters outside ASCII ({odd}) that Hydra's override parser takes only "
+            f"in a quoted value: quote it, as '{key}=\"{value}\"' (the single quotes keep the shell from "
+            "removing the double ones)")
 
 
 def sweep_jobs(master: Any, app: Any, name: str) -> List[List[str]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -199,6 +200,7 @@ def open_context(cfg: EvaluateConfig, experiment: ExperimentConfig, repo: Path) 
               weights_root=cfg.zoo.weights_root, train_missing=cfg.train_missing, device=device,
               allow_nonfinite=cfg.allow_nonfinite, allow_unfinished=cfg.allow_unfinished,
               shipped=_shipped_zoo(cfg.zoo.shipped_dir, repo), allow_code=cfg.zoo.allow_code)
+    check_out_dir(Path(cfg.out_dir))
     check_not_linked(Path(cfg.out_dir), cfg.execution.cache_dir is None)
     return Context(
         zoo=zoo, store=ResultStore(Path(cfg.out_dir) / "store", shipped=_shipped_store(cfg.zoo, repo)), estimator=Estimator.of(cfg), run=cfg.run(),
@@ -222,6 +224,24 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse (one line) an ``out_dir`` this process cannot write (a file, a path under a file, a folder
+    of /proc, a read-only or foreign one), before any model or image loads: created when missing, a
+    file made and removed there. Otherwise the first result's write failed after the work."""
+    why = "is a file, not a folder" if out_dir.exists() and not out_dir.is_dir() else None
+    if why is None:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            handle, probe = tempfile.mkstemp(prefix=".write-check-", dir=out_dir)
+            os.close(handle)
+            os.unlink(probe)
+        except OSError as err:
+            why = f"cannot be written ({err.strerror or type(err).__name__}{f': {err.filename}' if err.filename else ''})"
+    if why is not None:
+        raise ConfigError(f"out_dir={out_dir} {why}: results, reports and inversions are written there; name a "
+                          "folder you can write, e.g. out_dir=results")
 
 
 def check_not_linked(out_dir: Path, own_cache: bool) -> None:

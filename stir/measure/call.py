@@ -21,8 +21,8 @@ from stir.inversion import ExecutionConfig
 from stir.measure.plan import Estimator, Images, Plan, make_plan
 from stir.measure.observe import check_models
 from stir.measure.undefined import NonFiniteOnImagesError, nonfinite_models
-from stir.models.behaviour import (PROBE_N, Fingerprint, Fingerprints, difference, fingerprint, fingerprint_vjp,
-                                   forward_part, probe_batch_size, probe_behaviour, probe_images, probe_key, probe_taps,
+from stir.models.behaviour import (PROBE_N, Fingerprint, Fingerprints, difference, fingerprint_vjp, forward_part,
+                                   probe_batch_size, probe_behaviour, probe_images, probe_key, probe_taps,
                                    remember_variant, run_probe_key, tiled, variant_identity)
 from stir.models.identity import content_identity
 from stir.models.taps import LOGITS
@@ -72,8 +72,8 @@ def behaviour_ids(plan: Plan, models: Tuple[nn.Module, nn.Module], names: Tuple[
                   taps: Tuple[str, str], store: Optional[ResultStore]) -> Tuple[str, str]:
     """The identities the store and the inversion cache key the two models by (``stir.models.behaviour``):
     each model's fingerprint at its tap and the logits on the probe (the synthetic batch and the first
-    images of X), read at once with its input gradient, one image at a time and at the run's batch size
-    (``BatchCoupledError`` when they differ), matched against the fingerprints its static identity had
+    images of X), read at once at the run's batch size with its input gradient and, for a few of its
+    images, one image at a time (``BatchCoupledError`` when they differ), matched against the fingerprints its static identity had
     before (the store's, after the shipped ones; the inversion cache folder's without a store): the
     first keeps ``ids``, another gets its variant's identity and one line says why."""
     registry = store.fingerprints() if store is not None else Fingerprints(
@@ -125,14 +125,11 @@ def behaviour_id(model: nn.Module, name: str, static: str, images: Tensor, tap: 
 
 
 def same_as_seen(model: nn.Module, probe: Tensor, read: List[str], batch: int, seen: Fingerprint) -> bool:
-    """A module probed before in this process: one read of the probe with its gradient, and one at the
-    run's batch (the probe tiled) when larger, give what the full probe gave then (not: probed again)."""
-    if difference(fingerprint_vjp(model, probe, read), seen) is not None:
-        return False
-    if batch <= probe.shape[0]:
-        return True
-    wide = fingerprint(model, tiled(probe, batch), read, batch)
-    return difference(wide, {tap: tiled(value, batch) for tap, value in forward_part(seen).items()}) is None
+    """A module probed before in this process: one read of the probe tiled to the run's batch, with its
+    input gradient (``fingerprint_vjp``), gives what the full probe found then, row by row (not: probed
+    again, its batch coupling checked again against its images read alone)."""
+    rows = max(batch, probe.shape[0])
+    return difference(fingerprint_vjp(model, probe, read, rows), {tap: tiled(v, rows) for tap, v in seen.items()}) is None
 
 
 # What each module's last full probe found, per (static identity, probe, fingerprint folders): a later

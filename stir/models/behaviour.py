@@ -9,13 +9,18 @@ and two of seeded smooth blocks) followed by the first ``RUN_IMAGES`` images of 
 model that computes honestly only on unnatural images is read on natural ones too). It is read in
 eval mode, TF32 off:
 
-* at once, with a seeded vector-Jacobian product (``fingerprint_vjp``: a fixed seeded cotangent at
-  each tap, backpropagated to the input): what an inversion descends on, hooks and custom backwards
-  included;
-* one image at a time and at the run's batch size (``probe_behaviour``: the set tiled up to it, at
-  most ``PROBE_CAP``): a model whose output for an image depends on its row or on the other images
-  of its batch is refused (``BatchCoupledError``: STIR batches its inversions and readings, so its
-  number would depend on ``execution.batch_size``).
+* at the run's batch size, at once (``fingerprint_vjp``: the set tiled up to the run's batch, at most
+  ``PROBE_CAP`` rows), with a seeded vector-Jacobian product (a fixed seeded cotangent at each tap,
+  backpropagated to the input): what an inversion descends on, hooks and custom backwards included;
+* one image at a time, for ``SINGLES`` of its images (a synthetic one and the run's two): a model
+  whose output for an image depends on its row or on the other images of its batch (a row of the
+  batch read differs from its image read alone, or from the same image's other rows) is refused
+  (``BatchCoupledError``: STIR batches its inversions and readings, so its number would depend on
+  ``execution.batch_size``).
+
+The fingerprint is the first m rows of the batch read (the cotangents are seeded per image and tiled
+with it, so it does not depend on the batch size). A module probed before in this process is read
+once more, at the batch only (``stir.measure.call.same_as_seen``). Cost: ``bench/bench_probe.py``.
 
 Each tap's (m, ...) output (and the (m, c, h, w) input gradient, ``VJP``) becomes a small sketch
 (per image, ``_CHUNKS`` chunk means of the flattened output and of the output times seeded random
@@ -23,8 +28,10 @@ signs: the exact values for outputs of up to ``_CHUNKS`` entries, such as logits
 
 ``Fingerprints`` keeps, per static identity and probe key, the fingerprints seen so far: its
 *variants*. Two keys per model: the synthetic images' forward sketch (``probe_key``: image shape and
-taps, what the shipped ``zoo/fingerprints`` were read on, unchanged) and the whole probe with its
-input gradient (``run_probe_key``: that key and the digest of the run's images). The first variant
+taps) and the whole probe with its input gradient (``run_probe_key``: that key and the digest of the
+run's images). The shipped ``zoo/fingerprints`` hold both, the second for the X of the shipped presets
+(``python -m stir.zoo.ship_results`` ships a store's): a shipped model is checked on the run's images
+before its shipped results are served, not trusted on first use. The first variant
 of a key is the behaviour the stored results were measured with; a model whose sketch matches
 variant j within ``TOLERANCE`` (relative L2 per tap: float rounding across threads and devices
 passes, a changed activation does not) is variant j there. A model that is variant 0 at both keys
@@ -42,8 +49,9 @@ import hashlib
 import logging
 import weakref
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -56,7 +64,8 @@ log = logging.getLogger(__name__)
 
 PROBE_N = 4  # synthetic images in the probe batch
 RUN_IMAGES = 2  # images of the run's own X added to it
-PROBE_CAP = 32  # the largest batch the probe is read at (the run's batch size, bounded: the probe's cost, bench_probe)
+PROBE_CAP = 8  # the largest batch the probe is read at: the run's, bounded (its cost: 16 rows were 5.6% of a served pair, bench_probe)
+SINGLES = (0, PROBE_N, PROBE_N + 1)  # the probe's images read one at a time: a synthetic one, the run's two
 VJP = "vjp"  # the fingerprint's entry for the input gradient of the seeded vector-Jacobian product
 INDEX = "INDEX"  # <fingerprints>/INDEX: the static identities the folder holds fingerprints of, one a line
 TOLERANCE = 1e-3  # relative L2 difference per tap below which two fingerprints are the same behaviour
@@ -122,18 +131,29 @@ def probe_taps(model: nn.Module, taps: Sequence[str]) -> List[str]:
     return sorted(out)
 
 
+@lru_cache(maxsize=None)
 def _signs(d: int) -> Tensor:
     return torch.randint(0, 2, (d,), generator=torch.Generator().manual_seed(_SEED + d), dtype=torch.float64) * 2 - 1
+
+
+@lru_cache(maxsize=None)
+def _chunks(d: int) -> Tuple[Tensor, Tensor]:
+    """(d,) chunk of each entry and (k,) chunk lengths: ``torch.tensor_split``'s k = min(d, _CHUNKS) chunks."""
+    k = min(d, _CHUNKS)
+    lengths = torch.tensor([d // k + 1] * (d % k) + [d // k] * (k - d % k), dtype=torch.float64)
+    return torch.repeat_interleave(torch.arange(k), lengths.long()), lengths
 
 
 def sketch(output: Tensor) -> Tensor:
     """(n, ...) -> (n, 2 * min(d, _CHUNKS)) float64: chunk means of each flattened row, and of the row
     times seeded random signs (a change that keeps the chunk means rarely keeps both)."""
     flat = output.detach().reshape(output.shape[0], -1).to("cpu", torch.float64)
-    d = flat.shape[1]
-    signed = flat * _signs(d)
-    parts = [torch.stack([c.mean(1) for c in torch.tensor_split(t, min(d, _CHUNKS), dim=1)], 1) for t in (flat, signed)]
-    return torch.cat(parts, 1)
+    n, d = flat.shape
+    chunk, lengths = _chunks(d)
+    both = torch.cat([flat, flat * _signs(d)])  # (2n, d)
+    sums = torch.zeros(2 * n, lengths.shape[0], dtype=torch.float64).index_add_(1, chunk, both)
+    means = sums / lengths
+    return torch.cat([means[:n], means[n:]], 1)
 
 
 def fingerprint(model: nn.Module, images: Tensor, taps: Sequence[str], batch_size: int) -> Fingerprint:
@@ -164,20 +184,23 @@ def difference(a: Fingerprint, b: Fingerprint) -> Optional[str]:
     return None
 
 
-def _cotangent(value: Tensor, i: int) -> Tensor:
-    """A fixed seeded (b, ...) cotangent for the i-th tap read (the same for every run and device)."""
+def _cotangent(value: Tensor, i: int, m: int) -> Tensor:
+    """A fixed seeded cotangent for the i-th tap read of (b, ...) ``value``: one per image of the m
+    probe images, tiled to the b rows (the same for every run, device and batch size)."""
     g = torch.Generator().manual_seed(_SEED + 1 + i)
-    return torch.randn(value.shape, generator=g, dtype=torch.float32).to(value)
+    return tiled(torch.randn((m, *value.shape[1:]), generator=g, dtype=torch.float32), value.shape[0]).to(value)
 
 
-def fingerprint_vjp(model: nn.Module, images: Tensor, taps: Sequence[str]) -> Fingerprint:
-    """``fingerprint`` of ``images`` read at once, and ``VJP``: the sketch of the input gradient of
-    sum_t <tap t's output, its seeded cotangent> (one backward; eval mode, weights frozen, TF32 off).
-    A backward hook, its closure or a custom autograd backward changes it; a forward probe cannot."""
+def fingerprint_vjp(model: nn.Module, images: Tensor, taps: Sequence[str], rows: Optional[int] = None) -> Fingerprint:
+    """The sketches of the m ``images`` tiled to ``rows`` (default m), read at once, and ``VJP``: the
+    sketch of the input gradient of sum_t <tap t's output, its seeded cotangent> (one backward; eval
+    mode, weights frozen, TF32 off), each (rows, 2 * chunks). A backward hook, its closure or a custom
+    autograd backward changes the ``VJP``; a forward probe cannot see them."""
+    m = images.shape[0]
     with _exact(), frozen(model), torch.enable_grad():
-        x = images.detach().clone().requires_grad_(True)
+        x = tiled(images.detach(), rows or m).clone().requires_grad_(True)
         read = read_taps(model, x, list(taps))
-        total = sum((value * _cotangent(value, i)).sum() for i, (_, value) in enumerate(sorted(read.items())))
+        total = sum((value * _cotangent(value, i, m)).sum() for i, (_, value) in enumerate(sorted(read.items())))
         grad = None
         if isinstance(total, Tensor) and total.requires_grad:  # a forward that cuts autograd: the gradient probe says so
             (grad,) = torch.autograd.grad(total, x, allow_unused=True)
@@ -196,41 +219,61 @@ def tiled(images: Tensor, rows: int) -> Tensor:
     return images.repeat(-(-rows // images.shape[0]), *[1] * (images.dim() - 1))[:rows]
 
 
+def first(read: Fingerprint, m: int) -> Fingerprint:
+    """The fingerprint of the m probe images from a read of them tiled: its first m rows."""
+    return {tap: value[:m] for tap, value in read.items()}
+
+
+def coupling(read: Fingerprint, alone: Fingerprint, singles: Sequence[int], m: int) -> Optional[str]:
+    """None when the batch ``read`` (rows, ...) of the m probe images tiled is what they compute alone:
+    its rows of the ``singles`` images equal their reads one at a time (``alone``), and every row
+    (input gradient included) the same image's first row; else where it differs."""
+    rows = next(iter(read.values())).shape[0]
+    at = [r for r in range(rows) if r % m in singles]
+    which = [singles.index(r % m) for r in at]
+    why = difference({tap: value[which] for tap, value in alone.items()}, {tap: read[tap][at] for tap in alone})
+    return why or difference({tap: tiled(value[:m], rows) for tap, value in read.items()}, read)
+
+
 def probe_behaviour(model: nn.Module, name: str, images: Tensor, taps: Sequence[str], batch: int) -> Fingerprint:
-    """The fingerprint of the probe ``images`` (m, c, h, w) read at once with its input gradient
-    (``fingerprint_vjp``), after checking that it computes the same one image at a time and at
-    ``batch`` images at a time (the set tiled up to ``batch`` rows): ``BatchCoupledError`` naming the
-    model, the tap and the batch otherwise, or ``UnmeasurableModel`` when a second read differs too
-    (not deterministic). The global random state is restored after."""
+    """The fingerprint of the probe ``images`` (m, c, h, w), read at once tiled to ``batch`` rows (at
+    least m) with its input gradient (``fingerprint_vjp``), after checking that it is what the
+    ``SINGLES`` images compute one at a time (``coupling``): ``BatchCoupledError`` naming the model,
+    the tap and the batch otherwise, or ``UnmeasurableModel`` when a second read differs too (not
+    deterministic). The global random state is restored after."""
     m = images.shape[0]
+    rows = max(batch, m)
+    singles = [i for i in SINGLES if i < m]
     with torch.random.fork_rng(devices=[images.device] if images.device.type == "cuda" else []):
-        found = fingerprint_vjp(model, images, taps)
-        single = fingerprint(model, images, taps, 1)
-        reads = [(m, images, forward_part(found), lambda: fingerprint(model, images, taps, m))]
-        if batch != m:
-            rows = max(batch, m)
-            wide = tiled(images, rows)
-            reads.append((batch, wide, None, lambda: fingerprint(model, wide, taps, batch)))
-        for size, x, read, again in reads:
-            read = read if read is not None else again()
-            expect = {tap: tiled(value, x.shape[0]) for tap, value in single.items()}
-            why = difference(expect, read)
-            if why is None:
-                continue
-            second = again()  # random, or coupled? a second read at the same batch tells
-            for tap in read:
-                check_deterministic(read[tap], second[tap], name, size)
+        read = fingerprint_vjp(model, images, taps, rows)
+        why = coupling(read, fingerprint(model, images[singles], taps, 1), singles, m)
+        if why is not None:
+            second = fingerprint(model, tiled(images, rows), taps, rows)  # random, or coupled? a second read tells
+            for tap in second:
+                check_deterministic(read[tap], second[tap], name, rows)
             raise BatchCoupledError(
                 f"model {name!r} computes another output for an image when it is read with other images ({why}, one "
-                f"image at a time against a batch of {size}): a batch-coupled model (batch statistics, a forced "
+                f"image at a time against a batch of {rows}): a batch-coupled model (batch statistics, a forced "
                 "dropout, a cross-image operation, a row-dependent forward) has no STIR independent of "
                 "execution.batch_size; put it in eval mode or remove the coupling")
-    return found
+    return first(read, m)
 
 
 def variant_identity(static: str, probe: str, j: object) -> str:
     """The identity of behaviour variant ``j`` > 0 of a model whose static identity is ``static``."""
     return hashlib.sha256(f"stir-behaviour-variant-v1\n{static}\n{probe}\n{j}".encode()).hexdigest()
+
+
+def variant_identities(static: str, held: Dict[str, List[Fingerprint]]) -> Set[str]:
+    """Every identity a model of static identity ``static`` can have been keyed by, given its fingerprints
+    ``held`` ({probe key: variants}, the shipped ones first): ``static``, each variant j > 0 of a key (as
+    stores before issue 67 keyed them) and each pair j0.j1 of a run's key and its synthetic key."""
+    out = {static} | {variant_identity(static, key, j) for key, variants in held.items() for j in range(1, len(variants))}
+    for key, variants in held.items():
+        if "|run:" in key:
+            synthetic = max(1, len(held.get(key.split("|run:")[0], [])))
+            out |= {variant_identity(static, key, f"{j0}.{j1}") for j0 in range(synthetic) for j1 in range(len(variants))}
+    return out
 
 
 def probe_key(images: Tensor, taps: Sequence[str]) -> str:
@@ -319,15 +362,23 @@ class Fingerprints:
 
     def _check_local(self, static: str) -> None:
         """``UncheckedResults`` when the folder's owner holds results and ``static``'s fingerprints may
-        have been lost: no ``INDEX`` (the folder deleted, or written before it was kept), or ``static``
-        listed there and its file missing. A damaged file is refused when read."""
-        if (self.folder / f"{static}.pt").is_file() or not self.holds_results():
-            return
-        if not (self.folder / INDEX).is_file():
-            self._refuse(f"its fingerprint folder {self.folder.name}/ (or its {INDEX}) is missing")
-        if static in self._indexed():
+        have been lost: no ``INDEX`` (the folder deleted; with fingerprint files, written before it was
+        kept: ``python -m stir.store reindex`` lists them), or ``static`` listed there and its file
+        missing. A damaged file is refused when read."""
+        if (self.folder / INDEX).is_file():
+            if (self.folder / f"{static}.pt").is_file() or static not in self._indexed() or not self.holds_results():
+                return
             self._refuse(f"the fingerprints of model identity {static[:12]}..., listed in {self.folder.name}/"
                          f"{INDEX}, are missing")
+        if not self.holds_results():
+            return
+        if any(self.folder.glob("*.pt")):
+            root = self.folder.parent
+            raise UncheckedResults(
+                f"{root} holds results but its {self.folder.name}/{INDEX} is missing (a store written before it was "
+                f"kept): list its fingerprint files with python -m stir.store reindex {root} (it checks that each "
+                f"file is intact and that every model of the results has one), then run again")
+        self._refuse(f"its fingerprint folder {self.folder.name}/ (or its {INDEX}) is missing")
 
     def variant(self, static: str, probe: str, found: Fingerprint) -> Tuple[int, Optional[str]]:
         """(j, why it is new or None): the variant of ``static`` whose fingerprint at ``probe`` matches

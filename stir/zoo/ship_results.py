@@ -12,6 +12,12 @@ entry whose file exists is left as it is (a recomputation elsewhere may differ b
 first shipped value stays, and the count of differing ones is said). Entries of another store version,
 and files that do not parse, are refused with their count. A bad input is one line and exit status 2.
 
+The store's behaviour fingerprints (``<store>/fingerprints``, ``stir.models.behaviour``) are shipped
+beside its results (``zoo/fingerprints``): for each model, the first behaviour seen at each probe key
+the shipped file lacks (a key of the run's own images, ``run_probe_key``: a fresh clone then checks a
+shipped model on those images before serving it, not trusts its first use). A key shipped already is
+never changed.
+
 What is written is pinned in the zoo folder's manifest (``stir.manifest``: ``zoo/MANIFEST.sha256``, the
 other pins unchanged); an evaluation serves no shipped file that differs from its pin.
 
@@ -36,6 +42,7 @@ from stir.zoo.shipped import DEFAULT_DIR
 
 log = logging.getLogger(__name__)
 STORE = "store"  # zoo/store: the shipped results
+FINGERPRINTS = "fingerprints"  # zoo/fingerprints: what the shipped models computed (stir.models.behaviour)
 
 
 @dataclass
@@ -125,6 +132,34 @@ def ship_results(store: Path, folder: Path = DEFAULT_DIR / STORE, supersede_olde
     return done
 
 
+def ship_fingerprints(store: Path, folder: Path = DEFAULT_DIR / FINGERPRINTS) -> Dict[str, int]:
+    """Add to the shipped fingerprints ``folder`` each probe key of the store's fingerprint files that the
+    shipped file of the same model lacks, with its first behaviour (variant 0: what the results were
+    measured with); {"files": files written, "keys": keys added}. Pinned like the results."""
+    from stir.atomic import torch_save
+    from stir.models.behaviour import INDEX
+    from stir.untrusted import load_plain
+
+    local = Path(store) / FINGERPRINTS
+    if not (local / INDEX).is_file():
+        raise ValueError(f"{local / INDEX} is missing: ship a store whose fingerprints are listed (python -m "
+                         f"stir.store reindex {store} lists those of an older one)")
+    written, keys = [], 0
+    for static in (local / INDEX).read_text().split():
+        mine = load_plain(local / f"{static}.pt")
+        target = Path(folder) / f"{static}.pt"
+        shipped = load_plain(target) if target.is_file() else {}
+        new = {key: variants[:1] for key, variants in mine.items() if key not in shipped and variants}
+        if new:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            torch_save({**shipped, **new}, target)
+            written.append(target)
+            keys += len(new)
+    if written:
+        manifest.pin(Path(folder).parent, written)
+    return {"files": len(written), "keys": keys}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m stir.zoo.ship_results", description=__doc__.split("\n\n")[0])
     parser.add_argument("store", type=Path, help="a results store: an evaluation's out_dir/store")
@@ -136,6 +171,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     with one_line_errors(*EXPECTED_ERRORS):
         done = ship_results(args.store, args.into, args.supersede_older_readings)
         log.info("shipped into %s: %s", args.into, done.line())
+        prints = ship_fingerprints(args.store, args.into.parent / FINGERPRINTS)
+        log.info("shipped into %s: %d probe key(s) of %d model(s)", args.into.parent / FINGERPRINTS, prints["keys"],
+                 prints["files"])
 
 
 if __name__ == "__main__":

@@ -154,3 +154,54 @@ def test_evaluate_refuses_a_results_folder_without_its_fingerprints_in_one_line(
     monkeypatch.setattr(nets, "ACT", "tanh")
     message = refused("evaluate", args, monkeypatch, capsys)
     assert f"{tmp_path / 'out' / 'store'} holds results but its fingerprint folder fingerprints/" in message
+
+
+def reindex(out: Path):
+    """``python -m stir.store reindex OUT`` as a user runs it: (exit status, stderr)."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    done = subprocess.run([sys.executable, "-m", "stir.store", "reindex", str(out)], cwd=REPO, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+    return done.returncode, done.stderr
+
+
+def test_a_store_written_before_its_index_is_migrated_by_the_command_its_refusal_names(tmp_path, monkeypatch, partner):
+    """A store of fingerprints without INDEX (written before it was kept) was refused with "move it aside";
+    the refusal names python -m stir.store reindex, which lists the files; the store is then served, and
+    still checked (an impostor is measured again). Each read is by copies of the models (a new process's)."""
+    from copy import deepcopy
+
+    monkeypatch.setattr(nets, "ACT", "relu")
+    model = tapped(nets.global_net())
+    store = tmp_path / "out" / "store"
+    honest = stir_of(ResultStore(store), deepcopy(model), deepcopy(partner))
+    (store / "fingerprints" / "INDEX").unlink()
+    with pytest.raises(UncheckedResults, match=f"python -m stir.store reindex {store} "):
+        stir_of(ResultStore(store), deepcopy(model), deepcopy(partner))
+    status, err = reindex(tmp_path / "out")
+    assert status == 0, err
+    files = sorted(p.stem for p in (store / "fingerprints").glob("*.pt"))
+    assert len(files) == 2 and (store / "fingerprints" / "INDEX").read_text().split() == files
+    served = ResultStore(store)
+    assert stir_of(served, deepcopy(model), deepcopy(partner)) == honest and served.misses == 0
+    monkeypatch.setattr(nets, "ACT", "tanh")
+    assert stir_of(ResultStore(store), deepcopy(model), deepcopy(partner)) != honest
+
+
+@pytest.mark.parametrize("how, said", [("one file deleted", "a file was lost and INDEX is not written"),
+                                       ("truncated", "is damaged")])
+def test_reindex_refuses_a_store_whose_fingerprints_are_not_all_there(tmp_path, monkeypatch, partner, how, said):
+    monkeypatch.setattr(nets, "ACT", "relu")
+    model = tapped(nets.global_net())
+    stir_of(ResultStore(tmp_path / "out" / "store"), model, partner)
+    (tmp_path / "out" / "store" / "fingerprints" / "INDEX").unlink()
+    damage(tmp_path / "out" / "store", how, model)
+    status, err = reindex(tmp_path / "out")
+    lines = err.strip().splitlines()
+    assert status == 2 and lines[0].startswith("error: ") and said in lines[0], err
+    assert f"move {tmp_path / 'out' / 'store'} aside to measure again" in lines[0]
+    assert not (tmp_path / "out" / "store" / "fingerprints" / "INDEX").exists()

@@ -72,3 +72,40 @@ def test_a_copy_of_a_shipped_entry_edited_in_the_store_is_not_served(tmp_path, c
     again = ResultStore(tmp_path / "store", shipped=shipped).get("direction", entry.stem)
     assert again == first and "differs from the shipped entry" in caplog.text
     assert (tmp_path / "store" / "direction" / f"{entry.name}.corrupt").is_file()
+
+
+def small_zoo(repo):
+    """A zoo folder inside ``repo`` whose shipped store's direction/ is two pinned entries."""
+    zoo = repo / "zoo"
+    (zoo / "store" / "direction").mkdir(parents=True)
+    for name in ("a", "b"):
+        (zoo / "store" / "direction" / f"{name}.json").write_text(json.dumps({"key": name}))
+    manifest.write(zoo)
+    return zoo
+
+
+@pytest.mark.parametrize("inside", [True, False])
+def test_a_symlinked_shipped_folder_is_read_through_inside_the_repository_and_named_outside(tmp_path, capsys, inside):
+    """Issue 67 item 5: a symlinked zoo/store/direction was refused as "missing (and 1 more)" though its
+    files were there. Inside the repository it is read through (every file checked against its pin);
+    outside, the refusal says it is a link and how to put the folder back."""
+    from stir.zoo.manifest import main
+
+    zoo = small_zoo(tmp_path / "repo")
+    target = (tmp_path / "repo" / "data" if inside else tmp_path / "elsewhere") / "direction"
+    target.parent.mkdir()
+    (zoo / "store" / "direction").rename(target)
+    (zoo / "store" / "direction").symlink_to(target)
+    if inside:
+        main([str(zoo)])  # passes: no SystemExit
+        (target / "a.json").write_text("{}")  # read through the link: an edit there is still refused
+    with pytest.raises(SystemExit) as done:
+        main([str(zoo)])
+    err = capsys.readouterr().err.strip().splitlines()[0]
+    assert done.value.code == 2 and "missing" not in err
+    if inside:
+        assert err.startswith(f"error: {zoo / 'store' / 'direction' / 'a.json'} has sha256"), err
+    else:
+        assert err == (f"error: {zoo / 'store' / 'direction'} is a symbolic link to {target}, outside the repository "
+                       f"{tmp_path / 'repo'}: shipped files are read only from inside it; replace the link by the "
+                       f"folder itself (rm {zoo / 'store' / 'direction'} && git checkout -- zoo/store/direction)")
