@@ -1,6 +1,7 @@
 """docs/architecture.md's "Adding things" stays true: in a scratch copy of the repository, a throwaway
-experiment kind takes 4 files, a model source 2, a similarity measure 3, an architecture 2 (no
-hand-kept list of names: the torch-free check of model.arch reads them) and a training loss 3 (its
+experiment kind takes 4 files, a model source 2 (``python evaluate.py --help`` and the docs table list it
+from its module), a similarity measure 3, an architecture 2 (no hand-kept list of names: the torch-free
+check of model.arch reads them) and a training loss 3 (its
 module, its configs/loss YAML, its test: the check of loss.name, --help and the docs table read its
 declaration), and the registries' suites (the tests parametrised over each registry, the docs tables'
 readers, the layer guard) pass on the copy with nothing else edited.
@@ -106,6 +107,11 @@ SOURCE = {
 
         from stir.models.sources import SOURCES
         from stir.models.sources.base import LoadedModel, SourceOptions, wrap
+
+        # docs/models.md's sources table (--help lists ``scratch:NAME`` from the docstring's first line)
+        LOADS = "a two-layer network of random weights"
+        NORMALISATION = "none"
+        WEIGHTS = "none: random weights"
 
 
         @SOURCES.register("scratch")
@@ -337,5 +343,6 @@ def test_a_new_kind_source_measure_architecture_and_loss_take_4_2_3_2_and_3_file
     for test in ("test_scratch_kind.py", "test_scratch_source.py", "test_scratch_measure.py", "test_scratch_arch.py",
                  "test_scratch_loss.py", "test_the_config_check_names_every_registered_architecture",
                  "test_the_torch_free_reading_of_the_declarations_is_the_registry",
-                 "test_each_loss_has_its_yaml_and_each_yaml_is_a_loss", "test_the_docs_table_lists_every_loss"):
+                 "test_each_loss_has_its_yaml_and_each_yaml_is_a_loss", "test_the_docs_table_lists_every_loss",
+                 "test_every_registered_source_is_in_evaluate_help_and_the_docs_table[scratch]"):
         assert any(test in p for p in passed), test

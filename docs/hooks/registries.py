@@ -2,9 +2,10 @@
 
 ``<!-- kinds-table -->`` becomes every experiment kind (its config dataclass, declared with
 ``@kind_config(name)`` in stir/experiments/<module>_config.py; the module that registers it; its presets),
-``<!-- sources-table -->`` every model source (``@SOURCES.register(prefix)`` in
-stir/models/sources/), ``<!-- measures-table -->`` every similarity measure with its flags
-(``@measure(...)`` / ``declare(...)`` in stir/similarity/) and the timings of the committed
+``<!-- sources-table -->`` every model source (``@SOURCES.register(prefix)`` in stir/models/sources/,
+with its module's ``LOADS``, ``NORMALISATION`` and ``WEIGHTS``; its names written as --help writes
+them), ``<!-- measures-table -->`` every similarity measure with its flags (``@measure(...)`` /
+``declare(...)`` in stir/similarity/) and the timings of the committed
 ``bench/results/bench_similarity_new.json``, ``<!-- losses-table -->`` every training objective
 with what it uses (``@register(name, ...)`` in stir/training/losses/, read by
 stir/config/loss_specs.py). So a page cannot list other kinds, sources, measures or losses than the
@@ -176,8 +177,27 @@ def measures_table() -> str:
 # ------------------------------------------------------------------------------------------- sources
 
 
+# The columns of the sources table past the source: each source module's constant of that name (a literal).
+SOURCE_COLUMNS = {"LOADS": "what it loads", "NORMALISATION": "normalisation", "WEIGHTS": "weights"}
+ZOO_ROW = {"usage": "`zoo:NAME`, `NAME`, `PATH`", "module": "`stir.zoo`", "LOADS": "this project's zoo and run folders",
+           "NORMALISATION": "inside the network (CIFAR statistics)", "WEIGHTS": "run folders"}
+
+
+def _model_names() -> Any:
+    """``stir.config.model_names`` (torch-free, standard library only) loaded from its file: no import of stir."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("stir_model_names", STIR / "config" / "model_names.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def sources() -> List[Dict[str, str]]:
-    """Every registered model source: prefix, module, the first line of its docstring; by prefix."""
+    """Every registered model source: prefix, how its names are written (``stir.config.model_names.source_usages``,
+    as --help writes them), module, and its constants ``LOADS``, ``NORMALISATION``, ``WEIGHTS`` ("-" when
+    absent; tests/models/test_model_sources.py asks each source for them); by prefix."""
+    usages = _model_names().source_usages()
     out = []
     for path in _modules(STIR / "models" / "sources", ("base",)):
         tree = ast.parse(path.read_text())
@@ -186,16 +206,18 @@ def sources() -> List[Dict[str, str]]:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for d in node.decorator_list:
                     if isinstance(d, ast.Call) and ast.unparse(d.func) == "SOURCES.register":
-                        doc = (ast.get_docstring(tree) or "").strip().splitlines()
-                        out.append({"prefix": value(d.args[0], env), "module": path.stem, "doc": doc[0] if doc else ""})
+                        prefix = value(d.args[0], env)
+                        out.append({"prefix": prefix, "usage": f"`{usages[prefix]}`", "module": path.stem,
+                                    **{k: str(env.get(k, "-")) for k in SOURCE_COLUMNS}})
     return sorted(out, key=lambda e: e["prefix"])
 
 
 def sources_table() -> str:
-    rows = ["| source | module | what |", "|---|---|---|",
-            "| `zoo` (or no prefix) | `stir.zoo` | this project's zoo names, run folders and checkpoints |"]
-    for e in sources():
-        rows.append(f"| `{e['prefix']}` | `stir.models.sources.{e['module']}` | {e['doc'].replace('|', chr(92) + '|')} |")
+    rows = ["| source | " + " | ".join(SOURCE_COLUMNS.values()) + " | module |",
+            "|---" * (len(SOURCE_COLUMNS) + 2) + "|"]
+    for e in [ZOO_ROW, *({**e, "module": f"`stir.models.sources.{e['module']}`"} for e in sources())]:
+        cells = [e["usage"], *(e[k].replace("|", chr(92) + "|") for k in SOURCE_COLUMNS), e["module"]]
+        rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
 

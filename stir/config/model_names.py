@@ -4,8 +4,9 @@ that does not exist or a real network whose weights are absent is one line befor
 A name is a zoo name of the zoo file (``configs/zoo.yaml``: ``vanilla``, ``zoo:vanilla``), a run folder
 or checkpoint that exists, or ``SOURCE:NAME`` of a registered model source (``stir.models.sources``).
 The source prefixes are read from the sources' own registrations (``@SOURCES.register("timm")`` in
-``stir/models/sources/*.py``, parsed, not imported: importing them imports torch); a test holds them
-equal to the registry's ``names()``. ``stir.zoo.resolve`` gives the same one-line messages for the
+``stir/models/sources/*.py``, parsed, not imported: importing them imports torch), with how each
+writes its names (its docstring's first line: --help's SOURCE:NAME line and docs/models.md's table);
+a test holds them equal to the registry's ``names()``. ``stir.zoo.resolve`` gives the same one-line messages for the
 names that reach it.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import ast
 import difflib
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, Iterable, Optional, Tuple
@@ -27,24 +29,33 @@ CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".th", ".tar")
 
 
 @lru_cache(maxsize=1)
-def source_prefixes() -> Tuple[str, ...]:
-    """Every registered model source prefix, ``zoo`` first, the others sorted (as ``stir.models.sources.names()``),
-    read from the string each source module passes to ``SOURCES.register`` (a literal or a module constant)."""
-    found = set()
+def source_usages() -> Dict[str, str]:
+    """{prefix: how a name of it is written} of every registered model source but ``zoo``, by prefix: the
+    prefix is the string each source module passes to ``SOURCES.register`` (a literal or a module constant),
+    the form the first ````...```` of its docstring's first line when that starts with ``prefix:``
+    (``python:module.path:factory``), else ``prefix:NAME``. --help's SOURCE:NAME line is built from it."""
+    found = {}
     for path in sorted(SOURCES_DIR.glob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
         constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
                      and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
                      for t in node.targets if isinstance(t, ast.Name)}
+        first = ((ast.get_docstring(tree) or "").strip().splitlines() or [""])[0]
         for node in ast.walk(tree):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register"
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "SOURCES" and node.args):
                 arg = node.args[0]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    found.add(arg.value)
-                elif isinstance(arg, ast.Name) and arg.id in constants:
-                    found.add(constants[arg.id])
-    return (ZOO, *sorted(found))
+                prefix = (arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                          else constants.get(arg.id) if isinstance(arg, ast.Name) else None)
+                if prefix:
+                    form = re.match(rf"``({re.escape(prefix)}:[^`]+)``", first)
+                    found[prefix] = form.group(1) if form else f"{prefix}:NAME"
+    return dict(sorted(found.items()))
+
+
+def source_prefixes() -> Tuple[str, ...]:
+    """Every registered model source prefix, ``zoo`` first, the others sorted (as ``stir.models.sources.names()``)."""
+    return (ZOO, *source_usages())
 
 
 def split_spec(spec: str) -> Tuple[str, str]:

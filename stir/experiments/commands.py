@@ -15,6 +15,7 @@ from stir import manifest
 from stir.config.argv import OPEN, Command, group_choices, schema_tree
 from stir.config.commands import launchers, profile_sizes, profiles_text
 from stir.config.help import Group, preset_descriptions, render
+from stir.config.model_names import source_usages
 from stir.config.schema import DataConfig, ImagesConfig
 from stir.experiments.schema import KIND_CONFIGS, EvaluateConfig, ZooConfig
 from stir.inversion.config import resolved_budgets
@@ -144,7 +145,9 @@ def evaluate_profile_sizes(config_dir: Path) -> Dict[str, str]:
 
 
 def model_sections(repo: Path) -> List[Tuple[str, List[Tuple[str, str]]]]:
-    """--help's model names: every name ref= and target= take, grouped by where its weights come from."""
+    """--help's model names: every name ref= and target= take, grouped by where its weights come from; the
+    last line writes each registered source's names as its module's docstring does (``source_usages``,
+    read from the sources' registrations: a new source is listed with no edit here)."""
     zoo = ZooConfig()
     recipes, sourced = zoo_names(repo)
     return [(f"Shipped zoo models (ref=NAME target=NAME with their profile, profile=laptop: weights in {zoo.shipped_dir}/, "
@@ -152,8 +155,8 @@ def model_sections(repo: Path) -> List[Tuple[str, List[Tuple[str, str]]]]:
             (f"Zoo recipes not shipped ({zoo.file}; weights from runs/ once trained: add train_missing=true, or run "
              "train.py with the overrides shown and the profile's):", recipes),
             ("Models of other sources (never trained here; docs/models.md):", sourced),
-            ("Any other model: a run folder or checkpoint path, or SOURCE:NAME (torchvision:, timm:, robustbench:, "
-             "realnet:, python:module:factory; docs/models.md#models-of-other-sources).", [])]
+            ("Any other model: a run folder or checkpoint path, or SOURCE:NAME (" + ", ".join(source_usages().values())
+             + "; docs/models.md#models-of-other-sources).", [])]
 
 
 def evaluate_command(config_dir: Path):

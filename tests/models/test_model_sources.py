@@ -1,5 +1,6 @@
 """Model sources: torchvision / python factories / RobustBench strings -> [0, 1] models with taps,
 identities and records; NAME:input and function taps; the errors that name the fix. No network."""
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -205,20 +206,66 @@ def test_a_torchscript_model_is_refused_with_the_reason():
         representation(torch.jit.script(eager.module.net), torch.rand(2, 3, 32, 32), "1")
 
 
-def test_the_docs_sources_table_reads_every_registered_source():
-    """docs/models.md's sources table (docs/hooks/registries.py, read from the source) lists the registry's sources."""
+def _registries_hook():
+    """docs/hooks/registries.py, loaded from its file (the site's hook: it reads the sources without torch)."""
     import importlib.util
-    from pathlib import Path
 
-    from stir.models.sources import SOURCES
-
-    path = Path(__file__).resolve().parents[2] / "docs/hooks/registries.py"
-    spec = importlib.util.spec_from_file_location("registries_hook", path)
+    spec = importlib.util.spec_from_file_location("registries_hook", REPO / "docs/hooks/registries.py")
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
+    return hook
+
+
+def test_the_docs_sources_table_reads_every_registered_source():
+    """docs/models.md's sources table (docs/hooks/registries.py, read from the source) lists the registry's
+    sources, one row each after the zoo's, and the page has no other sources table (issue 68)."""
+    from stir.models.sources import SOURCES
+
+    hook = _registries_hook()
     read = {e["prefix"]: e["module"] for e in hook.sources()}
     assert ["zoo", *sorted(read)] == names()
     assert all(f"stir.models.sources.{read[p]}" == SOURCES.get(p).__module__ for p in read)
+    page = (REPO / "docs" / "models.md").read_text()
+    assert hook.MARKERS["sources"] in page and page.count("| source |") == 0  # the generated table only
+    rows = hook.on_page_markdown(hook.MARKERS["sources"]).strip().splitlines()
+    assert rows[0].startswith("| source | what it loads | normalisation | weights |") and len(rows) == 2 + len(names())
+    assert rows[2].startswith("| `zoo:NAME`, `NAME`, `PATH` |")
+
+
+@pytest.fixture(scope="module")
+def evaluate_help() -> str:
+    """What ``python evaluate.py --help`` prints (its own process: the entry point as a user runs it)."""
+    done = subprocess.run([sys.executable, "evaluate.py", "--help"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+@pytest.mark.parametrize("prefix", names()[1:])
+def test_every_registered_source_is_in_evaluate_help_and_the_docs_table(prefix, evaluate_help):
+    """Issue 68: --help's SOURCE:NAME line and docs/models.md's sources table are built from the
+    registrations, so a new source (tests/test_adding_things.py adds one in 2 files) is in both: in
+    --help as its module's docstring writes its names (``python:module.path:factory``), in the table with
+    its module's LOADS, NORMALISATION and WEIGHTS, read without torch as the module has them."""
+    import importlib
+
+    from stir.config.model_names import source_usages
+    from stir.models.sources import SOURCES
+
+    module = importlib.import_module(SOURCES.get(prefix).__module__)
+    usage = source_usages()[prefix]
+    assert usage.startswith(f"{prefix}:") and f"``{usage}``" in module.__doc__.strip().splitlines()[0]
+    paragraph = " ".join(evaluate_help.split("Any other model:", 1)[1].split("\n\n", 1)[0].split())
+    listed = re.search(r"SOURCE:NAME \(([^;]*);", paragraph).group(1).split(", ")
+    assert usage in listed and [u.split(":", 1)[0] for u in listed] == names()[1:], listed
+    columns = {k: getattr(module, k, None) for k in ("LOADS", "NORMALISATION", "WEIGHTS")}
+    assert all(isinstance(v, str) and v for v in columns.values()), \
+        f"{module.__name__} declares no LOADS/NORMALISATION/WEIGHTS strings for docs/models.md's table: {columns}"
+    hook = _registries_hook()
+    read = next(e for e in hook.sources() if e["prefix"] == prefix)
+    assert {k: read[k] for k in columns} == columns
+    row = next(r for r in hook.sources_table().splitlines() if r.startswith(f"| `{usage}` |"))
+    assert all(v.replace("|", "\\|") in row for v in columns.values()) and f"`{module.__name__}`" in row
 
 
 def test_a_library_builders_arguments_are_in_the_identity(tmp_path):

@@ -16,6 +16,12 @@ from torch import nn
 from stir.models.sources import SOURCES
 from stir.models.sources.base import SourceError, SourceOptions, LoadedModel, import_object, load_weights_file, wrap
 
+# docs/models.md's sources table, read by docs/hooks/registries.py (torch-free): what it loads, its input
+# normalisation, where the weights come from.
+LOADS = "whatever `factory()` returns (an `nn.Module`)"
+NORMALISATION = "none: it must take [0, 1] images (or give `mean`/`std` in a zoo entry)"
+WEIGHTS = "optional `weights_ref=FILE`"
+
 
 @SOURCES.register("python")
 def load(name: str, options: SourceOptions) -> LoadedModel:

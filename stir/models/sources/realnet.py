@@ -26,6 +26,12 @@ from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, co
 
 log = logging.getLogger(__name__)
 
+# docs/models.md's sources table, read by docs/hooks/registries.py (torch-free): what it loads, its input
+# normalisation, where the weights come from.
+LOADS = "the real pretrained CIFAR-10 networks above"
+NORMALISATION = "the catalogue's"
+WEIGHTS = "`zoo.weights_root`, `$STIR_REALNETS` or `../shared/realnets`"
+
 PREFIX = "realnet"
 
 

@@ -25,6 +25,14 @@ from stir.models.sources.base import LoadedModel, SourceError, SourceOptions, wr
 
 log = logging.getLogger(__name__)
 
+# docs/models.md's sources table, read by docs/hooks/registries.py (torch-free): what it loads, its input
+# normalisation, where the weights come from.
+LOADS = ("RobustBench's own architecture and loader (`robustbench.utils.load_model`), for "
+         "`robustbench.dataset` (cifar10) and `robustbench.threat_model` (L2); extra `.[robustbench]`")
+NORMALISATION = "inside RobustBench's models"
+WEIGHTS = ("`<robustbench.model_dir>/<dataset>/<threat_model>/<NAME>.pt` (RobustBench's layout); a missing file "
+           "is an error naming the path, unless `download_weights=true` lets RobustBench download it")
+
 EXTRA = 'pip install -e ".[robustbench]"'
 # The names RobustBench's model zoo holds for a benchmark (its leaderboard: robustbench.utils.list_available_models).
 LIST_COMMAND = ("python -c \"from robustbench.model_zoo import model_dicts as m; "

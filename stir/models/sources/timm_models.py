@@ -14,6 +14,12 @@ from stir.models.sources.base import (LoadedModel, SourceError, SourceOptions, b
 
 log = logging.getLogger(__name__)
 
+# docs/models.md's sources table, read by docs/hooks/registries.py (torch-free): what it loads, its input
+# normalisation, where the weights come from.
+LOADS = "`timm.create_model(ARCH)` (extra `.[timm]`)"
+NORMALISATION = "the model's `pretrained_cfg` mean/std"
+WEIGHTS = "`weights_ref=FILE`, or `weights_ref=pretrained` with `download_weights=true`"
+
 
 @SOURCES.register("timm")
 def load(name: str, options: SourceOptions) -> LoadedModel:

@@ -23,6 +23,13 @@ from stir.models.sources.base import (LoadedModel, SourceError, SourceOptions, b
 
 log = logging.getLogger(__name__)
 
+# docs/models.md's sources table, read by docs/hooks/registries.py (torch-free): what it loads, its input
+# normalisation, where the weights come from.
+LOADS = "`torchvision.models.get_model(ARCH)`"
+NORMALISATION = "mean/std of the weights' own `transforms()` (ImageNet's)"
+WEIGHTS = ("`weights_ref=FILE` (a state dict; the head size is read from it) or a tag (`weights_ref=DEFAULT`, "
+           "from torch's hub cache; downloaded only with `download_weights=true`); none: random weights")
+
 
 def _weights_enum(arch: str):
     from torchvision.models import get_model_weights
