@@ -21,6 +21,7 @@ from stir.paper import published as pub
 
 TABLE_1_SRC = "Table 1 (section 3), the paper's own text"
 FIGURE = "a figure: the paper prints no number for it (its text states the direction only)"
+TEXT = "the paper's text: it states the direction in words, with no number and no figure of it"
 ORIGINAL_README = "the original code's README (github.com/nvedant07/STIR)"
 PRESET = "this repository's preset (configs/evaluate/experiment/{}.yaml)"
 
@@ -136,12 +137,17 @@ ARCHITECTURES = Protocol(architectures=("resnet18", "resnet34", "vgg16", "vgg19"
                          note=PRESET.format("architectures"))
 CHAINS = Protocol(architectures=("resnet18",), epochs=100, layer="penultimate", iri="arbitrary",
                   models=("vanilla_n5000", "...", "vanilla_n45000", "at_n5000", "...", "at_n45000"),
-                  note="sizes 5k, 10k, ..., 45k, each trained from scratch, 100 epochs each (section 4.2; ours: the "
+                  note="sizes 5k, 10k, ..., 45k, 100 epochs each (section 4.2, which does not say whether a model starts from scratch or from m_t-1; ours: from scratch, our choice, the "
                        "laptop recipe's epochs): " + PRESET.format("incremental"))
 
 
 def _figure(quantity: str, pair: str = "") -> Published:
     return Published(quantity, pair, None, source=FIGURE)
+
+
+def _text(quantity: str, pair: str = "") -> Published:
+    """A statement the paper makes in its text only (no figure shows it, no number is printed)."""
+    return Published(quantity, pair, None, source=TEXT)
 
 
 CLAIMS: Tuple[Claim, ...] = (
@@ -221,12 +227,12 @@ CLAIMS: Tuple[Claim, ...] = (
           levels.within_band, "the layer mean of STIR for each method pair (experiment=at_methods)",
           quote="methods_mild"),
     Claim(14, "seed_stability_of_x_prime",
-          "STIR is stable over the random seeds of X' (the inversion's starting points).", "section 2.3, Figure 8",
-          TABLE_1, (_figure("STIR over seeds of X'"),), levels.spread_small,
+          "STIR is stable over the random seeds of X' (the inversion's starting points).", "section 2.3, Figure 8 caption",
+          TABLE_1, (_text("STIR over seeds of X'"),), levels.spread_small,
           "the sd of STIR over the k draws of X' per direction (experiment=seeds, k >= 2)", quote="seed_stability"),
     Claim(15, "linear_cka_as_rbf_cka",
           "Linear CKA works as well as RBF CKA as S_r (other S_r: SVCCA, PWCCA).", "section 3.1, Appendix A",
-          TABLE_1, (_figure("STIR(linear CKA) - STIR(RBF CKA)"),), levels.within_band,
+          TABLE_1, (_text("STIR(linear CKA) - STIR(RBF CKA)"),), levels.within_band,
           "STIR of Table 1's pairs with measure=rbf_cka beside linear CKA (experiment=seeds)", quote="linear_rbf"),
     Claim(16, "incremental_rises_reverse",
           "STIR(m_t-1|m_t) also rises with the data (Figure 1's other direction).", "Figure 1, section 4.2",
@@ -251,7 +257,7 @@ CLAIMS: Tuple[Claim, ...] = (
           "the layer mean of each method pair, VGG16 minus ResNet18 (experiment=at_methods)", quote="vgg16_higher"),
     Claim(21, "methods_similar_accuracy",
           "AT, TRADES and MART ResNet18s have similar clean and robust accuracy (section 5.3's premise).",
-          "section 5.3", METHODS, (_figure("robust accuracy gap"),), levels.within_band,
+          "section 5.3", METHODS, (_text("robust accuracy gap"),), levels.within_band,
           "the models' test and PGD-l2 accuracies (zoo/models)", quote="methods_premise"),
 )
 

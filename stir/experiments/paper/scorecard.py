@@ -23,6 +23,7 @@ from stir.experiments.paper.parts import table1_pairs
 from stir.experiments.paper.readings import confidence_z, difference_of
 from stir.paper import CLAIMS, Interval, Verdict, claim
 from stir.paper import levels, power, rules
+from stir.paper.claims import TEXT
 from stir.paper import verdicts as v
 
 NAN = math.nan
@@ -220,8 +221,8 @@ SHORT = {"vanilla / vanilla seed": "vanilla seeds", "AT / AT seed": "AT seeds", 
 def _published(number: int) -> str:
     c = claim(number)
     shown = [p for p in c.published if p.value is not None]
-    if not shown:
-        return "a figure: direction only"
+    if not shown:  # the text states the direction in words (claims 14, 15, 21), or a figure shows it
+        return "the text: direction only" if any(p.source == TEXT for p in c.published) else "a figure: direction only"
     return _clip(", ".join(f"{p.quantity} {SHORT.get(p.pair, p.pair)} {p.value:g}" + (f" ± {p.spread:g}" if p.spread else "")
                            for p in shown[:4]) + (f" (+{len(shown) - 4} in the paper data)" if len(shown) > 4 else ""))
 
