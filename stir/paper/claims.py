@@ -60,7 +60,7 @@ class Published:
 
 @dataclass(frozen=True)
 class Claim:
-    number: int  # 1..12 as issue 31 lists them; 13.. the statements issue 52 added
+    number: int  # 1..12 as issue 31 lists them; 13..21 the statements issue 52 added; 22, 23 issue 66
     key: str
     statement: str  # our short reading of what the paper says
     where: str  # table / figure
@@ -172,13 +172,13 @@ CLAIMS: Tuple[Claim, ...] = (
     Claim(5, "agreement_tracks_stir", "Agreement of predictions on X' is ordered like STIR.",
           "Table 1 (agreement row), section 3.3", TABLE_1, AGREEMENT, v.agreement_tracks_stir,
           "STIR and agreement on X' per direction of at least 3 directions (experiment=seeds)", quote="agreement"),
-    Claim(6, "controversial_harder_for_higher_stir",
-          "Controversial stimuli (eq. 8) need more perturbation (Delta) for pairs of higher STIR.",
-          "Table 3, Appendix C",
+    Claim(6, "controversial_easier_for_vanilla_seeds",
+          "Controversial stimuli (eq. 8) are easier (smaller Delta) for the vanilla seed pair than for the AT seed pair.",
+          "section 3.3, Table 3, Appendix C",
           Protocol(architectures=("resnet18",), n=1000, runs=5, layer="penultimate", models=TABLE_1.models,
                    note="Delta = (1/n) sum ||X - X_c||_2 after eq. 8 (Appendix C); eq. 8's start and steps not stated"),
-          DELTA, v.controversial_harder_for_higher_stir,
-          "STIR and controversial-stimulus difficulty per direction of at least 3 directions (experiment=seeds)",
+          DELTA, v.controversial_easier_for_vanilla,
+          "eq.-8 Delta per direction of the vanilla and the AT seed pair, from x (python -m stir.experiments.paper.delta)",
           quote="controversial"),
     Claim(7, "more_robust_shares_less",
           "STIR(m2|m1) > STIR(m1|m2) when m1 is the more robust (AT it=10 > AT it=1 > vanilla).", "Table 2, section 4.1",
@@ -259,6 +259,18 @@ CLAIMS: Tuple[Claim, ...] = (
           "AT, TRADES and MART ResNet18s have similar clean and robust accuracy (section 5.3's premise).",
           "section 5.3", METHODS, (_text("robust accuracy gap"),), levels.within_band,
           "the models' test and PGD-l2 accuracies (zoo/models)", quote="methods_premise"),
+    Claim(22, "at_it10_more_robust_than_at_it1",
+          "AT it=10 is more robust than AT it=1 (section 4.1's premise: 51.5% against 34.6%).", "section 4.1",
+          Protocol(architectures=("resnet18",), models=("at_it10", "at_it1"),
+                   note="robust accuracy under l2 eps 1 (Table 2 caption)"),
+          (Published("robust accuracy", "AT it=10", 0.515, source="section 4.1's text"),
+           Published("robust accuracy", "AT it=1", 0.346, source="section 4.1's text")),
+          v.shares_more, "the PGD-l2 accuracies of at_it10 and at_it1 (zoo/models)", quote="robustness_premise"),
+    Claim(23, "controversial_harder_for_higher_stir",
+          "Controversial stimuli are harder to generate for higher STIR, over every direction (Table 3's caption).",
+          "Table 3 caption", TABLE_1, (_text("difficulty against STIR"),), v.controversial_harder_for_higher_stir,
+          "STIR and controversial-stimulus difficulty per direction of at least 3 directions (experiment=seeds)",
+          quote="controversial_caption"),
 )
 
 BY_NUMBER: Dict[int, Claim] = {c.number: c for c in CLAIMS}
@@ -266,7 +278,7 @@ BY_KEY: Dict[str, Claim] = {c.key: c for c in CLAIMS}
 
 
 def claim(which) -> Claim:
-    """A claim by its number (1..21) or key."""
+    """A claim by its number (1..23) or key."""
     table = BY_NUMBER if isinstance(which, int) else BY_KEY
     if which not in table:
         raise KeyError(f"no paper claim {which!r}; claims: {sorted(BY_NUMBER)} / {sorted(BY_KEY)}")
