@@ -14,8 +14,9 @@ from stir.paper.claims import FIGURE, TEXT
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAPER = ROOT.parent / "shared" / "paper" / "nanda2022-stir.txt"
 # Phrases that attributed to the paper what it does not say; each was in docs/ or stir/ before issue 66.
+# ("claim 22" was one until issue 66 made section 4.1's premise claim 22: the number exists now.)
 ATTRIBUTIONS = ("published 1000 steps", "the published 1000", "paper's ResNet18 is 64 wide", "the paper's recipe",
-                "claim 22", "full width, 100 epochs", "each trained from scratch, 100 epochs", "paper's (1000 steps",
+                "full width, 100 epochs", "each trained from scratch, 100 epochs", "paper's (1000 steps",
                 "STIR paper's recipe")
 
 

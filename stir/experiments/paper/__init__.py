@@ -26,7 +26,7 @@ One module per claim group, as ``stir.paper.claims`` groups the claims: ``parts`
 exist, each part's config), ``table1`` (claims 1-6), ``table2`` (claim 7), ``figure1`` (claim 8),
 ``layers`` (claims 9, 10: figures 2-3, 6-7; ``cross_dataset``: claim 10's CIFAR-10 / CIFAR-100
 pairs), ``architectures`` (claim 11: figures 4, 8), ``methods`` (claim 12: figures 5, 9), ``ablation``
-(the recipe question), ``judge`` (the verdicts), ``scorecard`` (issue 52's rules and claims 13-21,
+(the recipe question), ``judge`` (the verdicts), ``scorecard`` (the rules set after the data and claims 13-23,
 the report's first table); ``readings`` holds what they share, ``stored`` the ``stored_only`` cut,
 ``delta`` claim 6's Appendix C Delta (``python -m stir.experiments.paper.delta``).
 """
