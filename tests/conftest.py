@@ -85,12 +85,29 @@ def cifar100_root(tmp_path_factory) -> Path:
     return root
 
 
+def tiny_recipe() -> list:
+    """train.py's ``profile=tiny`` (configs/profile/tiny.yaml, the one place that recipe is written) as
+    key overrides, so that a test can shrink any profile's recipe with it (a second ``profile=`` would
+    replace the first), on the test's own tiny data set: all of its training images (the profile's 120
+    are for real CIFAR)."""
+    from omegaconf import OmegaConf
+
+    def flat(node, prefix=""):
+        for key, value in node.items():
+            if isinstance(value, dict):
+                yield from flat(value, f"{prefix}{key}.")
+            else:
+                yield f"{prefix}{key}={'null' if value is None else value}"
+
+    tiny = OmegaConf.to_container(OmegaConf.load(REPO / "configs" / "profile" / "tiny.yaml"))
+    return [o for o in flat(tiny) if not o.startswith("data.train_size=")] + ["data.train_size=null"]
+
+
 def tiny_train_args(data_root: Path, runs_dir: Path, *extra: str) -> list:
-    """Overrides that shrink a real recipe to seconds: train.py's ``profile=tiny`` (width 4, 1 epoch,
-    2-step attacks: configs/profile/tiny.yaml, the one place that recipe is written) on the test's own
-    tiny data set, all of whose training images it takes (the profile's 120 are for real CIFAR)."""
+    """Overrides that shrink a real recipe to seconds: ``tiny_recipe`` (width 4, 1 epoch, 2-step attacks)
+    on the tiny data set at ``data_root``, no progress bar, no W&B."""
     return [
-        "profile=tiny", f"data.root={data_root}", "data.download=false", "data.train_size=null",
+        *tiny_recipe(), f"data.root={data_root}", "data.download=false",
         "trainer.enable_progress_bar=false", "logger.wandb.mode=disabled", f"runs_dir={runs_dir}", *extra,
     ]
 

@@ -22,9 +22,7 @@ def eval_args(root: Path, data_root: Path, *extra: str) -> list:
         f"zoo.overrides=[{overrides}]", f"zoo.runs_dir={root / 'runs'}", f"out_dir={root / 'results'}",
         "n=12", "k=2", "inversion.steps=15", "inversion.tolerance=0.05", "min_fraction_iri=0", "iri_grid_images=4",
         "calibration.permutations=4", "calibration.resamples=50", "logger.wandb.mode=disabled",
-        # a walk of its own, as profile=tiny's: 15 steps (the inversion's budget) would censor every image, and 200
-        # (before) cost half of each evaluation here while no test reads more than the walk's type
-        "difficulty.steps=50",
+        "difficulty.steps=200",  # a walk of its own: 15 steps (the inversion's budget) would censor every image, 50 most
         *extra,
     ]
 
