@@ -127,7 +127,8 @@ def test_read_only_folders_one_line_and_a_finished_run_is_reused(cifar10_root, t
                           env=env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=600)
     (error,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "[Errno 30] Read-only file system" in error and str(out) in error
+    # refused at start, before any model or image loads (issue 67), naming the key, the folder and the reason
+    assert "Read-only file system" in error and str(out) in error and "out_dir=" in error
 
 
 # Ctrl-C in the real process while the report's tables go to W&B: SIGINT to itself, delivered as
