@@ -54,8 +54,9 @@ def test_a_rerun_after_an_interrupted_wandb_run_logs_a_complete_one(wandb_dirs, 
 
     with monkeypatch.context() as m:
         m.setattr(wandb, "Table", ctrl_c)
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(SystemExit) as ended:  # evaluate.py ends a Ctrl-C with one line, exit 130 (issue 69)
             evaluate(out, monkeypatch, *pair)
+        assert ended.value.code == 130
     (folder,) = out.glob("pair_vanilla-seed0_vs_vanilla-seed1-*")  # the report folder (not yet indexed)
     (interrupted,) = offline_runs(folder)
     assert not has_tables(interrupted) and not (folder / "wandb" / "complete.json").exists()
