@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from test_report_headline import markdown_tables  # the one pipe-table reader of these tests
 from stir.config.schema import LoggerConfig
 from stir.experiments import at_iris_table, pair_reading, pairs, rows
 from stir.measure import DirectionResult, PairResult, SimilarityResult
@@ -71,18 +72,6 @@ def tour_report(tmp_path: Path, swap: bool = False) -> str:
     pairs.in_words(report, pair, "half_sampling")
     publish(report, tmp_path, LoggerConfig().without_wandb(), config={}, run_name="test")
     return (tmp_path / "README.md").read_text()
-
-
-def markdown_tables(text: str) -> list:
-    """Each pipe table of a Markdown text as (header cells, body rows of cells)."""
-    tables, current = [], []
-    for line in text.splitlines() + [""]:
-        if line.startswith("|"):
-            current.append([c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]])
-        elif current:
-            tables.append((current[0], current[2:]))
-            current = []
-    return tables
 
 
 def before_first_table(text: str) -> list:
