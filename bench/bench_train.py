@@ -24,7 +24,7 @@ Reported: ms/step and images/s, pipeline/plain time ratio (vanilla; AT against `
 and the cost of an AT step relative to a vanilla step.
 
 levers: training steps of train.py's own system (``build_system`` of the composed config, the
-real data module) for each lever of the fast recipe, one change at a time from the paper's recipe
+real data module) for each lever of the fast recipe, one change at a time from the `paper` recipe
 and one removed at a time from the fast recipe, at one width; median images/s over the timed steps
 (``bench_levers`` in ``bench/results/bench_train_levers_*.json|md``), and the 2-thread / 1-thread
 step-time ratio of the paper's and the fast recipe's vanilla step.
@@ -169,7 +169,7 @@ def report(r) -> None:
 
 
 # ------------------------------------------------------------------------------------------ levers
-# (name, overrides of `python train.py`): one change at a time from the paper's recipe, then the
+# (name, overrides of `python train.py`): one change at a time from the `paper` recipe, then the
 # fast recipe and one lever removed at a time. The widths and data come from the command line.
 VANILLA_LEVERS = [
     ("paper", ["recipe=paper"]),
@@ -512,7 +512,7 @@ def device_main(argv: Sequence[str]) -> Dict[str, dict]:
     paper = report["runs"]["paper vanilla"]["images_per_s"]
     report["paper_100_epochs_hours"] = {
         "vanilla": 100 * 45_000 / paper / 3600, "at": 100 * 45_000 / report["runs"]["paper AT (PGD-10)"]["images_per_s"] / 3600}
-    log.info("the paper's recipe, 100 epochs of 45,000 images: vanilla %.2f h, AT %.2f h (extrapolated)",
+    log.info("the `paper` recipe, 100 epochs of 45,000 images: vanilla %.2f h, AT %.2f h (extrapolated)",
              report["paper_100_epochs_hours"]["vanilla"], report["paper_100_epochs_hours"]["at"])
     args.out.mkdir(parents=True, exist_ok=True)
     write_text(args.out / "bench_train_device.json", json.dumps(report, indent=1))

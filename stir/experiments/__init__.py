@@ -39,7 +39,7 @@ def estimator_notes(ctx: Context) -> list:
                      f"{inversion.steps} steps), a different estimator from the published STIR procedure "
                      "(docs: the estimator)")
     elif inversion.steps != 1000:
-        notes.append(f"inversion: {inversion.steps} faithful steps, not the published 1000 (see the "
+        notes.append(f"inversion: {inversion.steps} faithful steps, not the original code's default 1000 (see the "
                      "convergence table for how far the value had settled)")
     if inversion.fake_relu is not None and inversion.fake_relu_spec != ("published" if inversion.mode == "faithful" else "off"):
         notes.append(f"inversion.fake_relu={inversion.fake_relu}: not the mode's published setting (each model's "

@@ -43,7 +43,7 @@ ADVERSARIAL_OBJECTIVES = ("constrained", "paper", "original")
 PRECISIONS = ("auto", "32", "bf16", "16")
 SCHEDULES = ("inverse_time", "cosine", "constant")
 
-# Steps each mode takes when ``steps`` is None: the published 1000, and the fast mode's budget.
+# Steps each mode takes when ``steps`` is None: 1000 (the original code's default; the paper states no step count), and the fast mode's budget.
 DEFAULT_STEPS = {"faithful": 1000, "fast": 300, "iri": 3000}
 
 # Fields only one mode reads, and those the fast mode reads only while it stops early.
@@ -379,7 +379,7 @@ class ControversialConfig:
     """
 
     # Fixed-length steps from x. None: follow the inversion budget, ``walk_steps(inversion steps)`` =
-    # min(WALK_STEPS, inversion steps): the published 1000-step inversion walks 200 steps, a 20-step
+    # min(WALK_STEPS, inversion steps): the default 1000-step inversion walks 200 steps, a 20-step
     # trial 20 (a small run stays small); set it to walk a budget of its own.
     steps: Optional[int] = None
     step_size: float = 0.1  # L2 length of each step: the resolution of Delta (at most steps * step_size)

@@ -21,6 +21,7 @@ from stir.paper import published as pub
 
 TABLE_1_SRC = "Table 1 (section 3), the paper's own text"
 FIGURE = "a figure: the paper prints no number for it (its text states the direction only)"
+TEXT = "the paper's text: it states the direction in words, with no number and no figure of it"
 ORIGINAL_README = "the original code's README (github.com/nvedant07/STIR)"
 PRESET = "this repository's preset (configs/evaluate/experiment/{}.yaml)"
 
@@ -59,7 +60,7 @@ class Published:
 
 @dataclass(frozen=True)
 class Claim:
-    number: int  # 1..12 as issue 31 lists them; 13.. the statements issue 52 added
+    number: int  # 1..12 as issue 31 lists them; 13..21 the statements issue 52 added; 22, 23 issue 66
     key: str
     statement: str  # our short reading of what the paper says
     where: str  # table / figure
@@ -136,12 +137,17 @@ ARCHITECTURES = Protocol(architectures=("resnet18", "resnet34", "vgg16", "vgg19"
                          note=PRESET.format("architectures"))
 CHAINS = Protocol(architectures=("resnet18",), epochs=100, layer="penultimate", iri="arbitrary",
                   models=("vanilla_n5000", "...", "vanilla_n45000", "at_n5000", "...", "at_n45000"),
-                  note="sizes 5k, 10k, ..., 45k, each trained from scratch, 100 epochs each (section 4.2; ours: the "
+                  note="sizes 5k, 10k, ..., 45k, 100 epochs each (section 4.2, which does not say whether a model starts from scratch or from m_t-1; ours: from scratch, our choice, the "
                        "laptop recipe's epochs): " + PRESET.format("incremental"))
 
 
 def _figure(quantity: str, pair: str = "") -> Published:
     return Published(quantity, pair, None, source=FIGURE)
+
+
+def _text(quantity: str, pair: str = "") -> Published:
+    """A statement the paper makes in its text only (no figure shows it, no number is printed)."""
+    return Published(quantity, pair, None, source=TEXT)
 
 
 CLAIMS: Tuple[Claim, ...] = (
@@ -166,13 +172,13 @@ CLAIMS: Tuple[Claim, ...] = (
     Claim(5, "agreement_tracks_stir", "Agreement of predictions on X' is ordered like STIR.",
           "Table 1 (agreement row), section 3.3", TABLE_1, AGREEMENT, v.agreement_tracks_stir,
           "STIR and agreement on X' per direction of at least 3 directions (experiment=seeds)", quote="agreement"),
-    Claim(6, "controversial_harder_for_higher_stir",
-          "Controversial stimuli (eq. 8) need more perturbation (Delta) for pairs of higher STIR.",
-          "Table 3, Appendix C",
+    Claim(6, "controversial_easier_for_vanilla_seeds",
+          "Controversial stimuli (eq. 8) are easier (smaller Delta) for the vanilla seed pair than for the AT seed pair.",
+          "section 3.3, Table 3, Appendix C",
           Protocol(architectures=("resnet18",), n=1000, runs=5, layer="penultimate", models=TABLE_1.models,
                    note="Delta = (1/n) sum ||X - X_c||_2 after eq. 8 (Appendix C); eq. 8's start and steps not stated"),
-          DELTA, v.controversial_harder_for_higher_stir,
-          "STIR and controversial-stimulus difficulty per direction of at least 3 directions (experiment=seeds)",
+          DELTA, v.controversial_easier_for_vanilla,
+          "eq.-8 Delta per direction of the vanilla and the AT seed pair, from x (python -m stir.experiments.paper.delta)",
           quote="controversial"),
     Claim(7, "more_robust_shares_less",
           "STIR(m2|m1) > STIR(m1|m2) when m1 is the more robust (AT it=10 > AT it=1 > vanilla).", "Table 2, section 4.1",
@@ -221,12 +227,12 @@ CLAIMS: Tuple[Claim, ...] = (
           levels.within_band, "the layer mean of STIR for each method pair (experiment=at_methods)",
           quote="methods_mild"),
     Claim(14, "seed_stability_of_x_prime",
-          "STIR is stable over the random seeds of X' (the inversion's starting points).", "section 2.3, Figure 8",
-          TABLE_1, (_figure("STIR over seeds of X'"),), levels.spread_small,
+          "STIR is stable over the random seeds of X' (the inversion's starting points).", "section 2.3, Figure 8 caption",
+          TABLE_1, (_text("STIR over seeds of X'"),), levels.spread_small,
           "the sd of STIR over the k draws of X' per direction (experiment=seeds, k >= 2)", quote="seed_stability"),
     Claim(15, "linear_cka_as_rbf_cka",
           "Linear CKA works as well as RBF CKA as S_r (other S_r: SVCCA, PWCCA).", "section 3.1, Appendix A",
-          TABLE_1, (_figure("STIR(linear CKA) - STIR(RBF CKA)"),), levels.within_band,
+          TABLE_1, (_text("STIR(linear CKA) - STIR(RBF CKA)"),), levels.within_band,
           "STIR of Table 1's pairs with measure=rbf_cka beside linear CKA (experiment=seeds)", quote="linear_rbf"),
     Claim(16, "incremental_rises_reverse",
           "STIR(m_t-1|m_t) also rises with the data (Figure 1's other direction).", "Figure 1, section 4.2",
@@ -251,8 +257,20 @@ CLAIMS: Tuple[Claim, ...] = (
           "the layer mean of each method pair, VGG16 minus ResNet18 (experiment=at_methods)", quote="vgg16_higher"),
     Claim(21, "methods_similar_accuracy",
           "AT, TRADES and MART ResNet18s have similar clean and robust accuracy (section 5.3's premise).",
-          "section 5.3", METHODS, (_figure("robust accuracy gap"),), levels.within_band,
+          "section 5.3", METHODS, (_text("robust accuracy gap"),), levels.within_band,
           "the models' test and PGD-l2 accuracies (zoo/models)", quote="methods_premise"),
+    Claim(22, "at_it10_more_robust_than_at_it1",
+          "AT it=10 is more robust than AT it=1 (section 4.1's premise: 51.5% against 34.6%).", "section 4.1",
+          Protocol(architectures=("resnet18",), models=("at_it10", "at_it1"),
+                   note="robust accuracy under l2 eps 1 (Table 2 caption)"),
+          (Published("robust accuracy", "AT it=10", 0.515, source="section 4.1's text"),
+           Published("robust accuracy", "AT it=1", 0.346, source="section 4.1's text")),
+          v.shares_more, "the PGD-l2 accuracies of at_it10 and at_it1 (zoo/models)", quote="robustness_premise"),
+    Claim(23, "controversial_harder_for_higher_stir",
+          "Controversial stimuli are harder to generate for higher STIR, over every direction (Table 3's caption).",
+          "Table 3 caption", TABLE_1, (_text("difficulty against STIR"),), v.controversial_harder_for_higher_stir,
+          "STIR and controversial-stimulus difficulty per direction of at least 3 directions (experiment=seeds)",
+          quote="controversial_caption"),
 )
 
 BY_NUMBER: Dict[int, Claim] = {c.number: c for c in CLAIMS}
@@ -260,7 +278,7 @@ BY_KEY: Dict[str, Claim] = {c.key: c for c in CLAIMS}
 
 
 def claim(which) -> Claim:
-    """A claim by its number (1..21) or key."""
+    """A claim by its number (1..23) or key."""
     table = BY_NUMBER if isinstance(which, int) else BY_KEY
     if which not in table:
         raise KeyError(f"no paper claim {which!r}; claims: {sorted(BY_NUMBER)} / {sorted(BY_KEY)}")

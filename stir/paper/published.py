@@ -141,8 +141,13 @@ QUOTES: Dict[str, Quote] = {q_key: q for q_key, q in {
                        "m2(Vanilla) also correspond to less agreement in their predictions on X' and higher STIR values "
                        "for m1(AT) and m2(AT) correspond to higher agreement in their predictions"),
     "controversial": Quote("section 3.3 / Appendix C", "We find that indeed it’s significantly easier to generate "
-                           "controversial stimuli for (m1(Vanilla), m2(Vanilla)) than for (m1(AT), m2(AT)); We see that "
-                           "controversial stimuli are “hard” to generate for higher STIR scores (Table 3 caption)."),
+                           "controversial stimuli for (m1(Vanilla), m2(Vanilla)) than for (m1(AT), m2(AT))"),
+    "controversial_caption": Quote("Table 3 caption", "We see that controversial stimuli are “hard” to generate for "
+                                   "higher STIR scores"),
+    "robustness_premise": Quote("section 4.1", "a model trained using adversarial training (AT) with the usual 10 "
+                                "iterations used to solve the inner maximization of AT (Madry et al., 2019) ($51.5\\%$), "
+                                "and a model trained using AT but with only 1 iteration in the inner maximization loop, "
+                                "which gives adversarial robustness somewhere in the middle ($34.6\\%$)"),
     "relative_robustness": Quote("section 4.1", "Table 2 shows comparison between these three models and confirms that "
                                  "STIR(m2|m1)>STIR(m1|m2) if adversarial robustness m1>m2 (measured here by robust "
                                  "accuracy)."),

@@ -1,19 +1,24 @@
-"""Each claim's verdict rule as data: its words, the commit that set it, whether it was written before
-or after its data was seen, and the verdict under the rule it replaced (issue 52).
+"""Each claim's verdict rule as data: its words, when it was set relative to its data (before, or after
+the data was seen), and the verdict under the rule as first written where it changed after the data
+(issues 52, 66).
 
-The verdict words of the scorecard (``word``):
+The verdict words of the scorecard (``word``), symmetric about the paper's side:
 
     holds                                   every interval on the claim's side of its pre-set threshold
-    direction reproduced, size not resolved  every unit (pair, direction, seed position) on the claim's
-                                            side as a point, an interval straddling the threshold
+    direction reproduced, size not resolved  every independent unit (model pair, seed position) on the
+                                            claim's side as a point, an interval straddling the threshold
     not resolved                            neither; the scorecard says what compute would resolve it
-    contradicted                            an interval on the wrong side, from a measurement at least as
-                                            strong as the paper's (``Rule.can_contradict``: claim 4's
-                                            300-step search cannot contradict an existence claim)
+    direction opposite, size not resolved   every unit on the other side as a point, not an interval
+                                            that can contradict (one training seed, a weaker measurement)
+    contradicted                            an interval on the wrong side, from a measurement that can
+                                            contradict the claim (``Rule.can_contradict``)
+    premise not met in this zoo             the claim assumes a property of its models (``PREMISES``)
+                                            that ours lack, or a premise row that our models do not meet
     not testable here                       with what would make it testable
     not measured in this report             measurable here, not in the store: the command
 
-A commit hash is kept as data (``Rule.set_in``), so a copy without git history still names it.
+The commit that set a rule is kept as data (``Rule.set_in``); the scorecard's rule column shows the
+rule in words and when it was set, never the hash.
 """
 from __future__ import annotations
 
@@ -25,10 +30,16 @@ from stir.paper.verdicts import FAILS, HOLDS, NOT_RUN, NOT_TESTABLE, Verdict
 HOLDS_W = "holds"
 DIRECTION_W = "direction reproduced, size not resolved"
 NOT_RESOLVED_W = "not resolved"
+OPPOSITE_W = "direction opposite, size not resolved"
 CONTRADICTED_W = "contradicted"
+PREMISE_W = "premise not met in this zoo"
 NOT_TESTABLE_W = "not testable here"
 NOT_MEASURED_W = "not measured in this report"
-WORDS = (HOLDS_W, DIRECTION_W, NOT_RESOLVED_W, CONTRADICTED_W, NOT_TESTABLE_W, NOT_MEASURED_W)
+WORDS = (HOLDS_W, DIRECTION_W, NOT_RESOLVED_W, OPPOSITE_W, CONTRADICTED_W, PREMISE_W, NOT_TESTABLE_W, NOT_MEASURED_W)
+
+# {claim: the premise row it rests on}: a claim about models the paper says are alike (section 5.3's
+# "similar clean and robust accuracy", claim 21) says nothing where ours are not (issue 66).
+PREMISES = {12: 21, 13: 21, 20: 21}
 
 BEFORE = "before its data"
 AFTER = "after its data was seen"
@@ -45,6 +56,7 @@ class Rule:
     when: str  # BEFORE or AFTER
     old: str = ""  # the rule it replaced and its verdict then, for a rule changed after the data
     can_contradict: bool = True  # False: our measurement is weaker than the paper's for this claim
+    premise: bool = False  # a property of the models other claims assume: unmet reads PREMISE_W
 
 
 RULES: Dict[int, Rule] = {r.claim: r for r in (
@@ -53,13 +65,16 @@ RULES: Dict[int, Rule] = {r.claim: r for r in (
     Rule(2, "STIR above 0.8 in both directions (random effects over the 3 seed pairs)", "00c4540", BEFORE),
     Rule(3, "STIR(vanilla|AT) - STIR(AT|vanilla) above 0, pooled over the 3 disjoint (at_i, vanilla_i) pairs; beside "
             "it a sign test over the pairs", "00c4540; sign test " + ISSUE52, BEFORE + " (margin); the sign test " + AFTER),
-    Rule(4, "every STIR_adv below 0.15 (the original code's objective); a value above cannot contradict", "00c4540; "
-            "cannot-contradict " + ISSUE52, BEFORE + "; cannot-contradict " + AFTER,
-         old="contradicted (a 300-step search's higher value read as against an existence claim)", can_contradict=False),
+    Rule(4, "every STIR_adv below 0.15 (the original code's objective); changed after the data: a value above 0.15 from "
+            "our 300-step search cannot contradict", "00c4540; cannot-contradict " + ISSUE52,
+         BEFORE + "; the cannot-contradict clause " + AFTER,
+         old="contradicted (rule as first written: every STIR_adv above 0.15, from 300 steps of the original objective)",
+         can_contradict=False),
     Rule(5, "Spearman rho of agreement against STIR at least 0.5 over at least 3 directions", "00c4540", BEFORE),
-    Rule(6, "Spearman rho of difficulty against STIR at least 0.5; not resolved where most directions sit at the "
-            "walk's cap (ties carry no order)", "00c4540; ties " + ISSUE52, BEFORE + "; the tie rule " + AFTER,
-         old="does not hold (Spearman 0.20 over 18 directions, 15 of them tied at the cap)"),
+    Rule(6, "eq.-8 Delta from x lower for the vanilla seed pair than for the AT seed pair in both directions: holds "
+            "where every vanilla interval lies below every AT interval, contradicted where every one lies above",
+         "issue 66", AFTER + " (section 3.3's statement; the Delta was in the store)",
+         old="Spearman rho of difficulty against STIR over all 18 directions (now claim 23): not resolved"),
     Rule(7, "per pair with m1 measurably more robust (PGD-l2 gap interval above 0): STIR(m2|m1) - STIR(m1|m2) above 0",
          "ba26bd0 (equal-robustness pairs dropped)", AFTER,
          old="not resolved (at / at_it1: -0.002 [-0.020, 0.015], two equally robust models)"),
@@ -86,7 +101,14 @@ RULES: Dict[int, Rule] = {r.claim: r for r in (
     Rule(20, "VGG16 minus ResNet18 layer-mean STIR above 0 per method pair (one VGG16 seed: not resolved unless "
              "contradicted over several)", ISSUE52, AFTER),
     Rule(21, "robust and clean accuracy gaps of AT, TRADES, MART within +-0.05 per seed position (two-proportion "
-             "intervals)", ISSUE52, AFTER),
+             "intervals); the premise of claims 12, 13, 20", ISSUE52, AFTER, premise=True,
+         old="contradicted (read as a claim, not as the premise of claims 12, 13, 20)"),
+    Rule(22, "AT it=10's PGD-l2 accuracy minus AT it=1's above 0 (two-proportion interval): section 4.1's premise, "
+             "51.5% against 34.6% in the paper", "issue 66", AFTER + " (the accuracies were in zoo/models)", premise=True),
+    Rule(23, "Spearman rho of the walk's difficulty against STIR at least 0.5 over all directions; not resolved where "
+             "most directions sit at the walk's step limit (ties carry no order)", "00c4540; ties " + ISSUE52,
+         BEFORE + "; the tie clause " + AFTER,
+         old="does not hold (Spearman 0.20 over 18 directions, 15 of them tied at the step limit)"),
 )}
 
 # Claim 7 asked of the graded-robustness family (configs/zoo.yaml at_e025*, AT at training eps 0.25),
@@ -101,20 +123,28 @@ GRADED = Rule(
 GRADED_EFFECTS = {"at / at_e025": 0.07, "at / vanilla": 0.10, "at_e025 / vanilla": 0.18}
 
 
-def word(number: int, verdict: Verdict, direction: Optional[Tuple[int, int]] = None) -> str:
-    """The scorecard's word for ``verdict`` of claim ``number``; ``direction`` = (units on the claim's
-    side as points, units), where the claim has units (pairs, directions, positions)."""
+def word(number: int, verdict: Verdict, direction: Optional[Tuple[int, ...]] = None, premise_met: bool = True) -> str:
+    """The scorecard's word for ``verdict`` of claim ``number``; ``direction`` = (independent units on
+    the claim's side as points, units[, units on the other side as points]), where the claim has units
+    (model pairs, seed positions); ``premise_met`` False: the premise row it rests on (``PREMISES``) failed."""
     if verdict.outcome == NOT_RUN:
         return NOT_MEASURED_W
     if verdict.outcome == NOT_TESTABLE:
         return NOT_TESTABLE_W
+    if not premise_met:
+        return PREMISE_W
     if verdict.outcome == HOLDS:
         return HOLDS_W
     if verdict.outcome != FAILS:
         raise ValueError(f"claim {number}: unknown verdict outcome {verdict.outcome!r}")
     rule = RULES.get(number)
+    if rule is not None and rule.premise:  # a premise row: our models lack what the paper's had
+        return PREMISE_W
     if verdict.reason.startswith("contradicted") and (rule is None or rule.can_contradict):
         return CONTRADICTED_W
-    if direction is not None and direction[1] > 0 and direction[0] == direction[1]:
-        return DIRECTION_W
+    if direction is not None and direction[1] > 0:
+        if direction[0] == direction[1]:
+            return DIRECTION_W
+        if len(direction) > 2 and direction[2] == direction[1]:
+            return OPPOSITE_W
     return NOT_RESOLVED_W

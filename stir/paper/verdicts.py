@@ -236,8 +236,36 @@ def agreement_tracks_stir(e: TrackingEvidence) -> Verdict:
 
 
 def controversial_harder_for_higher_stir(e: TrackingEvidence) -> Verdict:
-    """Claim 6: controversial stimuli are harder to find (higher difficulty) for pairs of higher STIR."""
+    """Claim 23 (Table 3's caption): controversial stimuli are harder to find (higher difficulty) for
+    pairs of higher STIR, over every direction."""
     return tracks(e, "controversial difficulty")
+
+
+@dataclass(frozen=True)
+class DeltaEvidence:
+    """Eq. 8's Delta (mean ||x - x_c||_2) per direction of the vanilla seed pair and of the AT seed pair."""
+
+    vanilla: Mapping[str, Interval]
+    at: Mapping[str, Interval]
+
+
+def controversial_easier_for_vanilla(e: DeltaEvidence) -> Verdict:
+    """Claim 6 (section 3.3): controversial stimuli are easier for the vanilla seed pair than for the AT
+    seed pair: every vanilla direction's Delta interval below every AT direction's (disjoint) holds; every
+    one above contradicts; else not resolved."""
+    if not e.vanilla or not e.at:
+        return not_testable(f"Delta of the {'vanilla' if not e.vanilla else 'AT'} seed pair not measured")
+    named = {**{f"vanilla {k}": i for k, i in e.vanilla.items()}, **{f"AT {k}": i for k, i in e.at.items()}}
+    missing = _unmeasured(named)
+    if missing:
+        return missing
+    numbers = {k: str(i) for k, i in named.items()}
+    shown = ", ".join(f"{k} {i}" for k, i in named.items())
+    if max(i.high for i in e.vanilla.values()) < min(i.low for i in e.at.values()):
+        return Verdict(HOLDS, f"every vanilla Delta below every AT Delta (disjoint intervals): {shown}", numbers)
+    if min(i.low for i in e.vanilla.values()) > max(i.high for i in e.at.values()):
+        return Verdict(FAILS, f"contradicted: every vanilla Delta above every AT Delta: {shown}", numbers)
+    return Verdict(FAILS, f"{NOT_RESOLVED}: the vanilla and AT Delta intervals overlap: {shown}", numbers)
 
 
 # ---- claim 8: a curve that rises and plateaus ---------------------------------------------------------

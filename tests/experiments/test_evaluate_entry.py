@@ -96,7 +96,7 @@ def test_pair_writes_tables_plots_record_and_wandb(workspace):
     # issue 9: the published procedure by default, its convergence in every stored STIR, the budget said
     assert entry["result"]["settings"]["inversion"]["mode"] == "faithful"
     assert entry["result"]["convergence"]["arbitrary"]["steps"][-1] == 15
-    assert any("15 faithful steps, not the published 1000" in n for n in record["notes"])
+    assert any("15 faithful steps, not the original code's default 1000" in n for n in record["notes"])
     assert "15 faithful steps" in (out / "README.md").read_text()
     # issue 53: the calibrated interval reading by default, and no note about the shipped results' one
     assert entry["result"]["calibration"]["stir"]["interval_reading"] == "jackknife_corrected"

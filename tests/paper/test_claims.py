@@ -8,7 +8,7 @@ from scipy import stats as scipy_stats
 from stir.paper import CLAIMS, FAILS, HOLDS, NOT_TESTABLE, Interval, claim
 from stir.paper import published as pub
 from stir.paper import verdicts as v
-from stir.paper.claims import FIGURE
+from stir.paper.claims import FIGURE, TEXT
 
 NAN = float("nan")
 
@@ -18,13 +18,14 @@ def iv(value, half=0.02):
 
 
 def test_every_claim_numbered_with_its_quote_sources_and_verdict():
-    assert [c.number for c in CLAIMS] == list(range(1, 22))
+    assert [c.number for c in CLAIMS] == list(range(1, 24))
     assert len({c.key for c in CLAIMS}) == len(CLAIMS)
     for c in CLAIMS:
         assert c.statement and c.where and c.needs and callable(c.verdict)
         assert c.quote in pub.QUOTES and c.quoted.startswith('"'), c.key  # the paper's words, with their place
         assert all(p.value is None or p.source for p in c.published), c.key  # every number says where it was read
-        assert all(p.value is not None or p.source == FIGURE for p in c.published), c.key  # None only for a figure
+        # None only for a figure, or a statement the text makes in words (claims 14, 15, 21, 23)
+        assert all(p.value is not None or p.source in (FIGURE, TEXT) for p in c.published), c.key
 
 
 def test_every_quote_is_the_paper_s_own_words():
@@ -99,8 +100,8 @@ def test_a_claim_without_evidence_is_not_testable_with_its_reason():
     verdict = claim(7).judge(missing="the relative_robustness preset was not run")
     assert verdict.outcome == NOT_TESTABLE and verdict.reason == "the relative_robustness preset was not run"
     assert "experiment=seeds" in claim(1).judge().reason
-    with pytest.raises(KeyError, match="no paper claim 22"):
-        claim(22)
+    with pytest.raises(KeyError, match="no paper claim 24"):
+        claim(24)
 
 
 def test_interval_rejects_a_value_outside_it():
@@ -156,8 +157,8 @@ def test_claim_4_stir_adv_near_zero(values, outcome):
     assert claim(4).judge(v.AdversarialEvidence(values)).outcome == outcome
 
 
-@pytest.mark.parametrize("number", [5, 6])
-def test_claims_5_6_tracking(number):
+@pytest.mark.parametrize("number", [5, 23])
+def test_claims_5_23_tracking(number):
     stir = {"a": iv(0.4), "b": iv(0.6), "c": iv(0.9)}
     rising = {"a": iv(0.2), "b": iv(0.5), "c": iv(0.8)}
     verdict = claim(number).judge(v.TrackingEvidence(stir, rising))
@@ -168,6 +169,16 @@ def test_claims_5_6_tracking(number):
     assert claim(number).judge(v.TrackingEvidence(stir, constant)).outcome == FAILS
     two = claim(number).judge(v.TrackingEvidence({"a": iv(0.4), "b": iv(0.6)}, rising))
     assert two.outcome == NOT_TESTABLE and "needs 3" in two.reason
+
+
+def test_claim_6_vanilla_pair_easier_than_the_at_pair_on_delta():
+    """Section 3.3: eq.-8 Delta of the vanilla seed pair below the AT seed pair's, both directions, disjoint."""
+    judge = lambda van, at: claim(6).judge(v.DeltaEvidence(van, at))  # noqa: E731
+    low, high = {"a|b": iv(19.1, 0.6), "b|a": iv(18.2, 1.3)}, {"c|d": iv(22.1, 0.6), "d|c": iv(22.9, 0.5)}
+    assert judge(low, high).outcome == HOLDS
+    assert judge(high, low).reason.startswith("contradicted")
+    assert judge(low, {"c|d": iv(19.5, 0.6), "d|c": iv(22.9, 0.5)}).reason.startswith("not resolved")
+    assert judge({}, high).outcome == NOT_TESTABLE
 
 
 def test_spearman_with_ties():

@@ -25,8 +25,9 @@ def test_the_report_s_first_table_is_the_scorecard():
     rows = list(csv.DictReader((REPORT / "scorecard.csv").open()))
     assert [int(r["claim"]) for r in rows] == list(range(1, len(rows) + 1)) and len(rows) >= 21
     assert set(rows[0]) >= {"claim", "where", "the paper", "ours [interval]", "verdict", "why", "power", "rule"}
-    for r in rows:
-        assert len(r["why"].replace(" ...", "").split()) <= 25, r
+    for r in rows:  # a premise not met says the premise's numbers: 10 words more (issue 66)
+        limit = 35 if r["verdict"] == "premise not met in this zoo" else 25
+        assert len(r["why"].replace(" ...", "").split()) <= limit, r
 
 
 @pytest.mark.parametrize("table", ["scorecard", "claim_sections", "claims"])
@@ -99,9 +100,10 @@ def test_the_readme_s_results_line_follows_the_scorecard():
     readme = (REPO / "README.md").read_text()
     line = " ".join(readme.split("<!-- results -->", 1)[1].split("\n\n", 1)[0].split())
     said = {"holds": r"(\d+) hold\b", "direction reproduced, size not resolved": r"(\d+) direction reproduced",
-            "not resolved": r"(\d+) not resolved", "contradicted": r"(\d+) contradicted",
+            "not resolved": r"(\d+) not resolved", "direction opposite, size not resolved": r"(\d+) direction opposite",
+            "contradicted": r"(\d+) contradicted", "premise not met in this zoo": r"(\d+) premise not met",
             "not testable here": r"(\d+) not testable", "not measured in this report": r"(\d+) not measured"}
-    for word, pattern in said.items():
+    for word, pattern in said.items():  # every word the scorecard says, with its count; an absent word: 0
         found = re.search(pattern, line)
-        assert found and int(found.group(1)) == counts.get(word, 0), (word, counts.get(word, 0), line)
+        assert (int(found.group(1)) if found else 0) == counts.get(word, 0), (word, counts.get(word, 0), line)
     assert f"{sum(counts.values())} claims" in line

@@ -17,8 +17,9 @@ def test_every_claim_has_a_rule_with_its_commit_and_when():
     for r in rules.RULES.values():
         assert r.text and r.set_in and r.when.startswith((rules.BEFORE, rules.AFTER)), r
     # a rule changed after its data keeps the old verdict beside the new one (claims 7, 9, 11, 12, 8, 6, 4)
-    for n in (4, 6, 7, 8, 9, 11, 12):
+    for n in (4, 6, 7, 8, 9, 11, 12, 23):
         assert rules.RULES[n].old, n
+    assert rules.RULES[4].old.startswith("contradicted (rule as first written")
     assert rules.GRADED.when == rules.BEFORE and "at_e025" in rules.GRADED.text
 
 
@@ -27,11 +28,30 @@ def test_every_claim_has_a_rule_with_its_commit_and_when():
     (Verdict(FAILS, "contradicted: y"), None, rules.CONTRADICTED_W),
     (Verdict(FAILS, "not resolved at this budget: z"), (6, 6), rules.DIRECTION_W),
     (Verdict(FAILS, "not resolved at this budget: z"), (5, 6), rules.NOT_RESOLVED_W),
+    (Verdict(FAILS, "not resolved at this budget: z"), (0, 3, 3), rules.OPPOSITE_W),
+    (Verdict(FAILS, "not resolved at this budget: z"), (0, 3, 2), rules.NOT_RESOLVED_W),
     (Verdict(NOT_TESTABLE, "w"), None, rules.NOT_TESTABLE_W),
     (Verdict(NOT_RUN, "w"), None, rules.NOT_MEASURED_W),
 ])
 def test_the_scorecard_words(verdict, direction, word):
     assert rules.word(1, verdict, direction) == word
+
+
+def test_a_premise_not_met_is_said_whatever_the_verdict():
+    """Claims 12, 13, 20 rest on claim 21 (section 5.3's premise); claims 21, 22 are premise rows."""
+    assert rules.PREMISES == {12: 21, 13: 21, 20: 21} and rules.RULES[21].premise and rules.RULES[22].premise
+    assert rules.word(12, Verdict(FAILS, "contradicted: x"), premise_met=False) == rules.PREMISE_W
+    assert rules.word(21, Verdict(FAILS, "contradicted: x")) == rules.PREMISE_W
+    assert rules.word(22, Verdict(FAILS, "not resolved at this budget: x")) == rules.PREMISE_W
+    assert rules.word(22, Verdict(HOLDS, "x")) == rules.HOLDS_W
+    assert rules.word(12, Verdict(NOT_RUN, "x"), premise_met=False) == rules.NOT_MEASURED_W
+
+
+def test_no_rule_column_carries_a_commit_hash_or_internal_words():
+    import re
+    for r in [*rules.RULES.values(), rules.GRADED]:
+        shown = f"{r.text} (set {r.when})"
+        assert not re.search(r"\b[0-9a-f]{7}\b", shown) and "walk's cap" not in shown and "stop 62" not in shown, shown
 
 
 def test_a_weaker_measurement_cannot_contradict_claim_4():
@@ -121,7 +141,9 @@ def test_claim_7_s_graded_rule_on_constructed_matrices():
     assert verdict.outcome != HOLDS and "3 of the rule's 9 measured" in verdict.reason and len(rows) == 3
     wide = {i: {k: iv(x.value, 0.2) for k, x in m.items()} for i, m in matrices(0.05).items()}
     rows, verdict = graded(wide, positions, robust, {}, 0.95)  # all 9 values above 0, intervals straddling it
-    assert verdict.numbers["direction"] == (9, 9) and rules.word(7, verdict, verdict.numbers["direction"]) == rules.DIRECTION_W
+    # counted in independent units, the 3 seed positions (issue 66), not the 9 values that share models
+    assert verdict.numbers["direction"] == (3, 3, 0) and rules.word(7, verdict, verdict.numbers["direction"]) == rules.DIRECTION_W
+    assert "at best p = 0.125" in verdict.reason
     equal = {k: iv(0.0, 0.03) for k in robust}
     rows, verdict = graded(matrices(0.1), positions, equal, {}, 0.95)
     assert verdict.outcome == NOT_RUN and all(r["evidence"].startswith("no") for r in rows)

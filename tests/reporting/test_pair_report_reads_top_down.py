@@ -30,7 +30,7 @@ TOUR = {"similarity": "similarity/477a2cd666bfde4636bc5853294fe054a6d1a3ab1202d3
         "at m1|m2": "direction_at_iris/1e367eb588f4ebab39db0e255807b73846ff8625833518b4e054998ecb10a0db"}
 # The notes the tour command's report gave before issue 69 (nine block quotes before the first table)
 NOTES = [
-    "inversion: 300 faithful steps, not the published 1000 (see the convergence table for how far the value had settled)",
+    "inversion: 300 faithful steps, not the original code's default 1000 (see the convergence table for how far the value had settled)",
     "intervals: calibration.interval=half_sampling, the reading the shipped results were measured under and served "
     "with (nothing new is measured under it); it errs wide (94-100% coverage, up to 2.5 times the true width from "
     "k = 2: docs/benchmarks/calibration.md), so a claim not resolved here may be resolved at the calibrated "

@@ -26,7 +26,7 @@ One module per claim group, as ``stir.paper.claims`` groups the claims: ``parts`
 exist, each part's config), ``table1`` (claims 1-6), ``table2`` (claim 7), ``figure1`` (claim 8),
 ``layers`` (claims 9, 10: figures 2-3, 6-7; ``cross_dataset``: claim 10's CIFAR-10 / CIFAR-100
 pairs), ``architectures`` (claim 11: figures 4, 8), ``methods`` (claim 12: figures 5, 9), ``ablation``
-(the recipe question), ``judge`` (the verdicts), ``scorecard`` (issue 52's rules and claims 13-21,
+(the recipe question), ``judge`` (the verdicts), ``scorecard`` (the rules set after the data and claims 13-23,
 the report's first table); ``readings`` holds what they share, ``stored`` the ``stored_only`` cut,
 ``delta`` claim 6's Appendix C Delta (``python -m stir.experiments.paper.delta``).
 """
@@ -40,7 +40,7 @@ from stir.experiments import at_iris_table
 from stir.experiments.paper import at_iris, figure1, judge, parts, scorecard, table1, table2
 from stir.experiments.paper.ablation import recipe_ablation
 from stir.experiments.paper.architectures import figures4_8
-from stir.experiments.paper.judge import summary_line, unstored_rows
+from stir.experiments.paper.judge import unstored_rows
 from stir.experiments.paper.layers import figures2_3
 from stir.experiments.paper.methods import figures5_9
 from stir.experiments.paper.parts import PARTS, Availability, extra_objectives
@@ -50,8 +50,8 @@ from stir.experiments.context import Context
 from stir.experiments.paper_config import PaperConfig  # noqa: F401  (the kind's config, torch-free)
 from stir.experiments.registry import Kind, Unit, get, register
 from stir.inversion.config import ADVERSARIAL_OBJECTIVES
-from stir.paper import CLAIMS, HOLDS, NOT_RUN, NOT_TESTABLE, Verdict
-from stir.paper import verdicts as v
+from stir.paper import CLAIMS, NOT_RUN, Verdict
+from stir.paper import rules
 from stir.reporting import Report, Table
 from stir.store import NotStored
 
@@ -115,20 +115,25 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     evidence[12] = layer_wise if layer_wise.evidence is not None else evidence.get(12)
     card = scorecard.scorecard(scorecard_verdicts, evidence, info, table2.graded_power_text())
     sections = scorecard.sections(scorecard_verdicts, info, graded_verdict)
+    # One source for each verdict (issue 66): the claims table, the title, the notes and the summary read the
+    # scorecard's words; the verdict function's outcome is kept beside as "outcome".
+    by_claim = {row["claim"]: row for row in card}
     claims = []
     for c in CLAIMS:
-        vd, notes = verdicts[c.number]
-        claims.append({"claim": c.number, "where": c.where, "statement": c.statement, "verdict": vd.outcome,
+        vd, notes = scorecard_verdicts[c.number]
+        claims.append({"claim": c.number, "where": c.where, "statement": c.statement,
+                       "verdict": by_claim[c.number]["verdict"], "outcome": vd.outcome,
                        "reason": vd.reason + "".join(f" ({n})" for n in notes)})
-        report.summary[f"claim{c.number}/holds"] = {HOLDS: 1.0, v.FAILS: 0.0}.get(vd.outcome, NAN)
-    line = summary_line(verdicts)
-    words_line = f"scorecard of {len(card)} claims: " + ", ".join(
-        f"{n} {w}" for w, n in scorecard.verdict_counts(card).items() if n)
-    report.title = f"{report.title}: {scorecard.scorecard_line(card)}"  # the scorecard's words, as its table below
-    report.summary["claims/hold"] = float(sum(vd.outcome == HOLDS for vd, _ in verdicts.values()))
-    report.summary["claims/not_testable"] = float(sum(vd.outcome == NOT_TESTABLE for vd, _ in verdicts.values()))
-    report.summary["claims/do_not_hold"] = float(sum(vd.outcome == v.FAILS for vd, _ in verdicts.values()))
-    report.summary["claims/not_run"] = float(sum(vd.outcome == NOT_RUN for vd, _ in verdicts.values()))
+        report.summary[f"claim{c.number}/holds"] = 1.0 if by_claim[c.number]["verdict"] == rules.HOLDS_W else (
+            NAN if by_claim[c.number]["verdict"] in (rules.NOT_TESTABLE_W, rules.NOT_MEASURED_W) else 0.0)
+    counts = scorecard.verdict_counts(card)
+    line = scorecard.scorecard_line(card)
+    report.title = f"{report.title}: {line}"  # the scorecard's words, as its table below
+    report.summary["claims/hold"] = float(counts[rules.HOLDS_W])
+    report.summary["claims/not_testable"] = float(counts[rules.NOT_TESTABLE_W])
+    report.summary["claims/do_not_hold"] = float(sum(n for w, n in counts.items() if w not in (
+        rules.HOLDS_W, rules.NOT_TESTABLE_W, rules.NOT_MEASURED_W)))
+    report.summary["claims/not_run"] = float(counts[rules.NOT_MEASURED_W])
     iris_verdicts = (at_iris.verdicts(ctx, cfg, iris, seeds_ctx, verdicts,
                                       table2.at_iris_evidence(ctx, chosen.get("relative_robustness"), iris2))
                      if iris or iris2 else [])
@@ -147,7 +152,7 @@ def run(ctx: Context, cfg: PaperConfig) -> Report:
     paper_tables["claims"] = Table(claims, display=[{**c, "reason": scorecard._clip(c["reason"])} for c in claims])
     report.tables = {**paper_tables, **report.tables}  # the paper's tables first, the parts' after
     missing = sorted(ok.missing)
-    report.notes = [words_line, line] + iris_line + ["method: a recipe's value is the random-effects estimate over its seed pairs "
+    report.notes = [f"scorecard: {line}"] + iris_line + ["method: a recipe's value is the random-effects estimate over its seed pairs "
                     "(stir.measure.seeds.seed_estimate); " + SHARED + "; AT vs vanilla: " + DISJOINT
                     + f"; with one pair: {ONE_PAIR}",
                     (f"store: {ctx.store.hits} result(s) served from the store, nothing measured (experiment.stored_only="

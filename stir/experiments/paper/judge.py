@@ -21,7 +21,8 @@ def _needs(cfg: PaperConfig) -> Dict[int, List[str]]:
             7: list(cfg.robustness), 8: [n for c in cfg.chains.values() for n in c[:2]],
             9: [n for s, f in cfg.layer_settings.items() if s.startswith("cifar10 ") for p in f.values() for n in p],
             10: [n for f in cfg.layer_settings.values() for p in f.values() for n in p],
-            11: matrix_models(cfg), 12: [n for m in cfg.methods.values() for n in (method_positions(m)[:1] or [{}])[0].values()]}
+            11: matrix_models(cfg), 12: [n for m in cfg.methods.values() for n in (method_positions(m)[:1] or [{}])[0].values()],
+            22: ["at_it10", "at_it1"], 23: seeds}
 
 
 def unstored_rows(ctx: Context, cfg: PaperConfig, ok: Availability, chosen: Dict[str, Tuple[Any, Context]]) -> Dict[int, str]:

@@ -19,7 +19,7 @@ from stir.inversion.config import ADVERSARIAL_OBJECTIVES
 from stir.zoo import MissingModelError
 
 # The parts of the report (PaperConfig.skip names them) and the claims each one's evidence is.
-PARTS = {"seeds": (1, 2, 3, 4, 5, 6, 14), **{f"seeds_{o}": (4,) for o in ADVERSARIAL_OBJECTIVES},
+PARTS = {"seeds": (1, 2, 3, 4, 5, 6, 14, 23), **{f"seeds_{o}": (4,) for o in ADVERSARIAL_OBJECTIVES},
          "relative_robustness": (7,), "incremental": (8, 16), "layers": (9, 10, 17), "architectures": (11, 18, 19),
          "at_methods": (12, 13, 20), **{f"graded_{i}": (7,) for i in range(3)},
          "recipe_ablation": ()}

@@ -1,13 +1,15 @@
-"""The paper report's scorecard and issue 52's claims (13-21), from the parts ``stir.experiments.paper`` ran.
+"""The paper report's scorecard and the claims issues 52 and 66 added (13-23), from the parts
+``stir.experiments.paper`` ran.
 
-``extra_evidence`` gathers the evidence of claims 12 (layer-wise, Figures 5/9), 13-21 from the claim
-groups' modules (each reads the stored results of its part); ``revise`` applies the rules set in issue 52 to claims 1, 3, 6, 8, 9, 12 (each rule's old
-verdict kept beside: ``stir.paper.rules``); ``scorecard`` is the report's first table: claim | where |
-the paper's number | ours [interval] | verdict | why (<= 25 words) | power | rule.
+``extra_evidence`` gathers the evidence of claims 6 (section 3.3: eq.-8 Delta of the vanilla against
+the AT seed pair), 12 (layer-wise, Figures 5/9), 13-23 from the claim groups' modules (each reads the
+stored results of its part); ``revise`` applies the rules set after the data to claims 1, 3, 4, 8, 9,
+12, 23 and the premise rows (21: section 5.3's, 22: section 4.1's) to the claims resting on them, each
+earlier verdict kept beside (``stir.paper.rules``); ``scorecard`` is the report's first table: claim |
+where | the paper's number | ours [interval] | verdict | earlier verdict | why (<= 25 words) | power | rule.
 
-Claim 6's Appendix C Delta (eq. 8) is ``stir.experiments.paper.delta.appendix_c_delta``: Table 3's six
-directions (served from the store; shipped in zoo/store), set beside Table 3's Delta row. The claim's verdict rule (the walk's ties) is not changed by it: Delta grows with the step
-budget (eq. 8 bounds nothing), a reading the rule was not set on.
+Claim 6's Delta (eq. 8) is ``stir.experiments.paper.delta.appendix_c_delta``: Table 3's six directions
+from x and from a seed (served from the store; shipped in zoo/store); the rule reads those from x.
 """
 from __future__ import annotations
 
@@ -18,11 +20,14 @@ from typing import Any, Dict, List, Tuple
 
 from stir.experiments.intervals import se as _se
 from stir.experiments.paper import architectures, figure1, layers, methods, table1
-from stir.experiments.paper.delta import appendix_c_delta
+from stir.experiments.paper.delta import appendix_c_delta, table3_pairs
+from stir.experiments.paper.readings import Evidence
+from stir.experiments.paper.table2 import robustness_gap
 from stir.experiments.paper.parts import table1_pairs
 from stir.experiments.paper.readings import confidence_z, difference_of
 from stir.paper import CLAIMS, Interval, Verdict, claim
 from stir.paper import levels, power, rules
+from stir.paper.claims import TEXT
 from stir.paper import verdicts as v
 
 NAN = math.nan
@@ -33,10 +38,14 @@ RBF_COMMAND = ("python evaluate.py experiment=seeds profile=laptop measure=rbf_c
 
 
 def extra_evidence(ctx, cfg, ok, chosen, evidence) -> Dict[int, Any]:
-    """{claim: Evidence} of claims 12 (layer mean), 13-21 (``stir.experiments.paper.readings.Evidence``),
-    each from its claim group's module."""
+    """{claim: Evidence} of claims 6 (Delta), 12 (layer mean), 13-23 (``stir.experiments.paper.readings.Evidence``),
+    each from its claim group's module; claim 23 is Table 1's reading of the walk's difficulty, which was claim 6's."""
     conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
     out: Dict[int, Any] = methods.layer_mean_evidence(ctx, cfg, ok, chosen.get("at_methods"), z, conf)  # 12, 13, 20
+    if evidence.get(6) is not None:
+        out[23] = evidence[6]
+    out[6] = delta_evidence(ctx, cfg)
+    out[22] = premise_4_1(ctx, ok, z)
     out[14] = table1.seed_spread(ctx, cfg, chosen.get("seeds"))
     out[16] = figure1.reverse_curves(ctx, chosen.get("incremental"))
     out[17] = layers.at_taps(ctx, cfg, chosen.get("layers"))
@@ -45,17 +54,54 @@ def extra_evidence(ctx, cfg, ok, chosen, evidence) -> Dict[int, Any]:
     return out
 
 
-def _units_positive(values: List[float]) -> Tuple[int, int]:
-    return sum(x > 0 for x in values), len(values)
+def delta_evidence(ctx, cfg) -> Evidence:
+    """Claim 6: eq.-8 Delta from x of both directions of Table 3's vanilla seed pair and AT seed pair."""
+    delta = appendix_c_delta(ctx, cfg)
+    columns = table3_pairs(cfg.recipes)
+
+    def both(column):
+        a, b = columns.get(column, ("", ""))
+        return {k: delta[k] for k in (f"{a}|{b} from image", f"{b}|{a} from image") if k in delta}
+    vanilla, at = both("vanilla / vanilla seed"), both("AT / AT seed")
+    if not vanilla or not at:
+        return Evidence(missing="eq.-8 Delta of Table 3's seed pairs is not in the store (python -m "
+                                "stir.experiments.paper.delta)")
+    return Evidence(v.DeltaEvidence(vanilla, at))
+
+
+PREMISE_4_1 = ("at_it10", "at_it1")
+
+
+def premise_4_1(ctx, ok, z: float) -> Evidence:
+    """Claim 22 (section 4.1's premise): AT it=10's PGD-l2 accuracy minus AT it=1's, two-proportion interval."""
+    if not ok.all(list(PREMISE_4_1)):
+        return Evidence(missing=ok.why(list(PREMISE_4_1)))
+    gap = robustness_gap(ctx.model(PREMISE_4_1[0]), ctx.model(PREMISE_4_1[1]), z)
+    accs = " vs ".join(f"{ctx.model(n).metrics.get('test/robust_acc', NAN):.3f}" for n in PREMISE_4_1)
+    return Evidence(v.ContrastEvidence({f"PGD-l2 accuracy at_it10 - at_it1 ({accs})": gap}))
+
+
+def _units_positive(values: List[float]) -> Tuple[int, int, int]:
+    """(units above 0, units, units below 0), each unit's point value."""
+    return sum(x > 0 for x in values), len(values), sum(x < 0 for x in values)
+
+
+def _premise_text(e21) -> str:
+    """Claim 21's gaps outside +-SIMILAR_ACCURACY, for the rows that rest on it."""
+    if e21 is None or e21.evidence is None:
+        return ""
+    out = [f"{k} {i}" for k, i in e21.evidence.values.items()
+           if i.measured and (i.above(levels.SIMILAR_ACCURACY) or i.below(-levels.SIMILAR_ACCURACY))]
+    return "; ".join(out)
 
 
 def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evidence) -> Dict[int, Dict[str, Any]]:
     """Issue 52's rules on claims 1, 3, 6, 8, 9, 12: {claim: {"verdict": new Verdict, "old": old
     verdict text, "direction": (k, n), "power": text}}; the verdicts are replaced in ``verdicts``."""
     conf, z = ctx.estimator.calibration.confidence, confidence_z(ctx)
-    info: Dict[int, Dict[str, Any]] = {n: {} for n in range(1, 22)}
+    info: Dict[int, Dict[str, Any]] = {c.number: {} for c in CLAIMS}
     delta = appendix_c_delta(ctx, cfg)
-    if delta:  # eq. 8's Delta per direction, once wired: beside Table 3's row
+    if delta:  # eq. 8's Delta per direction: beside Table 3's row
         info[6]["delta"] = "; ".join(f"{k} {i}" for k, i in delta.items())
     seeds_part = chosen.get("seeds")
     stored = {tuple(p) for p in seeds_part[0].pairs} if seeds_part else set()
@@ -84,7 +130,7 @@ def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evi
         if not units:
             continue
         values = [u for u, _ in units]
-        k, n = _units_positive(values)
+        k, n, opposite = _units_positive(values)
         se = statistics.mean(s for _, s in units)
         tau = statistics.pstdev(values) if len(values) > 1 else 0.0
         m = 3 if number == 1 else len(units)
@@ -92,33 +138,39 @@ def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evi
         pw_obs = power.pooled_power(observed, tau, se, max(m, 2), threshold, shared=number == 1)
         pw_paper = power.pooled_power(paper, tau, se, max(m, 2), threshold, shared=number == 1)
         sp = power.sign_power(observed, max(tau, se), n)
-        info[number].update(direction=(k, n), power=(
+        # claim 1's units are directions of seed pairs that share models; claim 3's the disjoint (at_i, vanilla_i) pairs
+        floor = f"; with {n} units the smallest p is {power.sign_p(n, n):.3f}: it cannot reach 0.05" \
+            if power.sign_p(n, n) >= 0.05 else ""
+        info[number].update(direction=(k, n, opposite), power=(
             f"margin test power {pw_obs:.0%} at ours ({observed:.3f}), {pw_paper:.0%} at the paper's ({paper:.3f}); "
-            f"sign test {k}/{n}, p = {power.sign_p(k, n):.3f}, power {sp:.0%}"))
-    # claim 6: ties at the walk's cap carry no order
-    e6 = evidence.get(6)
-    if e6 is not None and e6.evidence is not None and e6.evidence.other:
-        vals = [i.value for i in e6.evidence.other.values()]
+            f"sign test {k}/{n} {'disjoint pairs' if number == 3 else 'directions'}, p = {power.sign_p(k, n):.3f}, "
+            f"power {sp:.0%}{floor}"))
+        if floor:
+            info[number]["units"] = f"sign test over {n} independent pairs: p = {power.sign_p(k, n):.3f}{floor}"
+    # claim 23 (Table 3's caption): ties at the walk's step limit carry no order
+    e23 = evidence.get(23)
+    if e23 is not None and e23.evidence is not None and e23.evidence.other:
+        vals = [i.value for i in e23.evidence.other.values()]
         cap = max(vals)
         tied = sum(x == cap for x in vals)
         if tied * 2 > len(vals):
-            old = verdicts[6][0]
-            verdicts[6] = (Verdict(v.FAILS, f"{v.NOT_RESOLVED}: {tied} of {len(vals)} directions at the walk's cap "
-                                           f"{cap:g} (no image became controversial): a rank correlation over ties is no "
-                                           "evidence; Appendix C's Delta not measured in this report", old.numbers),
-                           verdicts[6][1])
-            info[6]["old"] = f"{old.outcome}: {old.reason[:160]}"
-            info[6]["ours"] = f"walk difficulty: {tied} of {len(vals)} directions at its cap {cap:g}"
+            old = verdicts[23][0]
+            verdicts[23] = (Verdict(v.FAILS, f"{v.NOT_RESOLVED}: {tied} of {len(vals)} directions at the walk's step "
+                                             f"limit {cap:g} (no image became controversial): a rank correlation over "
+                                             "ties is no evidence", old.numbers), verdicts[23][1])
+            info[23]["old"] = f"{old.outcome}: {old.reason[:160]}"
+            info[23]["first"] = rules.word(23, old)
+            info[23]["ours"] = f"walk difficulty: {tied} of {len(vals)} directions at its step limit {cap:g}"
     # claim 4: an existence claim; our 300-step search bounds the worst case from above only
     vd4 = verdicts.get(4, (None, []))[0]
     if vd4 is not None and vd4.outcome == v.FAILS and vd4.reason.startswith("contradicted"):
         values = [x for x in vd4.numbers.values() if isinstance(x, str)]
-        verdicts[4] = (Verdict(v.FAILS, f"{v.NOT_RESOLVED}: our STIR_adv ({len(values)} directions, 300 steps of the "
-                                        "original objective, no X' within the IRI bound) is an upper bound of the worst "
-                                        "case: higher than the paper's, it cannot contradict that IRIs m2 does not share "
-                                        "exist; a search at least as strong as the paper's (1000 steps, X' within the "
-                                        "bound) would resolve it", vd4.numbers), verdicts[4][1])
-        info[4]["old"] = f"contradicted: {vd4.reason[13:170]}"
+        verdicts[4] = (Verdict(v.FAILS, f"{v.NOT_RESOLVED} under the rule changed after the data: our STIR_adv "
+                                        f"({len(values)} directions, 300 steps of the original objective, no X' within "
+                                        "the IRI bound) is read as unable to contradict; the paper states no step count "
+                                        "and its printed L_adv (weight 1) was not run", vd4.numbers), verdicts[4][1])
+        info[4]["old"] = f"contradicted (rule as first written): {vd4.reason[13:170]}"
+        info[4]["first"] = rules.CONTRADICTED_W + " (rule as first written)"
     # claim 8: the plateau rule's power
     rates = power.plateau_rates(0.01, sims=200)
     info[8]["power"] = (f"plateau rule at noise sd 0.01, 8 links sharing models: holds {rates['holds if plateau']:.0%} "
@@ -172,10 +224,28 @@ def revise(ctx, cfg, chosen, verdicts: Dict[int, Tuple[Verdict, List[str]]], evi
         info[21]["power"] = (f"{power.all_power([(0.0, s) for s in ses], -levels.SIMILAR_ACCURACY, levels.SIMILAR_ACCURACY):.0%}"
                              f" if every gap were 0 ({len(ses)} gaps, two-proportion se)")
     info[20]["power"] = "one VGG16 seed: the rule cannot hold at this budget (3 seeds per model would)"
-    for number in (5, 6):
+    # the contrast claims' units (as points): all on the paper's side, or all on the other
+    for number in (11, 18, 20):
+        e = evidence.get(number)
+        if e is not None and isinstance(e.evidence, v.ContrastEvidence) and e.evidence.differences:
+            info[number]["direction"] = _units_positive([i.value for i in e.evidence.differences.values()])
+    # premise rows: a claim about models the paper says are alike says nothing where ours are not
+    for number, row in rules.PREMISES.items():
+        pv = verdicts.get(row, (None, []))[0]
+        if pv is not None and pv.outcome == v.FAILS and pv.reason.startswith("contradicted"):
+            old = verdicts[number][0]
+            info[number]["premise"] = f"claim {row}'s premise not met: {_premise_text(evidence.get(row))}"
+            info[number]["first"] = rules.word(number, old, info[number].get("direction"))
+            info[number]["old"] = f"before the premise was read: {info[number]['first']}: {old.reason[:160]}"
+    for number in (21, 22):
+        vd = verdicts.get(number, (None, []))[0]
+        if vd is not None and vd.outcome == v.FAILS:
+            info[number]["first"] = (rules.CONTRADICTED_W if vd.reason.startswith("contradicted")
+                                     else rules.NOT_RESOLVED_W) + " (read as a claim)"
+    for number in (5, 23):
         info[number].setdefault("power", "not simulated: a rank rule (Spearman >= 0.5)")
     info[14]["power"] = "a point reading (k = 2 draws per direction): no interval, no power"
-    for number in (7, 9, 11):
+    for number in (6, 7, 9, 11):
         r = rules.RULES[number]
         if r.old and "old" not in info[number]:
             info[number]["old"] = r.old
@@ -220,8 +290,8 @@ SHORT = {"vanilla / vanilla seed": "vanilla seeds", "AT / AT seed": "AT seeds", 
 def _published(number: int) -> str:
     c = claim(number)
     shown = [p for p in c.published if p.value is not None]
-    if not shown:
-        return "a figure: direction only"
+    if not shown:  # the text states the direction in words (claims 14, 15, 21), or a figure shows it
+        return "the text: direction only" if any(p.source == TEXT for p in c.published) else "a figure: direction only"
     return _clip(", ".join(f"{p.quantity} {SHORT.get(p.pair, p.pair)} {p.value:g}" + (f" ± {p.spread:g}" if p.spread else "")
                            for p in shown[:4]) + (f" (+{len(shown) - 4} in the paper data)" if len(shown) > 4 else ""))
 
@@ -255,27 +325,30 @@ def scorecard(verdicts, evidence, info, graded_text: str) -> List[Dict[str, Any]
     rows = []
     for c in CLAIMS:
         vd, _ = verdicts[c.number]
-        w = rules.word(c.number, vd, info.get(c.number, {}).get("direction"))
+        premise = info.get(c.number, {}).get("premise", "")
+        w = rules.word(c.number, vd, info.get(c.number, {}).get("direction"), premise_met=not premise)
         # Claim 7's verdict is the graded family's when it was measured: its rule is rules.GRADED.
         r = rules.GRADED if c.number == 7 and info.get(7, {}).get("graded") else rules.RULES[c.number]
         pw = info.get(c.number, {}).get("power", "")
         if c.number == 7:
             pw = graded_text
         ours = _headline(evidence.get(c.number))
-        if c.number == 6:
-            ours = _clip("Delta: " + info.get(6, {}).get("delta", "not measured in this report") + "; "
-                         + info.get(6, {}).get("ours", ours))
+        if c.number == 23:
+            ours = _clip(info.get(23, {}).get("ours", ours))
         if c.number == 7:
             graded = info.get(7, {}).get("graded") or "not measured"
             ours = _clip(f"graded family: {graded}; Table 2's models (old rule): " + ours)
+        why = premise or (info[c.number]["units"] + "; " + vd.reason if info.get(c.number, {}).get("units") else vd.reason)
         rows.append({"claim": c.number, "where": c.where, "the paper": _published(c.number),
-                     "ours [interval]": ours, "verdict": w, "why": _clip(_words(vd.reason)),
-                     "power": _clip(pw) or "-", "rule": _clip(f"{r.set_in}, {r.when}")})
+                     "ours [interval]": ours, "verdict": w, "earlier verdict": info.get(c.number, {}).get("first", "-"),
+                     "why": _clip(_words(why, WHY_WORDS + 10 if premise else WHY_WORDS)),
+                     "power": _clip(pw) or "-", "rule": _clip(f"{r.text} (set {r.when})")})
     return rows
 
 
 # How the title says each verdict word's count ("8 hold", "3 direction reproduced (size not resolved)").
-_TITLE_WORDS = {rules.HOLDS_W: "hold", rules.DIRECTION_W: "direction reproduced (size not resolved)"}
+_TITLE_WORDS = {rules.HOLDS_W: "hold", rules.DIRECTION_W: "direction reproduced (size not resolved)",
+                rules.OPPOSITE_W: "direction opposite (size not resolved)"}
 
 
 def verdict_counts(card: List[Dict[str, Any]]) -> Dict[str, int]:
@@ -302,10 +375,11 @@ def sections(verdicts, info, graded_verdict: str) -> List[Dict[str, Any]]:
             items.append(("power", info[c.number]["power"]))
         if c.number == 7:
             items += [("graded family (rule before data)", rules.GRADED.text), ("graded family", graded_verdict)]
-        if c.number == 6:
-            ours = info.get(6, {}).get("delta", "not measured in this report")
-            items.append(("Appendix C Delta", f"Table 3: 8.588 / 8.570, 17.106 / 16.210, 19.270 / 7.368; ours: {ours} "
-                                               "(input: stir.experiments.paper.delta.appendix_c_delta)"))
+        if info.get(c.number, {}).get("premise"):
+            items.append(("premise", info[c.number]["premise"]))
+        if c.number == 6 and info.get(6, {}).get("delta"):
+            items.append(("Appendix C Delta", f"Table 3: 8.588 / 8.570, 17.106 / 16.210, 19.270 / 7.368; ours: "
+                                               f"{info[6]['delta']} (stir.experiments.paper.delta.appendix_c_delta)"))
         items += [("note", n) for n in notes]
         for what, text in items:
             for k in range(0, max(len(text), 1), CELL - 20):

@@ -15,6 +15,8 @@ import itertools
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from scipy.stats import norm
+
 from stir.experiments import matrix as matrix_kind
 from stir.experiments.context import Context
 from stir.experiments.intervals import from_se as _from_se
@@ -68,6 +70,8 @@ def graded(matrices: Mapping[int, Mapping[Tuple[str, str], Interval]], positions
     accuracy minus m2's, ``cka[(a, b)]`` the pair's CKA. Returns the rows (each Table 2 cell of ours
     beside the paper's) and the verdict by ``rules.GRADED``."""
     rows, pooled, points = [], {}, []
+    by_position: Dict[int, List[float]] = {}  # the independent units: positions share no model
+    z = float(norm.ppf(0.5 + confidence / 2))
     order = [("at", "at_e025"), ("at", "vanilla"), ("at_e025", "vanilla")]
     paper = {("at", "at_e025"): ("AT it=10", "AT it=1"), ("at", "vanilla"): ("AT it=10", "Vanilla"),
              ("at_e025", "vanilla"): ("AT it=1", "Vanilla")}
@@ -81,13 +85,15 @@ def graded(matrices: Mapping[int, Mapping[Tuple[str, str], Interval]], positions
             m1, m2 = roles[role1], roles[role2]
             s21, s12 = matrices[i][(m1, m2)], matrices[i][(m2, m1)]
             gap = gaps.get((m1, m2), Interval(math.nan, math.nan, math.nan))
-            d = Interval(s21.value - s12.value, s21.low - s12.high, s21.high - s12.low) if s21.measured and s12.measured \
+            # the two directions' errors combined as independent (sqrt(se1^2 + se2^2)), as table2 and claim 3 do
+            d = difference_of(s21, s12, z, confidence) if s21.measured and s12.measured \
                 else Interval(math.nan, math.nan, math.nan)
             if gap.measured and not gap.above(0.0):
                 rows.append({"pair": f"{m1} / {m2}", "position": i, "PGD-l2 gap": str(gap), "evidence": "no: not more robust"})
                 continue
             per.append(d)
             points.append(d.value > 0)
+            by_position.setdefault(i, []).append(d.value)
             a, b = paper[(role1, role2)]
             rows.append({"pair": f"{m1} / {m2}", "position": i, "PGD-l2 gap": str(gap), "STIR(m2|m1)": str(s21),
                          "STIR(m1|m2)": str(s12), "CKA": f"{cka.get((m1, m2), math.nan):.3f}", "difference": str(d),
@@ -99,14 +105,18 @@ def graded(matrices: Mapping[int, Mapping[Tuple[str, str], Interval]], positions
         return rows, Verdict(v.NOT_RUN, "no position of the graded family is measured")
     verdict = v.more_robust_shares_less(v.DirectionEvidence(pooled))
     complete = len(points) == 3 * len(positions)  # the rule's "all 9 position values": every position measured
-    # The rule's "direction reproduced" counts position values, and only when every position is measured:
-    # (values above 0, values) for the scorecard's word (rules.word), else None.
-    direction = (sum(points), len(points)) if complete else None
+    # "Direction reproduced" counts independent units, the seed positions (the three pairs of a position share
+    # its models; issue 66; the rule as written counted the 9 position values), and only when every position
+    # is measured: (positions all above 0, positions, positions all below 0) for rules.word, else None.
+    direction = (sum(all(x > 0 for x in xs) for xs in by_position.values()), len(by_position),
+                 sum(all(x < 0 for x in xs) for xs in by_position.values())) if complete else None
     if not verdict.holds and not verdict.reason.startswith("contradicted") and points and all(points) and complete:
         because = verdict.reason[len(v.NOT_RESOLVED) + 2:] if verdict.reason.startswith(v.NOT_RESOLVED + ": ") \
             else verdict.reason
-        verdict = Verdict(v.FAILS, f"{v.NOT_RESOLVED}; direction reproduced in all {len(points)} position values: "
-                                   + because, {**verdict.numbers, "direction": direction})
+        verdict = Verdict(v.FAILS, f"{v.NOT_RESOLVED}; direction reproduced in all {len(points)} position values, "
+                                   f"{len(by_position)} independent positions (a sign test over {len(by_position)} reaches "
+                                   f"at best p = {0.5 ** len(by_position):.3f}): " + because,
+                          {**verdict.numbers, "direction": direction})
     elif not verdict.reason.startswith("contradicted") and not complete:  # the rule pools all 3 positions
         verdict = Verdict(v.FAILS, f"{v.NOT_RESOLVED}: {sum(points)} of {len(points)} position values above 0, "
                                    f"{len(points)} of the rule's {3 * len(positions)} measured (the other positions' "
