@@ -61,6 +61,10 @@ class PaperConfig(ExperimentConfig, AtIRIsFields):
     # at_methods, recipe_ablation): their claims read "not measured in this report" (never held or failed), so that a
     # report of the parts measured so far can be written while the others are still to be computed.
     skip: List[str] = field(default_factory=list)
+    # Claim 6's eq.-8 Delta (appendix C, Table 3's columns on the Table 1 models): images and solver steps
+    # per direction and start (stir.experiments.paper.delta.DeltaConfig; the shipped results: 16 and 1000).
+    delta_n: int = 16
+    delta_steps: int = 1000
     # Measure nothing: the report of what the results store (and the shipped results, zoo/store) holds.
     # A pair not stored is left out of its part (the part's claims then rest on fewer seed pairs, and
     # say so); a part with nothing stored, or a matrix / chain with a cell missing, is left out like a

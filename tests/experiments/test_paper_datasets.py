@@ -60,11 +60,11 @@ def test_claim_10_measures_a_cifar10_model_against_a_cifar100_model_on_cifar10_i
     data = tmp_path / "data"  # CIFAR-10- and CIFAR-100-shaped synthetic files in one root
     synthetic.write_cifar10_python(data, n_train=160, n_test=40, seed=0)
     synthetic.write_cifar100_python(data, n_train=200, n_test=40, seed=0)
-    # the four models trained through the zoo, and each cross-data-set pair measured at its penultimate layer
-    run_entry_point("evaluate", _args(tmp_path, data, "experiment=seeds", "train_missing=true", "iri=arbitrary",
-                                      "experiment.pairs=[[vanilla,c100],[at,c100_at]]"), pytest.MonkeyPatch())
     mp = pytest.MonkeyPatch()
     try:
+        # the four models trained through the zoo, and each cross-data-set pair measured at its penultimate layer
+        run_entry_point("evaluate", _args(tmp_path, data, "experiment=seeds", "train_missing=true", "iri=arbitrary",
+                                          "experiment.pairs=[[vanilla,c100],[at,c100_at]]"), mp)
         run_entry_point("evaluate", _args(tmp_path, data, "experiment=paper", "experiment.layers.count=3", SKIP,
                                           _layer_settings(("vanilla", "c100"), ("at", "c100_at"))), mp)
         with open(tmp_path / "results" / "paper" / "figures2_3_6_7.csv") as f:

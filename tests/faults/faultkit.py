@@ -115,7 +115,9 @@ def entry_point_command(name: str, *args: str, prelude: str = "") -> List[str]:
 
 
 def env(tmp_path: Path) -> dict:
-    return {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_SILENT": "true", "PYTHONPATH": str(REPO),
+    """A child process's environment as a user's shell gives it: no HYDRA_FULL_ERROR (an in-process test's
+    setting must not turn the one-line errors these tests read into tracebacks)."""
+    return {**{k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}, "OMP_NUM_THREADS": "1", "WANDB_SILENT": "true", "PYTHONPATH": str(REPO),
             "WANDB_DATA_DIR": str(tmp_path / "wandb_data"), "WANDB_CACHE_DIR": str(tmp_path / "wandb_cache"),
             "WANDB_CONFIG_DIR": str(tmp_path / "wandb_config")}
 

@@ -132,7 +132,8 @@ def main(argv: Sequence[str]) -> None:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     ctx = open_evaluation("experiment=paper", *argv)
-    recipes, cfg = ctx.config["experiment"]["recipes"], DeltaConfig()
+    exp = ctx.config["experiment"]
+    recipes, cfg = exp["recipes"], DeltaConfig(n=exp["delta_n"], steps=exp["delta_steps"])
     # start by start: every direction of the first start is stored before the second start begins
     rows = [row for start in cfg.starts for row in delta_rows(ctx, table3_pairs(recipes), replace(cfg, starts=(start,)))]
     for row in rows:
@@ -150,7 +151,7 @@ def appendix_c_delta(ctx, cfg) -> Dict[str, Interval]:
     ok = Availability(ctx)
     here = {column: pair for column, pair in table3_pairs(cfg.recipes).items() if ok.all(list(pair))}
     out: Dict[str, Interval] = {}
-    for row in delta_rows(ctx, here):  # the columns whose models are here (the others: not testable)
+    for row in delta_rows(ctx, here, DeltaConfig(n=cfg.delta_n, steps=cfg.delta_steps)):  # the columns whose models are here (the others: not testable)
         if row["Delta (ours)"] is None:
             continue
         target, ref = (row["m1"], row["m2"]) if row["direction"] == "m1|m2" else (row["m2"], row["m1"])

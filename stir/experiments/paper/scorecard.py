@@ -44,7 +44,7 @@ def extra_evidence(ctx, cfg, ok, chosen, evidence) -> Dict[int, Any]:
     out: Dict[int, Any] = methods.layer_mean_evidence(ctx, cfg, ok, chosen.get("at_methods"), z, conf)  # 12, 13, 20
     if evidence.get(6) is not None:
         out[23] = evidence[6]
-    out[6] = delta_evidence(ctx, cfg)
+    out[6] = delta_evidence(ctx, cfg) if "seeds" in chosen else None  # its part left out: judged "not measured"
     out[22] = premise_4_1(ctx, ok, z)
     out[14] = table1.seed_spread(ctx, cfg, chosen.get("seeds"))
     out[16] = figure1.reverse_curves(ctx, chosen.get("incremental"))
