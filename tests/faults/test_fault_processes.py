@@ -132,9 +132,11 @@ def test_read_only_folders_one_line_and_a_finished_run_is_reused(cifar10_root, t
 
 
 # Ctrl-C in the real process while the report's tables go to W&B: SIGINT to itself, delivered as
-# KeyboardInterrupt in the main thread before the first table is built.
+# KeyboardInterrupt in the main thread before the first table is built (Python's handler installed as a
+# terminal's shell leaves it: a background job's child inherits SIGINT ignored).
 SIGINT_WHILE_LOGGING = """
 import os, signal, time, wandb
+signal.signal(signal.SIGINT, signal.default_int_handler)
 def _interrupted(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGINT)
     time.sleep(5)
