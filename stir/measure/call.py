@@ -21,8 +21,8 @@ from stir.inversion import ExecutionConfig
 from stir.measure.plan import Estimator, Images, Plan, make_plan
 from stir.measure.observe import check_models
 from stir.measure.undefined import NonFiniteOnImagesError, nonfinite_models
-from stir.models.behaviour import (PROBE_N, Fingerprint, Fingerprints, difference, fingerprint_vjp, forward_part,
-                                   probe_batch_size, probe_behaviour, probe_images, probe_key, probe_taps,
+from stir.models.behaviour import (PROBE_N, Fingerprint, Fingerprints, check_batch, difference, fingerprint_vjp,
+                                   forward_part, probe_batch_size, probe_behaviour, probe_images, probe_key, probe_taps,
                                    remember_variant, run_probe_key, tiled, variant_identity)
 from stir.models.identity import content_identity
 from stir.models.taps import LOGITS
@@ -83,12 +83,29 @@ def behaviour_ids(plan: Plan, models: Tuple[nn.Module, nn.Module], names: Tuple[
                  for model, name, static, tap in zip(models, names, ids, taps))
 
 
-def run_batch(run: ExecutionConfig, rows: int, readings: int) -> int:
-    """The largest batch the run reads a model at, for the probe (``probe_batch_size``: bounded): an
-    inversion's (``execution.batch_size``; automatic: at most 128 rows of the n x k, in even chunks,
-    as on the CPU) or a reading pass's (``execution.eval_batch``, at most the n images)."""
+def full_batch(run: ExecutionConfig, rows: int, readings: int) -> int:
+    """The largest batch the run reads a model at: an inversion's (``execution.batch_size``; automatic: at
+    most 128 rows of the n x k, in even chunks, as on the CPU) or a reading pass's (``execution.eval_batch``,
+    at most the n images)."""
     inversion = run.batch_size if run.batch_size is not None else -(-rows // -(-rows // 128))
-    return probe_batch_size(max(inversion, min(run.eval_batch_size, readings)))
+    return max(inversion, min(run.eval_batch_size, readings))
+
+
+def run_batch(run: ExecutionConfig, rows: int, readings: int) -> int:
+    """The batch the probe reads a model at: the run's largest (``full_batch``), bounded (``probe_batch_size``)."""
+    return probe_batch_size(full_batch(run, rows, readings))
+
+
+def check_run_batch(plan: Plan, models: Tuple[nn.Module, nn.Module], names: Tuple[str, str],
+                    taps: Tuple[str, str]) -> None:
+    """Before a measurement (a store miss): each model read at the run's full batch (``check_batch``) where
+    that is above the probe's cap; the probe read it at every batch up to the cap already."""
+    rows = full_batch(plan.run, plan.n * plan.k, plan.n)
+    if rows <= probe_batch_size(rows):
+        return
+    probe = probe_images(plan.images)
+    for model, name, tap in zip(models, names, taps):
+        check_batch(model, name, probe, tap, rows)
 
 
 def behaviour_id(model: nn.Module, name: str, static: str, images: Tensor, tap: str, registry: Fingerprints,

@@ -24,7 +24,7 @@ from stir.inversion import ExecutionConfig, InversionResult, invert_adversarial_
 from stir.inversion.config import iri_shortfall
 from stir.inversion.controversial import controversial_perturbation, pooled_censored
 from stir.measure import cost
-from stir.measure.call import Call, open_call
+from stir.measure.call import Call, check_run_batch, open_call
 from stir.measure.calibration import Calibration, calibrate, calibration_notes
 from stir.measure.convergence import convergence_record, curve, natural_null, pool_quality, refuse_failed, summary
 from stir.measure.observe import check_models, measure_value, observe
@@ -89,6 +89,7 @@ def direction_of(call: Call, models: Tuple[nn.Module, nn.Module], taps: Tuple[st
         return undefined_direction(plan, names, ids, taps, call.broken)
 
     def compute() -> DirectionResult:
+        check_run_batch(plan, models, names, taps)  # coupling above the probe's cap, at the batch measured now
         if target_rep is None:
             check_models(plan.images, [(names[0], models[0], taps[0]), (names[1], models[1], taps[1])],
                          differentiated=[names[0]])  # the reference is inverted

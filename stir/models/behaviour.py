@@ -259,6 +259,25 @@ def probe_behaviour(model: nn.Module, name: str, images: Tensor, taps: Sequence[
     return first(read, m)
 
 
+def check_batch(model: nn.Module, name: str, images: Tensor, tap: str, rows: int) -> None:
+    """Before a measurement: the probe ``images`` (m, c, h, w) tiled to ``rows`` and read at once, forward
+    only, give what they give read at their own batch of m; ``BatchCoupledError`` naming the batch
+    otherwise. The fingerprint's read is capped at ``PROBE_CAP`` rows (its cost is paid on every served
+    pair); a measurement reads at the run's full batch, where one more forward of that batch costs
+    nothing beside its inversion's thousands, so a model coupled only above the cap is caught here."""
+    m = images.shape[0]
+    with torch.random.fork_rng(devices=[images.device] if images.device.type == "cuda" else []):
+        own = fingerprint(model, images, [tap], m)
+        whole = fingerprint(model, tiled(images, rows), [tap], rows)
+    why = difference({t: tiled(value, rows) for t, value in own.items()}, whole)
+    if why is not None:
+        raise BatchCoupledError(
+            f"model {name!r} computes another output for an image when it is read with other images ({why}, the "
+            f"probe read at once in a batch of {rows}, the run's, against its own {m}): a batch-coupled model (batch "
+            "statistics, a forced dropout, a cross-image operation, a row-dependent forward) has no STIR independent "
+            "of execution.batch_size; put it in eval mode or remove the coupling")
+
+
 def variant_identity(static: str, probe: str, j: object) -> str:
     """The identity of behaviour variant ``j`` > 0 of a model whose static identity is ``static``."""
     return hashlib.sha256(f"stir-behaviour-variant-v1\n{static}\n{probe}\n{j}".encode()).hexdigest()

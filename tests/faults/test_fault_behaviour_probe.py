@@ -25,11 +25,11 @@ EST = Estimator(k=1, iri="arbitrary", inversion=InversionConfig(mode="fast", ste
 QUIET = ExecutionConfig(warn_below=0.0)
 
 
-def natural_images() -> torch.Tensor:
-    """(8, 3, 32, 32) in [0, 1] with correlated colour channels (a grey picture, a little colour noise)."""
+def natural_images(n: int = 8) -> torch.Tensor:
+    """(n, 3, 32, 32) in [0, 1] with correlated colour channels (a grey picture, a little colour noise)."""
     g = torch.Generator().manual_seed(5)
-    grey = torch.nn.functional.interpolate(torch.rand(8, 1, 8, 8, generator=g), size=(32, 32), mode="bilinear")
-    return (grey + 0.05 * torch.rand(8, 3, 32, 32, generator=g)).clamp(0, 1)
+    grey = torch.nn.functional.interpolate(torch.rand(n, 1, 8, 8, generator=g), size=(32, 32), mode="bilinear")
+    return (grey + 0.05 * torch.rand(n, 3, 32, 32, generator=g)).clamp(0, 1)
 
 
 def tapped(net: nn.Module) -> nn.Module:
@@ -38,8 +38,8 @@ def tapped(net: nn.Module) -> nn.Module:
     return model
 
 
-def stir_of(store, m1, m2, run=QUIET) -> list:
-    result = evaluate_pair(m1, m2, natural_images(), "penultimate", "penultimate", EST, run=run, store=store,
+def stir_of(store, m1, m2, run=QUIET, n: int = 8) -> list:
+    result = evaluate_pair(m1, m2, natural_images(n), "penultimate", "penultimate", EST, run=run, store=store,
                            names=("a", "b"))
     return [result.get(d).stir.values for d in ("m2|m1", "m1|m2")] + [result.similarity.value]
 
@@ -95,6 +95,25 @@ def test_coupling_at_the_run_batch_size_is_refused_at_that_size(tmp_path, monkey
     with pytest.raises(BatchCoupledError, match="against a batch of 8"):
         stir_of(ResultStore(tmp_path / "eight"), model, partner)
     assert len(stir_of(ResultStore(tmp_path / "four"), model, partner, ExecutionConfig(batch_size=4, warn_below=0.0))) == 3
+
+
+def test_coupling_above_the_probes_cap_is_refused_when_the_run_measures_at_that_batch(tmp_path, monkeypatch, partner):
+    """Coupled above 10 images, beyond the probe's cap (8 rows): the probe cannot see it, so the
+    measurement reads the probe at the run's own batch first (16 images at once: refused, nothing stored);
+    a run that reads at most 8 at once measures it (its value does not depend on the coupling)."""
+    from stir.models.behaviour import PROBE_CAP
+
+    monkeypatch.setattr(nets, "COUPLED_ABOVE", 10)
+    monkeypatch.setattr(nets, "IMPOSTOR", True)
+    assert PROBE_CAP < 10 < 16
+    model = tapped(nets.BigBatchNet())
+    store = ResultStore(tmp_path / "sixteen")
+    with pytest.raises(BatchCoupledError, match="in a batch of 16, the run's"):
+        stir_of(store, model, partner, ExecutionConfig(batch_size=16, warn_below=0.0), n=16)
+    assert not list((tmp_path / "sixteen").rglob("direction/*.json"))  # refused before anything was stored
+    eight = stir_of(ResultStore(tmp_path / "eight"), model, partner, ExecutionConfig(batch_size=8, eval_batch=8,
+                                                                                    warn_below=0.0), n=16)
+    assert len(eight) == 3
 
 
 @pytest.mark.parametrize("how", ["closure", "global", "callable"])
