@@ -69,6 +69,13 @@ SINGLES = (0, PROBE_N, PROBE_N + 1)  # the probe's images read one at a time: a 
 VJP = "vjp"  # the fingerprint's entry for the input gradient of the seeded vector-Jacobian product
 INDEX = "INDEX"  # <fingerprints>/INDEX: the static identities the folder holds fingerprints of, one a line
 TOLERANCE = 1e-3  # relative L2 difference per tap below which two fingerprints are the same behaviour
+# ... and for the input gradient (VJP): a float rounding of another CPU flips a ReLU near 0 for a probe
+# image now and then, which moves the gradient, not the outputs. Measured on the paper preset's shipped
+# models (fingerprints written on an AMD EPYC, AVX2; read on an Intel Xeon, AVX-512, 2026-12-08): forward
+# taps differ by at most 5e-7, the VJP by at most 2.7e-3 (8 of 492 reads above 1e-3, which made those
+# models "variants" and the shipped paper report unservable there). 2e-2 is 7x that and 100x below a
+# sign flip (2.0), the backward changes the probe is for; an Adam descent does not see a gradient's scale.
+VJP_TOLERANCE = 2e-2
 _CHUNKS = 128
 _SEED = 54
 
@@ -165,8 +172,8 @@ def fingerprint(model: nn.Module, images: Tensor, taps: Sequence[str], batch_siz
 
 
 def difference(a: Fingerprint, b: Fingerprint) -> Optional[str]:
-    """None when ``a`` and ``b`` are the same behaviour (every tap within ``TOLERANCE``), else where
-    and by how much they differ ("logits differ by 0.31 (relative L2)")."""
+    """None when ``a`` and ``b`` are the same behaviour (every tap within ``TOLERANCE``, the input gradient
+    within ``VJP_TOLERANCE``), else where and by how much they differ ("logits differ by 0.31 (relative L2)")."""
     if sorted(a) != sorted(b):
         return f"taps {sorted(a)} against {sorted(b)}"
     for tap in sorted(a):
@@ -179,7 +186,7 @@ def difference(a: Fingerprint, b: Fingerprint) -> Optional[str]:
             return f"{tap} is not finite in one of them"
         scale = max(float(y.norm()), float(x.norm()), 1e-12)
         rel = float((x - y).norm()) / scale
-        if rel > TOLERANCE:
+        if rel > (VJP_TOLERANCE if tap == VJP else TOLERANCE):
             return f"{tap} differs by {rel:.3g} (relative L2)"
     return None
 
