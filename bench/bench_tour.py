@@ -25,6 +25,7 @@ import logging
 import os
 import platform
 import re
+import resource
 import shlex
 import subprocess
 import sys
@@ -66,16 +67,24 @@ def cpu_name() -> str:
     return platform.processor() or "unknown"
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children so far."""
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
 def timed(words: List[str], cwd: Path, env: Dict[str, str], label: str) -> Dict[str, Any]:
-    """Run one command to its exit: wall seconds, exit status, load average before and after."""
-    load = os.getloadavg()[0]
+    """Run one command to its exit: wall seconds, CPU seconds (user + system: what another process on
+    the machine does not inflate, unlike the wall), exit status, load average before and after."""
+    load, cpu = os.getloadavg()[0], children_cpu()
     start = time.monotonic()
     done = subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True)
-    seconds = time.monotonic() - start
-    log.info("%s: %.0f s (rc %d, load %.1f -> %.1f)", label, seconds, done.returncode, load, os.getloadavg()[0])
+    seconds, cpu = time.monotonic() - start, children_cpu() - cpu
+    log.info("%s: %.0f s, %.0f CPU s (rc %d, load %.1f -> %.1f)", label, seconds, cpu, done.returncode, load,
+             os.getloadavg()[0])
     if done.returncode != 0:
         raise SystemExit(f"{label} failed (rc {done.returncode}):\n{done.stderr[-3000:]}")
-    return {"command": label, "seconds": round(seconds, 1), "load_before": round(load, 2),
+    return {"command": label, "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "load_before": round(load, 2),
             "load_after": round(os.getloadavg()[0], 2), "output": done.stdout + done.stderr}
 
 
@@ -153,9 +162,10 @@ def main() -> None:
     lines = [f"# The README's tour, timed ({record['machine']['cpus']} CPUs, {record['machine']['cpu']}, "
              f"OMP_NUM_THREADS={args.threads})", "",
              "Ratio: the command's time over a served pair's (the tour's first command run again).", "",
-             "| command | seconds | ratio to a served pair | load before -> after |", "|---|---|---|---|"]
-    lines += [f"| `{r['command']}` | {r['seconds']:.0f} | {r.get('ratio', float('nan')):.2f} | "
-              f"{r['load_before']:.1f} -> {r['load_after']:.1f} |" for r in record["tour"]]
+             "| command | CPU seconds (one thread) | wall seconds | ratio to a served pair | load before -> after |",
+             "|---|---|---|---|---|"]
+    lines += [f"| `{r['command']}` | {r.get('cpu_seconds', float('nan')):.0f} | {r['seconds']:.0f} | "
+              f"{r.get('ratio', float('nan')):.2f} | {r['load_before']:.1f} -> {r['load_after']:.1f} |" for r in record["tour"]]
     zoo = [r for r in record["tour"] if r["command"] in tour_commands()]
     if zoo:
         lines += ["", f"The tour's commands from the shipped zoo together: {sum(r['seconds'] for r in zoo):.0f} s "
