@@ -82,6 +82,9 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
         sections += [f"{paragraph}\n" for paragraph in report.opening]
         if report.notes:
             sections.append("\n".join(reading.markdown(report.notes)) + "\n")
+    elif report.notes_below_first_table and report.notes:
+        sections.append(f"{len(report.notes)} notes on how it was measured, the models and the data: [below the "
+                        f"first table](#notes).\n")
     else:
         sections += [f"> {note}\n" for note in report.notes]
     # The terminal gets a summary (issue 69): the headline rows, how many notes, where the report is; every
@@ -122,7 +125,10 @@ def publish(report: Report, out: Path, logger: LoggerConfig, config: Dict[str, A
             others.append(f"## {table.title or name}\n\n{to_markdown(shown)}\n{_footer(notes)}\n\n{_after(table)}{files}\n")
         else:
             others.append(f"## {table.title or name}\n\n{len(shown)} rows: {files}\n\n{_after(table)}")
-    sections += headlines + others
+    tables = headlines + others
+    if report.notes_below_first_table and report.notes and not report.opening:
+        tables[1:1] = ["## notes\n\n" + "\n".join(f"> {note}\n" for note in report.notes)]
+    sections += tables
     figures = {}
     stems = unique_slugs(report.figures)
     for name, figure in report.figures.items():

@@ -63,6 +63,10 @@ class Report:
     # stir.experiments.pair_reading). A report with an opening shows its notes grouped and deduplicated
     # (stir.reporting.reading) and its tables under their titles; one without (the paper's) as before.
     opening: List[str] = field(default_factory=list)
+    # A report whose first table is what a reader came for and whose notes are long (the paper's: its
+    # scorecard under some 2,400 words of notes): the notes go below that first table, under "## notes",
+    # and one line above the tables says where they are.
+    notes_below_first_table: bool = False
 
 
 SLUG_LIMIT = 120  # characters of a file or folder name made from labels; a name may have 255 bytes

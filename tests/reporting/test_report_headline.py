@@ -1,6 +1,7 @@
 """Issue 34: the report opens with a short headline table (per direction: STIR with its interval, the
 normalised value, the similarity, IRI status, STIR_adv); every column stays in <name>.md and <name>.csv."""
 import csv
+import json
 import math
 import re
 
@@ -115,3 +116,19 @@ def test_a_long_headline_gets_a_file_of_its_own(tmp_path):
     assert "[`directions_headline.md`](directions_headline.md)" in readme and not markdown_tables(readme)
     (header, body), = markdown_tables((tmp_path / "directions_headline.md").read_text())
     assert header[:3] == ["m1 (ref)", "m2 (target)", "STIR"] and len(body) == README_ROWS + 1
+
+
+def test_a_report_with_its_notes_below_its_first_table_opens_with_that_table(tmp_path):
+    """The paper's report: its scorecard under 2,400 words of notes before; now one line says where the
+    notes are, the first table follows the title, the notes sit under '## notes' below it, the rest after."""
+    notes = [f"note {i}: " + "word " * 300 for i in range(8)]
+    report = Report("A long report", notes=notes, notes_below_first_table=True,
+                    tables={"scorecard": Table(rows=[{"claim": 1, "verdict": "holds"}]),
+                            "details": Table(rows=[{"a": 1}])})
+    publish(report, tmp_path, LoggerConfig().without_wandb(), {}, run_name="t")
+    text = (tmp_path / "README.md").read_text()
+    assert re.findall(r"^## (\S+)", text, flags=re.M) == ["scorecard", "notes", "details"]
+    before = text[:text.index("## scorecard")]
+    assert len(before.split()) < 40 and "8 notes" in before and "(#notes)" in before
+    assert all(f"> note {i}: " in text[text.index("## notes"):text.index("## details")] for i in range(8))
+    assert json.loads((tmp_path / "record.json").read_text())["notes"] == notes  # the record keeps them all

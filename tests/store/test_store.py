@@ -227,8 +227,9 @@ def test_the_references_arbitrary_iris_are_inverted_once_for_all_targets(tmp_pat
     # the finiteness probe, the input check and its second pass (is the model deterministic? issue 30),
     # the gradient-path check of the reference (it is inverted), one pass per draw, ref(X) for the
     # calibration, the cost probe's two (stir.measure.cost), the behaviour probe's read (its batch tiled to the
-    # run's, with the input gradient: stir.models.behaviour, compared with the first call's): no inversion
-    assert ref.forwards <= 1 + 2 + 1 + 2 + 1 + 2 + 1
+    # run's, with the input gradient: stir.models.behaviour, compared with the first call's), the probe at
+    # the run's full batch before a measurement (its own batch and the full one: check_batch): no inversion
+    assert ref.forwards <= 1 + 2 + 1 + 2 + 1 + 2 + 1 + 2
     assert second.quality["arbitrary"]["median_residual"] == first.quality["arbitrary"]["median_residual"]
 
 

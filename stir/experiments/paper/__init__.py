@@ -59,7 +59,8 @@ log = logging.getLogger(__name__)
 
 
 def run(ctx: Context, cfg: PaperConfig) -> Report:
-    report = Report(cfg.description or "The STIR paper's claims (Nanda et al., ICML 2022), reproduced")
+    report = Report(cfg.description or "The STIR paper's claims (Nanda et al., ICML 2022), reproduced",
+                    notes_below_first_table=True)  # the scorecard first, its 2,400 words of notes below it
     ok = Availability(ctx)
     if cfg.stored_only:  # measure nothing: every result from the store, a miss raises NotStored
         ctx = dataclasses.replace(ctx, store=ctx.store.as_read_only())
