@@ -26,6 +26,7 @@ import argparse
 import csv
 import json
 import math
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,6 +227,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         workspace = build_workspace(args.entity, args.project).save()
         print(f"workspace: {workspace.url}")
     elif args.command == "check":
+        absent = [str(r) for r in args.runs if not r.exists()]
+        if absent:  # an unmatched shell glob arrives as its own text: one line, not read_run's traceback
+            sys.stderr.write(f"error: no W&B run folder at {', '.join(absent)}: pass the offline-run-* folders a report "
+                             "wrote (the command's W&B line names them; W&B off writes none)\n")
+            raise SystemExit(2)
         # a run that has just finished may still be being flushed by wandb's service: wait for its exit record
         problems = {str(r): missing_keys(read_run(r, wait_s=30.0)) for r in args.runs}
         for run, missing in problems.items():

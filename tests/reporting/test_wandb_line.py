@@ -3,6 +3,8 @@ dashboards are (issue 55: train.py said nothing of its offline run)."""
 import os
 import re
 
+import pytest
+
 from stir.reporting.wandb_log import offline_run_line
 
 
@@ -25,3 +27,15 @@ def test_the_entry_points_end_with_it():
 
     for script in ("train.py", "evaluate.py"):
         assert "offline_run_line(" in (REPO / script).read_text(), script
+
+
+def test_the_dashboard_check_of_a_run_folder_that_is_not_there_is_one_line_exit_2(tmp_path, capsys):
+    """An unmatched shell glob (`results/x/wandb/offline-run-*` with no such run) reached read_run as its own
+    text and ended in a traceback; now one line naming it and what to pass, exit 2."""
+    from stir.reporting import dashboard
+
+    missing = tmp_path / "results" / "pair_at_vs_vanilla" / "wandb" / "offline-run-*"
+    with pytest.raises(SystemExit) as done:
+        dashboard.main(["check", str(missing)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert done.value.code == 2 and len(err) == 1 and err[0].startswith(f"error: no W&B run folder at {missing}")
