@@ -80,8 +80,7 @@ def block() -> str:
     text = _links(text)
     text = _headings(text)
     text, models = _models_last(text)
-    # note markers in the tables ("[1] [2]"): text, not reference-style links
-    text = re.sub(r"\[(\d+)\]", r"\\[\1\\]", text)
+    text = _markers(text)
     text = re.sub(r"^(#+) ", lambda m: "#" * min(6, len(m.group(1)) + 1) + " ", text, flags=re.M)
     stored = record.get("config", {}).get("experiment", {}).get("stored_only")
     command = (f"`{COMMAND} experiment.stored_only=true` (this page, from the shipped results); `{COMMAND}` "
@@ -89,6 +88,11 @@ def block() -> str:
     head = [f"The report in `docs/paper_report/`, {committed_at(REPORT)}; {settings(record)}.",
             f"Command: {command}.", ""]
     return "\n".join(head) + "\n" + _without_scorecard(text) + models
+
+
+def _markers(text: str) -> str:
+    """Note markers of the tables ("[1] [2]") as text, not reference-style links."""
+    return re.sub(r"\[(\d+)\]", r"\\[\1\\]", text)
 
 
 def _links(text: str) -> str:
@@ -173,7 +177,7 @@ def scorecard() -> str:
     text = readme.read_text()
     if not (REPORT / "scorecard.csv").is_file():  # a report from before the scorecard file: its own table
         body = _links(re.sub(r"^file: .*$", "", _section(text, "scorecard"), flags=re.M))
-        return re.sub(r"\[(\d+)\]", r"\\[\1\\]", body).strip() + "\n"
+        return _markers(body).strip() + "\n"
     rows = _rows("scorecard.csv")
     statements = {r["claim"]: r.get("statement", "") for r in _rows("claims.csv")}
     out = []
@@ -229,7 +233,7 @@ def _cell(text: str) -> str:
     """Plain text as a markdown table cell (GitHub's and the site's): pipes, note markers and "<" (an
     HTML tag's start) escaped."""
     text = text.replace("<", "&lt;").replace("|", "\\|")
-    return re.sub(r"\[(\d+)\]", r"\\[\1\\]", text)
+    return _markers(text)
 
 
 def write_scorecard(page: Path = PAGE) -> None:

@@ -94,7 +94,7 @@ _COMPOSED: dict = {}
 
 
 def _config_files(config_dir: Path) -> tuple:
-    """((relative path, mtime_ns, size), ...) of every file under ``config_dir``: what a composition reads."""
+    """((path, mtime_ns, size), ...) of every file under ``config_dir``, sorted: what a composition reads."""
     out, stack = [], [str(Path(config_dir).resolve())]
     while stack:
         with os.scandir(stack.pop()) as entries:

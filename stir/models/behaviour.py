@@ -242,6 +242,19 @@ def coupling(read: Fingerprint, alone: Fingerprint, singles: Sequence[int], m: i
     return why or difference({tap: tiled(value[:m], rows) for tap, value in read.items()}, read)
 
 
+def _own_rng(images: Tensor):
+    """A context in which the probe's reads leave the global random state (CPU, and the images' GPU) as it was."""
+    return torch.random.fork_rng(devices=[images.device] if images.device.type == "cuda" else [])
+
+
+def coupled(name: str, where: str) -> BatchCoupledError:
+    """The refusal of a batch-coupled model ``name``; ``where``: which reads differ, and by how much."""
+    return BatchCoupledError(
+        f"model {name!r} computes another output for an image when it is read with other images ({where}): a "
+        "batch-coupled model (batch statistics, a forced dropout, a cross-image operation, a row-dependent forward) "
+        "has no STIR independent of execution.batch_size; put it in eval mode or remove the coupling")
+
+
 def probe_behaviour(model: nn.Module, name: str, images: Tensor, taps: Sequence[str], batch: int) -> Fingerprint:
     """The fingerprint of the probe ``images`` (m, c, h, w), read at once tiled to ``batch`` rows (at
     least m) with its input gradient (``fingerprint_vjp``), after checking that it is what the
@@ -251,18 +264,14 @@ def probe_behaviour(model: nn.Module, name: str, images: Tensor, taps: Sequence[
     m = images.shape[0]
     rows = max(batch, m)
     singles = [i for i in SINGLES if i < m]
-    with torch.random.fork_rng(devices=[images.device] if images.device.type == "cuda" else []):
+    with _own_rng(images):
         read = fingerprint_vjp(model, images, taps, rows)
         why = coupling(read, fingerprint(model, images[singles], taps, 1), singles, m)
         if why is not None:
             second = fingerprint(model, tiled(images, rows), taps, rows)  # random, or coupled? a second read tells
             for tap in second:
                 check_deterministic(read[tap], second[tap], name, rows)
-            raise BatchCoupledError(
-                f"model {name!r} computes another output for an image when it is read with other images ({why}, one "
-                f"image at a time against a batch of {rows}): a batch-coupled model (batch statistics, a forced "
-                "dropout, a cross-image operation, a row-dependent forward) has no STIR independent of "
-                "execution.batch_size; put it in eval mode or remove the coupling")
+            raise coupled(name, f"{why}, one image at a time against a batch of {rows}")
     return first(read, m)
 
 
@@ -273,16 +282,12 @@ def check_batch(model: nn.Module, name: str, images: Tensor, tap: str, rows: int
     pair); a measurement reads at the run's full batch, where one more forward of that batch costs
     nothing beside its inversion's thousands, so a model coupled only above the cap is caught here."""
     m = images.shape[0]
-    with torch.random.fork_rng(devices=[images.device] if images.device.type == "cuda" else []):
+    with _own_rng(images):
         own = fingerprint(model, images, [tap], m)
         whole = fingerprint(model, tiled(images, rows), [tap], rows)
     why = difference({t: tiled(value, rows) for t, value in own.items()}, whole)
     if why is not None:
-        raise BatchCoupledError(
-            f"model {name!r} computes another output for an image when it is read with other images ({why}, the "
-            f"probe read at once in a batch of {rows}, the run's, against its own {m}): a batch-coupled model (batch "
-            "statistics, a forced dropout, a cross-image operation, a row-dependent forward) has no STIR independent "
-            "of execution.batch_size; put it in eval mode or remove the coupling")
+        raise coupled(name, f"{why}, the probe read at once in a batch of {rows}, the run's, against its own {m}")
 
 
 def variant_identity(static: str, probe: str, j: object) -> str:

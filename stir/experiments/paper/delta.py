@@ -151,7 +151,8 @@ def appendix_c_delta(ctx, cfg) -> Dict[str, Interval]:
     ok = Availability(ctx)
     here = {column: pair for column, pair in table3_pairs(cfg.recipes).items() if ok.all(list(pair))}
     out: Dict[str, Interval] = {}
-    for row in delta_rows(ctx, here, DeltaConfig(n=cfg.delta_n, steps=cfg.delta_steps)):  # the columns whose models are here (the others: not testable)
+    # the columns whose models are here (the others: not testable), at the paper kind's sizes
+    for row in delta_rows(ctx, here, DeltaConfig(n=cfg.delta_n, steps=cfg.delta_steps)):
         if row["Delta (ours)"] is None:
             continue
         target, ref = (row["m1"], row["m2"]) if row["direction"] == "m1|m2" else (row["m2"], row["m1"])
