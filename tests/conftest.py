@@ -62,6 +62,13 @@ def load_entry_point(name: str):
     return module
 
 
+def wandb_dirs(tmp_path: Path) -> dict:
+    """Environment variables that keep a child's W&B folders under the test's, silent (an offline run
+    writes nothing outside them and its report)."""
+    return {"WANDB_SILENT": "true", "WANDB_DATA_DIR": str(tmp_path / "wandb_data"),
+            "WANDB_CACHE_DIR": str(tmp_path / "wandb_cache"), "WANDB_CONFIG_DIR": str(tmp_path / "wandb_config")}
+
+
 def run_entry_point(name: str, args, monkeypatch) -> None:
     """Run ``python <name>.py *args`` in this process (the real Hydra main, the real pipeline)."""
     module = load_entry_point(name)

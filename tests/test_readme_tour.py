@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, wandb_dirs
 from stir.data import synthetic
 
 README = (REPO / "README.md").read_text()
@@ -97,12 +97,6 @@ def run(words, cwd: Path, env, timeout=900) -> subprocess.CompletedProcess:
     done = subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"{words}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
-
-
-def wandb_dirs(tmp_path: Path) -> dict:
-    """W&B's own folders under the test's, silent (an offline run writes nothing outside them and the report)."""
-    return {"WANDB_SILENT": "true", "WANDB_DATA_DIR": str(tmp_path / "wandb_data"),
-            "WANDB_CACHE_DIR": str(tmp_path / "wandb_cache"), "WANDB_CONFIG_DIR": str(tmp_path / "wandb_config")}
 
 
 def environment() -> dict:

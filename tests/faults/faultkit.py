@@ -19,7 +19,7 @@ from typing import List, Sequence, Tuple
 
 import pytest
 
-from conftest import REPO, load_entry_point, run_entry_point, tiny_train_args
+from conftest import REPO, load_entry_point, run_entry_point, tiny_train_args, wandb_dirs
 
 RUN = "cifar10/resnet18-w4/vanilla/seed{seed}"
 
@@ -117,9 +117,8 @@ def entry_point_command(name: str, *args: str, prelude: str = "") -> List[str]:
 def env(tmp_path: Path) -> dict:
     """A child process's environment as a user's shell gives it: no HYDRA_FULL_ERROR (an in-process test's
     setting must not turn the one-line errors these tests read into tracebacks)."""
-    return {**{k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}, "OMP_NUM_THREADS": "1", "WANDB_SILENT": "true", "PYTHONPATH": str(REPO),
-            "WANDB_DATA_DIR": str(tmp_path / "wandb_data"), "WANDB_CACHE_DIR": str(tmp_path / "wandb_cache"),
-            "WANDB_CONFIG_DIR": str(tmp_path / "wandb_config")}
+    return {**{k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}, "OMP_NUM_THREADS": "1",
+            "PYTHONPATH": str(REPO), **wandb_dirs(tmp_path)}
 
 
 def userns_mounts() -> bool:

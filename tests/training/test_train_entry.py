@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REPO, run_entry_point, tiny_run_test_logits, tiny_train_args
+from conftest import REPO, run_entry_point, tiny_run_test_logits, tiny_train_args, wandb_dirs
 from stir.provenance import file_sha256
 from stir.training.runs import load_state_dict
 
@@ -108,8 +108,7 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(cifar10_root, tmp_path):
 def test_the_command_line_logs_to_offline_wandb_and_csv(cifar10_root, tmp_path):
     """`python train.py ...` as a user runs it: the offline W&B run and the CSV log hold the metrics."""
     args = [a for a in tiny_train_args(cifar10_root, tmp_path) if not a.startswith("logger.wandb.mode")]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_SILENT": "true", "WANDB_DATA_DIR": str(tmp_path / "wandb_data"),
-           "WANDB_CACHE_DIR": str(tmp_path / "wandb_cache"), "WANDB_CONFIG_DIR": str(tmp_path / "wandb_config")}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **wandb_dirs(tmp_path)}
     done = subprocess.run([sys.executable, str(REPO / "train.py"), *args, "logger.wandb.mode=offline",
                            "logger.wandb.log_model=true"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
